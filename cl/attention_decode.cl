@@ -1,0 +1,391 @@
+/* Decode attention (flash-decoding): a few query rows (Tq <= 16) against a long key range.
+ * The visible keys are split over work-groups along grid dim 2; each work-group walks its
+ * split in chunks of NTD keys, one key per work-item, then accumulates weight x V.
+ * Sparse kinds (rela, tra, tda) compact the surviving keys of a chunk into a local list
+ * and read only those V rows.  attention_decode_reduce combines the splits, applies the
+ * Norm epilogue and stores the output.  Same kinds and dtype macros as attention.cl. */
+
+#ifndef KIND
+#define KIND 2 /* attention kind (see attention.cl) */
+#endif
+#ifndef DT
+#define DT 0 /* storage dtype of q, k, v, q2, k2 */
+#endif
+#ifndef ODT
+#define ODT 0 /* storage dtype of out */
+#endif
+#ifndef GDT
+#define GDT 0 /* storage dtype of the rms gain */
+#endif
+#ifndef D
+#define D 64 /* padded q/k head dim */
+#endif
+#ifndef DV
+#define DV 64 /* padded v head dim */
+#endif
+#ifndef TQP
+#define TQP 1 /* query rows padded to 1, 2, 4, 8 or 16 */
+#endif
+#ifndef NTD
+#define NTD 128 /* work-items per work-group = keys per chunk */
+#endif
+#ifndef NR
+#define NR 64 /* work-items per row in the reduce kernel */
+#endif
+
+#define TWO_VIEWS (KIND == 3 || KIND == 4)
+#define NV (TWO_VIEWS ? 2 : 1)
+#define SOFTMAX (KIND == 0 || KIND == 4)
+#define NW (KIND == 4 ? 2 : 1) /* weight sets kept per key */
+#define D4 (D / 4)
+#define DV4 (DV / 4)
+#define KS4 (D4 + 1)
+#define KPART (NTD / DV4) /* key partitions of the accumulation phase (NTD >= DV4) */
+
+inline int ord_int(float f)
+{
+    int i = as_int(f);
+    return i >= 0 ? i : i ^ 0x7fffffff;
+}
+inline float ord_float(int i) { return as_float(i >= 0 ? i : i ^ 0x7fffffff); }
+
+inline float tau_of(long pos, float beta, float kappa, int d)
+{
+    float l = 2.0f * log(((float)pos + 1.0f) / kappa);
+    return beta * sqrt(fmax(l, 0.0f) / (float)d);
+}
+
+inline float rect_pow(float x, int pmode, float p)
+{
+    if (x <= 0.0f) return 0.0f;
+    return pmode == 2 ? x * x : pmode == 1 ? x : pow(x, p);
+}
+
+/* Row r of a [B,H,T,d] view as float4s, zero beyond d. */
+inline float4 load4(__global const void *x, long p, long sd, int c4, int d)
+{
+    float4 v = (float4)(0.0f);
+    int c = 4 * c4;
+#if DT == 0 && defined(ALIGNED4)
+    if (c < d) v = vload4(0, (__global const float *)x + p + c);
+#else
+    if (c + 0 < d) v.s0 = LOAD(DT, x, p + (c + 0) * sd);
+    if (c + 1 < d) v.s1 = LOAD(DT, x, p + (c + 1) * sd);
+    if (c + 2 < d) v.s2 = LOAD(DT, x, p + (c + 2) * sd);
+    if (c + 3 < d) v.s3 = LOAD(DT, x, p + (c + 3) * sd);
+#endif
+    return v;
+}
+
+__kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_part(
+    __global const void *q, __global const void *k, __global const void *v,
+    __global const void *q2, __global const void *k2,
+    __global float *opart, __global float *mlpart, __global uint *stats,
+    long4 qs, long4 ks, long4 vs, long4 q2s, long4 k2s,
+    long q_off, long k_off, long v_off, long q2_off, long k2_off,
+    int H, int Tq, long Tk, long offset, int d, int dv, long split_len,
+    float scale, float beta, float kappa, int pmode, float power, float lambda,
+    int normalize, int want_stats)
+{
+    __local float4 Qs[NV * TQP * D4];
+#define KS_FLOAT4 (NV * NTD * KS4 > NTD * TQP ? NV * NTD * KS4 : NTD * TQP)
+    __local float4 Ks[KS_FLOAT4]; /* K chunk; reused for the final partial sums */
+    __local float Wl[NTD * TQP * NW];
+    __local int klist[NTD];
+    __local uint cnt;
+    __local int tmax[NV * TQP];
+    __local uint counters[4];
+
+    const int tid = get_local_id(0);
+    const int bh = get_group_id(1);
+    const int b = bh / H, h = bh - (bh / H) * H;
+    const int split = get_group_id(2), nsplit = get_num_groups(2);
+    const long kend_all = min(Tk, offset + Tq);
+    const long s0 = (long)split * split_len, s1 = min(s0 + split_len, kend_all);
+
+    /* query rows: normalised (tra/tda) and scaled; softmax in log2 units */
+#if SOFTMAX
+    const float qscale = scale * 1.44269504088896341f;
+#else
+    const float qscale = scale;
+#endif
+    for (int idx = tid; idx < NV * TQP * D4; idx += NTD) {
+        int view = idx / (TQP * D4), rem = idx - view * (TQP * D4);
+        int r = rem / D4, c4 = rem - (rem / D4) * D4;
+        float4 val = (float4)(0.0f);
+        if (r < Tq) {
+#if TWO_VIEWS
+            if (view) val = load4(q2, q2_off + b * q2s.s0 + h * q2s.s1 + r * q2s.s2, q2s.s3, c4, d);
+            else
+#endif
+                val = load4(q, q_off + b * qs.s0 + h * qs.s1 + r * qs.s2, qs.s3, c4, d);
+        }
+        Qs[idx] = val;
+    }
+    if (tid < 4) counters[tid] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid < NV * TQP) {
+        float ss = 0.0f;
+        for (int c4 = 0; c4 < D4; c4++) ss += dot(Qs[tid * D4 + c4], Qs[tid * D4 + c4]);
+        float f = qscale * (normalize ? 1.0f / fmax(sqrt(ss), 1e-12f) : 1.0f);
+        for (int c4 = 0; c4 < D4; c4++) Qs[tid * D4 + c4] *= f;
+    }
+
+    float tau[TQP];
+    for (int i = 0; i < TQP; i++) {
+#if KIND == 2 || KIND == 3
+        tau[i] = tau_of(offset + i, beta, kappa, d);
+#else
+        tau[i] = 0.0f;
+#endif
+    }
+#if KIND == 3
+    const float lc = clamp(lambda, 0.0f, 1.0f);
+#endif
+    const int part = tid / DV4, c4 = tid - (tid / DV4) * DV4;
+    const int active = part < KPART; /* the last NTD % DV4 work-items only load and score */
+    float4 o[TQP];
+    for (int i = 0; i < TQP; i++) o[i] = (float4)(0.0f);
+#if SOFTMAX
+    float m[NV][TQP], l[NV][TQP];
+    for (int t = 0; t < NV; t++)
+        for (int i = 0; i < TQP; i++) m[t][i] = -INFINITY, l[t][i] = 0.0f;
+#endif
+#if KIND == 4
+    float4 o2[TQP];
+    for (int i = 0; i < TQP; i++) o2[i] = (float4)(0.0f);
+#endif
+    uint nz1 = 0, nz2 = 0, nzc = 0, vchunks = 0;
+    const long kb = k_off + b * ks.s0 + h * ks.s1;
+    const long vb = v_off + b * vs.s0 + h * vs.s1;
+
+    for (long c0 = s0; c0 < s1; c0 += NTD) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int idx = tid; idx < NV * NTD * D4; idx += NTD) {
+            int view = idx / (NTD * D4), rem = idx - view * (NTD * D4);
+            int j = rem / D4, cc = rem - (rem / D4) * D4;
+            long n = c0 + j;
+            float4 val = (float4)(0.0f);
+            if (n < s1) {
+#if TWO_VIEWS
+                if (view) val = load4(k2, k2_off + b * k2s.s0 + h * k2s.s1 + n * k2s.s2, k2s.s3, cc, d);
+                else
+#endif
+                    val = load4(k, kb + n * ks.s2, ks.s3, cc, d);
+            }
+            Ks[view * NTD * KS4 + j * KS4 + cc] = val;
+        }
+        if (tid == 0) cnt = 0;
+#if SOFTMAX
+        if (tid < NV * TQP) tmax[tid] = ord_int(-INFINITY);
+#endif
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+        /* scores of key n for every query row */
+        const long n = c0 + tid;
+        float sc[NV][TQP];
+        for (int t = 0; t < NV; t++) {
+            float4 acc[TQP];
+            float4 kk = (float4)(0.0f);
+            for (int i = 0; i < TQP; i++) acc[i] = (float4)(0.0f);
+            for (int cc = 0; cc < D4; cc++) {
+                float4 kv = Ks[t * NTD * KS4 + tid * KS4 + cc];
+                kk = fma(kv, kv, kk);
+                for (int i = 0; i < TQP; i++) acc[i] = fma(Qs[(t * TQP + i) * D4 + cc], kv, acc[i]);
+            }
+            float kinv = 1.0f;
+#if KIND == 2 || KIND == 3
+            if (normalize) kinv = 1.0f / fmax(sqrt((kk.s0 + kk.s1) + (kk.s2 + kk.s3)), 1e-12f);
+#endif
+            for (int i = 0; i < TQP; i++) {
+                float sv = ((acc[i].s0 + acc[i].s1) + (acc[i].s2 + acc[i].s3)) * kinv;
+                int visible = n < s1 && i < Tq && n <= offset + i;
+                sc[t][i] = visible ? sv : -INFINITY;
+            }
+        }
+#if !SOFTMAX
+        /* weights; a key with any non-zero weight joins the chunk's survivor list */
+        float wv[TQP];
+        int any = 0;
+        for (int i = 0; i < TQP; i++) {
+            float x1 = sc[0][i] - tau[i];
+#if KIND == 1
+            float w1 = x1 <= 0.0f ? 0.0f : x1;
+            wv[i] = w1;
+#else
+            float w1 = rect_pow(x1, pmode, power);
+            if (isnan(x1)) w1 = x1;
+#if KIND == 3
+            float x2 = sc[1][i] - tau[i];
+            float w2 = rect_pow(x2, pmode, power);
+            if (isnan(x2)) w2 = x2;
+            wv[i] = w1 - lc * w2;
+            nz2 += w2 != 0.0f;
+            nzc += wv[i] != 0.0f;
+            any |= w2 != 0.0f;
+#else
+            wv[i] = w1;
+#endif
+#endif
+            nz1 += w1 != 0.0f;
+            any |= w1 != 0.0f;
+        }
+        if (any) {
+            uint idx = atomic_inc(&cnt);
+            klist[idx] = (int)n;
+            for (int i = 0; i < TQP; i++) Wl[idx * TQP + i] = wv[i];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int count = (int)cnt;
+        if (count) vchunks++;
+        for (int idx = part; active && idx < count; idx += KPART) {
+            float4 vv = load4(v, vb + (long)klist[idx] * vs.s2, vs.s3, c4, dv);
+            for (int i = 0; i < TQP; i++) o[i] = fma((float4)(Wl[idx * TQP + i]), vv, o[i]);
+        }
+#else
+        /* softmax: chunk maxima, then every visible key */
+        for (int t = 0; t < NV; t++)
+            for (int i = 0; i < TQP; i++) {
+                Wl[(t * NTD + tid) * TQP + i] = sc[t][i];
+                if (sc[t][i] != -INFINITY) atomic_max(&tmax[t * TQP + i], ord_int(sc[t][i]));
+            }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        vchunks++;
+        for (int t = 0; t < NV; t++)
+            for (int i = 0; i < TQP; i++) {
+                float mn = fmax(m[t][i], ord_float(tmax[t * TQP + i]));
+                float alpha = mn == -INFINITY ? 1.0f : native_exp2(m[t][i] - mn);
+                m[t][i] = mn;
+                l[t][i] *= alpha;
+#if KIND == 4
+                if (t) o2[i] *= alpha;
+                else
+#endif
+                    o[i] *= alpha;
+            }
+        const int count = (int)min((long)NTD, s1 - c0);
+        for (int idx = part; active && idx < count; idx += KPART) {
+            float4 vv = load4(v, vb + (c0 + idx) * vs.s2, vs.s3, c4, dv);
+            for (int i = 0; i < TQP; i++) {
+                float sv = Wl[idx * TQP + i];
+                float p = sv == -INFINITY ? 0.0f : native_exp2(sv - m[0][i]);
+                l[0][i] += p;
+                o[i] = fma((float4)(p), vv, o[i]);
+#if KIND == 4
+                float sv2 = Wl[(NTD + idx) * TQP + i];
+                float p2 = sv2 == -INFINITY ? 0.0f : native_exp2(sv2 - m[1][i]);
+                l[1][i] += p2;
+                o2[i] = fma((float4)(p2), vv, o2[i]);
+#endif
+            }
+        }
+#endif
+    }
+
+    /* sum the key partitions through local memory and write this split's partials */
+    const long slot = (long)bh * nsplit + split;
+    for (int view = 0; view < NW; view++) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        __local float4 *acc = Ks;
+        for (int i = 0; active && i < TQP; i++) {
+#if KIND == 4
+            acc[(part * TQP + i) * DV4 + c4] = view ? o2[i] : o[i];
+#else
+            acc[(part * TQP + i) * DV4 + c4] = o[i];
+#endif
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int idx = tid; idx < TQP * DV4; idx += NTD) {
+            float4 sum = (float4)(0.0f);
+            for (int p = 0; p < KPART; p++) sum += acc[p * TQP * DV4 + idx];
+            vstore4(sum, 0, opart + ((slot * NW + view) * TQP) * DV + 4 * idx);
+        }
+    }
+#if SOFTMAX
+    /* every partition saw the same maxima; their partial l sums add up */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    __local float *lsum = (__local float *)Ks;
+    for (int t = 0; t < NV; t++)
+        for (int i = 0; i < TQP; i++)
+            if (c4 == 0 && active) lsum[(part * NV + t) * TQP + i] = l[t][i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid < NV * TQP) {
+        int t = tid / TQP, i = tid - (tid / TQP) * TQP;
+        float sum = 0.0f;
+        for (int p = 0; p < KPART; p++) sum += lsum[(p * NV + t) * TQP + i];
+        mlpart[((slot * NV + t) * TQP + i) * 2 + 0] = m[t][i];
+        mlpart[((slot * NV + t) * TQP + i) * 2 + 1] = sum;
+    }
+#endif
+    if (want_stats) {
+        if (nz1) atomic_add(&counters[0], nz1);
+        if (nz2) atomic_add(&counters[1], nz2);
+        if (nzc) atomic_add(&counters[2], nzc);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (tid == 0) {
+            stats[4 * slot + 0] = counters[0];
+            stats[4 * slot + 1] = counters[1];
+            stats[4 * slot + 2] = counters[2];
+            stats[4 * slot + 3] = vchunks;
+        }
+    }
+}
+
+/* One work-group per (batch*head, query row): combine the splits, Norm, scale, store. */
+__kernel __attribute__((reqd_work_group_size(NR, 1, 1))) void attention_decode_reduce(
+    __global const float *opart, __global const float *mlpart, __global const void *gain,
+    __global void *out, long4 os, long o_off, int H, int nsplit, int dv, float lambda,
+    int norm, float norm_eps, float out_scale)
+{
+    __local float red[NR];
+    const int tid = get_local_id(0);
+    const int bh = get_group_id(1), i = get_group_id(2);
+    const int b = bh / H, h = bh - (bh / H) * H;
+    float y[(DV + NR - 1) / NR];
+    float ss = 0.0f;
+    for (int e = 0; e < (DV + NR - 1) / NR; e++) {
+        int c = tid + e * NR;
+        float val = 0.0f;
+        if (c < DV) {
+#if SOFTMAX
+            for (int t = 0; t < NW; t++) {
+                float M = -INFINITY;
+                for (int s = 0; s < nsplit; s++)
+                    M = fmax(M, mlpart[((((long)bh * nsplit + s) * NV + t) * TQP + i) * 2]);
+                float o = 0.0f, L = 0.0f;
+                for (int s = 0; s < nsplit; s++) {
+                    long slot = (long)bh * nsplit + s;
+                    float ms = mlpart[((slot * NV + t) * TQP + i) * 2];
+                    float f = ms == -INFINITY ? 0.0f : native_exp2(ms - M);
+                    L += f * mlpart[((slot * NV + t) * TQP + i) * 2 + 1];
+                    o += f * opart[((slot * NW + t) * TQP + i) * DV + c];
+                }
+                float r = L > 0.0f ? o / L : 0.0f;
+                val += t ? -lambda * r : r;
+            }
+#else
+            for (int s = 0; s < nsplit; s++) val += opart[(((long)bh * nsplit + s) * TQP + i) * DV + c];
+#endif
+        }
+        y[e] = val;
+        ss += val * val;
+    }
+    if (norm) {
+        red[tid] = ss;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int stride = NR / 2; stride > 0; stride >>= 1) {
+            if (tid < stride) red[tid] += red[tid + stride];
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        float inv = rsqrt(red[0] / (float)dv + norm_eps);
+        for (int e = 0; e < (DV + NR - 1) / NR; e++) y[e] *= inv;
+    }
+    const long ob = o_off + b * os.s0 + h * os.s1 + (long)i * os.s2;
+    for (int e = 0; e < (DV + NR - 1) / NR; e++) {
+        int c = tid + e * NR;
+        if (c >= dv) continue;
+        float val = y[e] * out_scale;
+        if (norm && gain) val *= LOAD(GDT, gain, c);
+        STORE(ODT, out, ob + c * os.s3, val);
+    }
+}

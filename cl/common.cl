@@ -1,0 +1,28 @@
+/* Helpers shared by every kernel program: storage types and their fp32 conversions.
+ * Storage dtypes (tdacl_dtype): 0 = fp32, 1 = bf16 (a 16-bit pattern, any device),
+ * 2 = fp16 (vload_half/vstore_half, core OpenCL, no cl_khr_fp16 needed). */
+
+inline float bf16_to_f32(ushort x) { return as_float((uint)x << 16); }
+
+/* Round to nearest even; NaN stays NaN (quiet bit set). */
+inline ushort f32_to_bf16(float f)
+{
+    uint u = as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (ushort)(u >> 16);
+}
+
+/* ld_<dtype>(p, i) and st_<dtype>(p, i, v) over a byte-typed view of the buffer. */
+inline float ld_0(__global const void *p, long i) { return ((__global const float *)p)[i]; }
+inline float ld_1(__global const void *p, long i) { return bf16_to_f32(((__global const ushort *)p)[i]); }
+inline float ld_2(__global const void *p, long i) { return vload_half((size_t)i, (__global const half *)p); }
+inline void st_0(__global void *p, long i, float v) { ((__global float *)p)[i] = v; }
+inline void st_1(__global void *p, long i, float v) { ((__global ushort *)p)[i] = f32_to_bf16(v); }
+inline void st_2(__global void *p, long i, float v) { vstore_half_rte(v, (size_t)i, (__global half *)p); }
+
+#define TDACL_CAT_(a, b) a##b
+#define TDACL_CAT(a, b) TDACL_CAT_(a, b)
+/* LOAD(dtype, p, i) with a compile-time dtype macro. */
+#define LOAD(dt, p, i) TDACL_CAT(ld_, dt)(p, i)
+#define STORE(dt, p, i, v) TDACL_CAT(st_, dt)(p, i, v)

@@ -1,0 +1,323 @@
+/*
+ * libtdacl: Threshold Rectified / Threshold Differential Attention and friends on any
+ * OpenCL device.  This is the only header a user needs.
+ *
+ * Conventions
+ *  - Every call returns a tdacl_status.  TDACL_SUCCESS is 0.  On failure,
+ *    tdacl_last_error(ctx) returns a message naming the call, the argument and, for
+ *    OpenCL failures, the OpenCL error name.  With ctx == NULL it returns the last message
+ *    recorded on the calling thread (useful when tdacl_context_create itself fails).
+ *  - Objects are opaque handles with create/destroy pairs.  Destroying NULL is a no-op.
+ *  - Descriptors are plain structs; call the matching *_init() to get the defaults, then
+ *    set the fields you care about.
+ *  - Tensors are element counts plus strides in elements (not bytes), outermost first.
+ *  - The library never calls exit() or abort() and never prints unless asked: the log goes
+ *    to stderr at the level in $TDACL_LOG (debug|info|warn|error, default warn) or to a
+ *    callback.
+ *
+ * Environment
+ *  TDACL_DEVICE     device selector (index or case-insensitive substring of platform or
+ *                   device name); default: the first GPU, else the first device.
+ *  TDACL_LOG        debug | info | warn | error | off
+ *  TDACL_CACHE      off disables the program binary cache
+ *  TDACL_CACHE_DIR  cache directory (default $XDG_CACHE_HOME/tdacl or ~/.cache/tdacl)
+ *  TDACL_TUNING_FILE  user tuning database (default $XDG_CONFIG_HOME/tdacl/tuning.json)
+ */
+#ifndef TDACL_H
+#define TDACL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define TDACL_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define TDACL_API __attribute__((visibility("default")))
+#else
+#define TDACL_API
+#endif
+
+#define TDACL_VERSION_MAJOR 0
+#define TDACL_VERSION_MINOR 1
+#define TDACL_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------------------------ */
+/* Status and messages                                                                  */
+
+typedef enum tdacl_status {
+    TDACL_SUCCESS = 0,
+    TDACL_ERR_INVALID_ARGUMENT = 1, /* NULL pointer, out-of-range value, bad descriptor */
+    TDACL_ERR_NO_DEVICE = 2,        /* no OpenCL platform/device, or selector matched none */
+    TDACL_ERR_OPENCL = 3,           /* an OpenCL call failed; message names the call + code */
+    TDACL_ERR_BUILD = 4,            /* kernel compilation failed; see tdacl_build_log() */
+    TDACL_ERR_OUT_OF_MEMORY = 5,    /* host or device allocation failed */
+    TDACL_ERR_TOO_LARGE = 6,        /* a buffer exceeds the device's maximum allocation */
+    TDACL_ERR_SHAPE = 7,            /* shapes or strides do not agree */
+    TDACL_ERR_DTYPE = 8,            /* unsupported or mismatched element type */
+    TDACL_ERR_UNSUPPORTED = 9,      /* valid request this device or build cannot do */
+    TDACL_ERR_IO = 10,              /* a file could not be read or written */
+    TDACL_ERR_FORMAT = 11,          /* a file or text is malformed (npy, json, safetensors) */
+    TDACL_ERR_INTERNAL = 12         /* a bug in libtdacl: please report it */
+} tdacl_status;
+
+/* Short fixed description of a status ("invalid argument"). Never NULL. */
+TDACL_API const char *tdacl_status_str(tdacl_status status);
+
+typedef struct tdacl_context tdacl_context;
+
+/* Message of the last failed call on ctx (or on this thread when ctx is NULL).
+ * Empty string when nothing failed.  Valid until the next failing call. */
+TDACL_API const char *tdacl_last_error(const tdacl_context *ctx);
+
+/* Library version "MAJOR.MINOR.PATCH" and the git revision it was built from. */
+TDACL_API const char *tdacl_version(void);
+TDACL_API const char *tdacl_git_revision(void);
+
+/* ------------------------------------------------------------------------------------ */
+/* Logging                                                                              */
+
+typedef enum tdacl_log_level {
+    TDACL_LOG_DEBUG = 0,
+    TDACL_LOG_INFO = 1,
+    TDACL_LOG_WARN = 2,
+    TDACL_LOG_ERROR = 3,
+    TDACL_LOG_OFF = 4
+} tdacl_log_level;
+
+typedef void (*tdacl_log_fn)(tdacl_log_level level, const char *message, void *user);
+
+/* Process-wide log sink for messages not tied to a context (and for contexts created
+ * without their own callback).  fn == NULL restores stderr.  level < 0 keeps $TDACL_LOG. */
+TDACL_API tdacl_status tdacl_log_set_callback(tdacl_log_fn fn, void *user, int level);
+
+/* ------------------------------------------------------------------------------------ */
+/* Devices                                                                              */
+
+typedef enum tdacl_device_type {
+    TDACL_DEVICE_OTHER = 0,
+    TDACL_DEVICE_CPU = 1,
+    TDACL_DEVICE_GPU = 2,
+    TDACL_DEVICE_ACCELERATOR = 3
+} tdacl_device_type;
+
+/* Capability record of one OpenCL device, filled at discovery. */
+typedef struct tdacl_device_info {
+    int index;                   /* position in tdacl's global device list */
+    char platform_name[128];
+    char platform_version[128];
+    char name[128];
+    char vendor[128];
+    uint32_t vendor_id;
+    char driver_version[128];
+    char device_version[128];    /* "OpenCL 3.0 CUDA", ... */
+    char opencl_c_version[128];  /* "OpenCL C 1.2 ..." */
+    tdacl_device_type type;
+    char arch[64];               /* class used for tuning fallback: "nvidia-sm_90",
+                                    "cpu-x86_64-avx512", "amd-gfx90a", ... */
+    int has_fp16, has_fp64, has_subgroups, has_int64_atomics;
+    int nv_cc_major, nv_cc_minor; /* NVIDIA compute capability, 0 when unknown */
+    uint32_t compute_units;
+    uint32_t clock_mhz;
+    uint64_t global_mem_bytes;
+    uint64_t max_alloc_bytes;
+    uint64_t local_mem_bytes;
+    int local_mem_is_dedicated;
+    size_t max_work_group_size;
+    size_t max_work_item_sizes[3];
+    uint32_t vec_width_float, vec_width_half, vec_width_double; /* preferred */
+    uint32_t mem_base_align_bits;
+    int profiling_timer_ns;      /* timer resolution, ns */
+    char extensions[4096];       /* truncated if longer (then ends in "...") */
+} tdacl_device_info;
+
+/* Number of OpenCL devices over all platforms (0 is not an error). */
+TDACL_API tdacl_status tdacl_device_count(int *count);
+/* Capability record of device `index` (0-based over all platforms). */
+TDACL_API tdacl_status tdacl_device_get_info(int index, tdacl_device_info *info);
+/* Resolve a selector: NULL or "" = $TDACL_DEVICE or the default device; digits = index;
+ * anything else = case-insensitive substring of "platform name" or "device name".
+ * No match: TDACL_ERR_NO_DEVICE with a message listing the devices found. */
+TDACL_API tdacl_status tdacl_device_select(const char *selector, int *index);
+
+/* ------------------------------------------------------------------------------------ */
+/* Context                                                                              */
+
+typedef struct tdacl_context_desc {
+    const char *device;      /* selector (see tdacl_device_select); NULL = default */
+    int cache;               /* 1 on, 0 off, -1 = $TDACL_CACHE (on unless "off") */
+    const char *cache_dir;   /* NULL = $TDACL_CACHE_DIR, $XDG_CACHE_HOME/tdacl, ~/.cache/tdacl */
+    const char *tuning_file; /* NULL = $TDACL_TUNING_FILE or $XDG_CONFIG_HOME/tdacl/tuning.json */
+    int use_tuning_db;       /* 1 (default): consult user + shipped database; 0: defaults only */
+    tdacl_log_fn log_fn;     /* NULL = the process-wide sink */
+    void *log_user;
+    int log_level;           /* -1 = $TDACL_LOG (default warn) */
+} tdacl_context_desc;
+
+TDACL_API void tdacl_context_desc_init(tdacl_context_desc *desc);
+TDACL_API tdacl_status tdacl_context_create(const tdacl_context_desc *desc, tdacl_context **ctx);
+/* Releases every OpenCL object the context owns.  Tensors must be destroyed first;
+ * any left are released too and reported in the log. */
+TDACL_API tdacl_status tdacl_context_destroy(tdacl_context *ctx);
+TDACL_API tdacl_status tdacl_context_device_info(const tdacl_context *ctx, tdacl_device_info *info);
+/* Wait for all work queued on the context. */
+TDACL_API tdacl_status tdacl_finish(tdacl_context *ctx);
+
+/* Full compiler log of the last kernel build on this context (failed or not). */
+TDACL_API const char *tdacl_build_log(const tdacl_context *ctx);
+
+/* Counters of the program cache since context creation. */
+typedef struct tdacl_cache_stats {
+    uint64_t hits, misses, rejected, writes, write_failures;
+    int enabled;
+    char dir[512];
+} tdacl_cache_stats;
+TDACL_API tdacl_status tdacl_context_cache_stats(const tdacl_context *ctx, tdacl_cache_stats *stats);
+
+/* ------------------------------------------------------------------------------------ */
+/* Tensors                                                                              */
+
+typedef enum tdacl_dtype {
+    TDACL_F32 = 0,
+    TDACL_BF16 = 1, /* 16-bit pattern; works on every device */
+    TDACL_F16 = 2   /* IEEE half storage (vload_half/vstore_half) */
+} tdacl_dtype;
+
+#define TDACL_MAX_DIMS 6
+
+typedef struct tdacl_tensor tdacl_tensor;
+
+TDACL_API const char *tdacl_dtype_name(tdacl_dtype dtype);
+TDACL_API size_t tdacl_dtype_size(tdacl_dtype dtype);
+
+/* Contiguous (row-major) device tensor, uninitialised. */
+TDACL_API tdacl_status tdacl_tensor_create(tdacl_context *ctx, tdacl_dtype dtype, int ndim,
+                                           const int64_t *shape, tdacl_tensor **out);
+/* A view into `base`'s storage: shape, strides (elements, may be any order, >= 0) and an
+ * element offset.  Every addressed element must lie inside base's storage.  The view keeps
+ * the storage alive; destroy views and bases in any order. */
+TDACL_API tdacl_status tdacl_tensor_view(tdacl_tensor *base, int ndim, const int64_t *shape,
+                                         const int64_t *strides, int64_t offset,
+                                         tdacl_tensor **out);
+TDACL_API tdacl_status tdacl_tensor_destroy(tdacl_tensor *t);
+
+TDACL_API tdacl_status tdacl_tensor_ndim(const tdacl_tensor *t, int *ndim);
+/* shape/strides: arrays of at least ndim entries; either may be NULL. */
+TDACL_API tdacl_status tdacl_tensor_shape(const tdacl_tensor *t, int64_t *shape, int64_t *strides);
+TDACL_API tdacl_status tdacl_tensor_dtype(const tdacl_tensor *t, tdacl_dtype *dtype);
+TDACL_API tdacl_status tdacl_tensor_numel(const tdacl_tensor *t, int64_t *numel);
+
+/* Copy `count` elements of host data (row-major in t's shape, element type host_dtype)
+ * into t, converting to t's dtype (round to nearest even).  count must equal numel(t).
+ * Works on views (strided scatter).  Blocking: the host buffer may be reused on return. */
+TDACL_API tdacl_status tdacl_tensor_upload(tdacl_tensor *t, const void *host,
+                                           tdacl_dtype host_dtype, int64_t count);
+/* The reverse: gather t into a row-major host buffer of host_dtype.  Blocking. */
+TDACL_API tdacl_status tdacl_tensor_download(const tdacl_tensor *t, void *host,
+                                             tdacl_dtype host_dtype, int64_t count);
+/* dst <- src elementwise (same shape, any dtypes and strides). Asynchronous. */
+TDACL_API tdacl_status tdacl_tensor_copy(tdacl_tensor *dst, const tdacl_tensor *src);
+
+/* Host-side conversions (round to nearest even, NaN preserved). */
+TDACL_API uint16_t tdacl_f32_to_bf16(float x);
+TDACL_API float tdacl_bf16_to_f32(uint16_t x);
+TDACL_API uint16_t tdacl_f32_to_f16(float x);
+TDACL_API float tdacl_f16_to_f32(uint16_t x);
+
+/* ------------------------------------------------------------------------------------ */
+/* Attention                                                                            */
+
+typedef enum tdacl_attention_kind {
+    TDACL_ATTN_SOFTMAX = 0,      /* flash-style online softmax */
+    TDACL_ATTN_RELA = 1,         /* max(scale*q.k, 0) */
+    TDACL_ATTN_TRA = 2,          /* threshold rectified attention */
+    TDACL_ATTN_TDA = 3,          /* threshold differential attention (two views) */
+    TDACL_ATTN_DIFF_SOFTMAX = 4  /* differential softmax (two views) */
+} tdacl_attention_kind;
+
+typedef enum tdacl_head_norm {
+    TDACL_NORM_NONE = 0,
+    TDACL_NORM_RMS = 1
+} tdacl_head_norm;
+
+typedef enum tdacl_attention_path {
+    TDACL_PATH_AUTO = 0,    /* decode (split keys) for Tq <= 16, else prefill */
+    TDACL_PATH_PREFILL = 1,
+    TDACL_PATH_DECODE = 2
+} tdacl_attention_path;
+
+/* Attention descriptor.  Defaults (tdacl_attention_desc_init) are the paper's setting:
+ * kind tra, beta 1, kappa 1, power 2, lambda 0.5, normalize on, norm none. */
+typedef struct tdacl_attention_desc {
+    tdacl_attention_kind kind;
+    float beta;        /* threshold scale (tra/tda), >= 0 */
+    float kappa;       /* threshold length scale (tra/tda), > 0 */
+    float power;       /* exponent p >= 1 of the rectifier (tra/tda) */
+    float lambda;      /* differential weight; clamped to [0,1] for tda, as is for diff_softmax */
+    float scale;       /* score scale; NAN = default: 1/sqrt(d) for softmax/rela/diff_softmax,
+                          1 for tra/tda (cosine scores) */
+    int normalize;     /* tra/tda: L2-normalise q and k first (default 1) */
+    tdacl_head_norm norm; /* per-head epilogue over dv */
+    float norm_eps;    /* rms epsilon, default 1e-5 */
+    float out_scale;   /* multiplies the output after Norm (default 1) */
+    int64_t offset;    /* absolute position of query 0; -1 = Tk - Tq (prefill: 0) */
+    int want_stats;    /* fill tdacl_attention_stats.sparsity etc. (small extra cost) */
+    tdacl_attention_path path;
+} tdacl_attention_desc;
+
+TDACL_API void tdacl_attention_desc_init(tdacl_attention_desc *desc);
+
+/* Tensors of one call.  q,k,(q2,k2): [B,H,Tq|Tk,d]; v: [B,H,Tk,dv]; out: [B,H,Tq,dv].
+ * Any strides: a token-major [B,T,H,d] buffer is passed as a view with strides
+ * {T*H*d, d, H*d, 1}.  gain: optional [dv] (norm = rms).  q2/k2 only for two-view kinds. */
+typedef struct tdacl_attention_tensors {
+    const tdacl_tensor *q, *k, *v;
+    const tdacl_tensor *q2, *k2;
+    const tdacl_tensor *gain;
+    tdacl_tensor *out;
+} tdacl_attention_tensors;
+
+typedef struct tdacl_attention_stats {
+    /* Appendix E.1 of the TDA paper: exact zeros of the final weight among the causally
+     * visible (query, key) pairs.  Softmax kinds count no zeros (weights are positive). */
+    uint64_t visible_pairs;
+    uint64_t zero_weights;
+    double sparsity;          /* zero_weights / visible_pairs (equal to the per-head mean) */
+    uint64_t survivors[2];    /* pairs with a non-zero weight in view 1 and view 2 */
+    double kernel_ms;         /* device time of the attention kernels (profiling events) */
+    uint64_t tiles_visited;   /* key tiles (or decode chunks) computed */
+    uint64_t tiles_skipped_v; /* of those, tiles whose V loads and weight x V were skipped */
+    int path;                 /* tdacl_attention_path actually taken */
+} tdacl_attention_stats;
+
+/* out = Attention(q, k, v) for every batch and head.  Tq == 0 is a no-op.
+ * stats may be NULL.  Errors name the offending field or tensor. */
+TDACL_API tdacl_status tdacl_attention(tdacl_context *ctx, const tdacl_attention_desc *desc,
+                                       const tdacl_attention_tensors *tensors,
+                                       tdacl_attention_stats *stats);
+
+/* Nominal FLOPs of one call (SPEC section 4): causal triangle, 2 products (3 for two-view
+ * kinds) per head. */
+TDACL_API double tdacl_attention_flops(tdacl_attention_kind kind, int64_t batch_heads,
+                                       int64_t tq, int64_t tk, int64_t offset, int64_t d,
+                                       int64_t dv);
+
+/* ------------------------------------------------------------------------------------ */
+/* Device peak probe (clpeak-style)                                                     */
+
+typedef struct tdacl_peak {
+    double fp32_gflops;      /* measured FMA rate */
+    double bandwidth_gbs;    /* measured global-memory read bandwidth */
+    double launch_us;        /* empty-kernel launch-to-completion latency */
+} tdacl_peak;
+
+/* Runs short probe kernels (a fraction of a second on a GPU, a few seconds on a CPU). */
+TDACL_API tdacl_status tdacl_measure_peak(tdacl_context *ctx, tdacl_peak *peak);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TDACL_H */

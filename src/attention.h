@@ -1,0 +1,32 @@
+/* Internal attention entry points shared by the public call, the tuner and the bench. */
+#ifndef TDACL_ATTENTION_H
+#define TDACL_ATTENTION_H
+
+#include "tuning.h"
+
+/* Everything a launch needs, derived from a validated descriptor and tensors. */
+typedef struct tdacl_attention_plan {
+    tdacl_attention_desc desc; /* with defaults resolved (scale, offset) */
+    int64_t B, H, Tq, Tk, offset;
+    int d, dv, dpad, dvpad;
+    tdacl_dtype dtype, odtype, gdtype;
+    int aligned4;
+    int path;       /* TDACL_PATH_PREFILL or TDACL_PATH_DECODE */
+    int pmode;      /* 1, 2 or 0 (general power) */
+    tdacl_problem problem;
+} tdacl_attention_plan;
+
+tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_desc *desc,
+                                   const tdacl_attention_tensors *t, tdacl_attention_plan *plan);
+
+/* Runs a planned call.  `force` overrides the tuned parameters (tuner); NULL uses the
+ * lookup.  `used` (may be NULL) receives the parameters and where they came from. */
+tdacl_status tdacl__attention_run(tdacl_context *ctx, const tdacl_attention_plan *plan,
+                                  const tdacl_attention_tensors *t,
+                                  const tdacl_param_values *force, tdacl_tuned *used,
+                                  tdacl_attention_stats *stats);
+
+/* Visible (query, key) pairs per head for the causal rule j <= offset + i, j < Tk. */
+uint64_t tdacl__visible_pairs(int64_t tq, int64_t tk, int64_t offset);
+
+#endif

@@ -1,0 +1,75 @@
+/* tdacl: the command-line tool.  One file per command. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tdacl COMMAND [options]\n"
+            "  devices [--verbose] [--peak] [--device SEL]   list OpenCL devices and capabilities\n"
+            "  attention --kind K --q q.npy --k k.npy --v v.npy --out o.npy [...]\n"
+            "                                                 run one attention call on .npy inputs\n"
+            "  tune [--kernel NAME|all] [--device SEL] [...]  search block sizes for this device\n"
+            "  version                                       library version and git revision\n"
+            "Run `tdacl COMMAND --help` for a command's options.  TDACL_DEVICE, TDACL_LOG,\n"
+            "TDACL_CACHE and TDACL_CACHE_DIR are read from the environment.\n");
+}
+
+int cli_report(const tdacl_context *ctx, tdacl_status st)
+{
+    fprintf(stderr, "tdacl: %s: %s\n", tdacl_status_str(st), tdacl_last_error(ctx));
+    if (st == TDACL_ERR_BUILD && ctx && tdacl_build_log(ctx)[0])
+        fprintf(stderr, "---- build log ----\n%s\n-------------------\n", tdacl_build_log(ctx));
+    return 1;
+}
+
+tdacl_status cli_open(const char *device, tdacl_context **ctx)
+{
+    tdacl_context_desc desc;
+    tdacl_context_desc_init(&desc);
+    desc.device = device;
+    tdacl_status st = tdacl_context_create(&desc, ctx);
+    if (st) cli_report(NULL, st);
+    return st;
+}
+
+int cli_double(const char *s, double *out)
+{
+    if (!s || !*s) return -1;
+    char *end;
+    errno = 0;
+    *out = strtod(s, &end);
+    return (*end || errno) ? -1 : 0;
+}
+
+int cli_long(const char *s, long long *out)
+{
+    if (!s || !*s) return -1;
+    char *end;
+    errno = 0;
+    *out = strtoll(s, &end, 10);
+    return (*end || errno) ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "devices")) return cmd_devices(argc - 1, argv + 1);
+    if (!strcmp(cmd, "attention")) return cmd_attention(argc - 1, argv + 1);
+    if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
+    if (!strcmp(cmd, "version")) {
+        printf("libtdacl %s (git %s)\n", tdacl_version(), tdacl_git_revision());
+        return 0;
+    }
+    fprintf(stderr, "tdacl: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,319 @@
+/* Tensors: refcounted device storage plus shape, strides (elements) and offset.  Upload
+ * and download of contiguous same-dtype data go straight through the queue; anything else
+ * (views, conversions) goes through the strided copy kernel in cl/tensor.cl. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int valid_dtype(int dt) { return dt >= TDACL_F32 && dt <= TDACL_F16; }
+
+int64_t tdacl__numel(const tdacl_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+    return n;
+}
+
+int tdacl__tensor_is_contiguous(const tdacl_tensor *t)
+{
+    int64_t expect = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] != 1 && t->strides[i] != expect) return 0;
+        expect *= t->shape[i];
+    }
+    return 1;
+}
+
+/* Checks ndim and shape; computes the element count with overflow detection. */
+static tdacl_status check_shape(const tdacl_context *ctx, const char *call, int ndim,
+                                const int64_t *shape, int64_t *numel)
+{
+    if (ndim < 0 || ndim > TDACL_MAX_DIMS)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: ndim %d is outside 0..%d", call,
+                           ndim, TDACL_MAX_DIMS);
+    if (ndim > 0 && !shape)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: shape is NULL", call);
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: shape[%d] = %lld is negative", call, i,
+                               (long long)shape[i]);
+        if (shape[i] && n > INT64_MAX / 8 / shape[i])
+            return tdacl__fail(ctx, TDACL_ERR_TOO_LARGE, "%s: the element count overflows", call);
+        n *= shape[i];
+    }
+    *numel = n;
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl_tensor_create(tdacl_context *ctx, tdacl_dtype dtype, int ndim,
+                                 const int64_t *shape, tdacl_tensor **out)
+{
+    const char *call = "tdacl_tensor_create";
+    if (!ctx) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", call);
+    if (!out) return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: out is NULL", call);
+    *out = NULL;
+    if (!valid_dtype(dtype))
+        return tdacl__fail(ctx, TDACL_ERR_DTYPE, "%s: dtype %d is not a tdacl_dtype", call, (int)dtype);
+    int64_t n;
+    tdacl_status st = check_shape(ctx, call, ndim, shape, &n);
+    if (st) return st;
+    uint64_t bytes = (uint64_t)n * tdacl_dtype_size(dtype);
+    if (bytes > ctx->info.max_alloc_bytes)
+        return tdacl__fail(ctx, TDACL_ERR_TOO_LARGE,
+                           "%s: %llu bytes exceed the device's maximum allocation of %llu bytes (%s)",
+                           call, (unsigned long long)bytes,
+                           (unsigned long long)ctx->info.max_alloc_bytes, ctx->info.name);
+    tdacl_tensor *t = calloc(1, sizeof *t);
+    tdacl_storage *s = calloc(1, sizeof *s);
+    if (!t || !s) {
+        free(t), free(s);
+        return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of host memory", call);
+    }
+    cl_int err;
+    size_t alloc = bytes ? (size_t)bytes : 4; /* OpenCL refuses empty buffers */
+    s->mem = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, alloc, NULL, &err);
+    if (!s->mem) {
+        free(t), free(s);
+        return tdacl__fail_cl(ctx, err, "%s: clCreateBuffer(%zu bytes)", call, alloc);
+    }
+    s->bytes = (size_t)bytes;
+    s->refs = 1;
+    t->ctx = ctx;
+    t->storage = s;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    int64_t stride = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        t->shape[i] = shape[i];
+        t->strides[i] = stride;
+        stride *= shape[i] ? shape[i] : 1;
+    }
+    ctx->live_tensors++;
+    *out = t;
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl_tensor_view(tdacl_tensor *base, int ndim, const int64_t *shape,
+                               const int64_t *strides, int64_t offset, tdacl_tensor **out)
+{
+    const char *call = "tdacl_tensor_view";
+    if (!base) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: base is NULL", call);
+    tdacl_context *ctx = base->ctx;
+    if (!out) return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: out is NULL", call);
+    *out = NULL;
+    int64_t n;
+    tdacl_status st = check_shape(ctx, call, ndim, shape, &n);
+    if (st) return st;
+    if (ndim > 0 && !strides)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: strides is NULL", call);
+    if (offset < 0)
+        return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: offset %lld is negative", call, (long long)offset);
+    int64_t capacity = (int64_t)(base->storage->bytes / tdacl_dtype_size(base->dtype));
+    if (n > 0) {
+        int64_t last = offset;
+        for (int i = 0; i < ndim; i++) {
+            if (strides[i] < 0)
+                return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: strides[%d] = %lld is negative", call,
+                                   i, (long long)strides[i]);
+            if (strides[i] && (shape[i] - 1) > (INT64_MAX - last) / strides[i])
+                return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: the addressed range overflows", call);
+            last += (shape[i] - 1) * strides[i];
+        }
+        if (last >= capacity)
+            return tdacl__fail(ctx, TDACL_ERR_SHAPE,
+                               "%s: the view reaches element %lld but the storage holds %lld", call,
+                               (long long)last, (long long)capacity);
+    }
+    tdacl_tensor *t = calloc(1, sizeof *t);
+    if (!t) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of host memory", call);
+    t->ctx = ctx;
+    t->storage = base->storage;
+    t->storage->refs++;
+    t->dtype = base->dtype;
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++) t->shape[i] = shape[i], t->strides[i] = strides[i];
+    t->offset = offset;
+    ctx->live_tensors++;
+    *out = t;
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl_tensor_destroy(tdacl_tensor *t)
+{
+    if (!t) return TDACL_SUCCESS;
+    if (--t->storage->refs == 0) {
+        clReleaseMemObject(t->storage->mem);
+        free(t->storage);
+    }
+    t->ctx->live_tensors--;
+    free(t);
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl_tensor_ndim(const tdacl_tensor *t, int *ndim)
+{
+    if (!t || !ndim)
+        return tdacl__fail(t ? t->ctx : NULL, TDACL_ERR_INVALID_ARGUMENT, "tdacl_tensor_ndim: %s is NULL", t ? "ndim" : "t");
+    *ndim = t->ndim;
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl_tensor_shape(const tdacl_tensor *t, int64_t *shape, int64_t *strides)
+{
+    if (!t) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "tdacl_tensor_shape: t is NULL");
+    for (int i = 0; i < t->ndim; i++) {
+        if (shape) shape[i] = t->shape[i];
+        if (strides) strides[i] = t->strides[i];
+    }
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl_tensor_dtype(const tdacl_tensor *t, tdacl_dtype *dtype)
+{
+    if (!t || !dtype)
+        return tdacl__fail(t ? t->ctx : NULL, TDACL_ERR_INVALID_ARGUMENT, "tdacl_tensor_dtype: %s is NULL", t ? "dtype" : "t");
+    *dtype = t->dtype;
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl_tensor_numel(const tdacl_tensor *t, int64_t *numel)
+{
+    if (!t || !numel)
+        return tdacl__fail(t ? t->ctx : NULL, TDACL_ERR_INVALID_ARGUMENT, "tdacl_tensor_numel: %s is NULL", t ? "numel" : "t");
+    *numel = tdacl__numel(t);
+    return TDACL_SUCCESS;
+}
+
+/* The strided copy: dst[view] <- src[view] for buffers described by (mem, dtype, offset,
+ * strides) over one shape. */
+typedef struct strided {
+    cl_mem mem;
+    tdacl_dtype dtype;
+    int64_t offset;
+    const int64_t *strides;
+} strided;
+
+static tdacl_status copy_kernel(tdacl_context *ctx, const char *call, strided src, strided dst,
+                                int ndim, const int64_t *shape, int64_t n)
+{
+    if (n == 0) return TDACL_SUCCESS;
+    char opts[64];
+    snprintf(opts, sizeof opts, "-DSRC_DT=%d -DDST_DT=%d", (int)src.dtype, (int)dst.dtype);
+    cl_kernel k;
+    tdacl_status st = tdacl__kernel_get(ctx, "tensor", opts, "tensor_copy", &k);
+    if (st) return st;
+    cl_long8 sh = {{1, 1, 1, 1, 1, 1, 1, 1}}, ss = {{0}}, ds = {{0}};
+    for (int i = 0; i < ndim; i++) {
+        sh.s[i] = shape[i];
+        ss.s[i] = src.strides[i];
+        ds.s[i] = dst.strides[i];
+    }
+    cl_long so = src.offset, dof = dst.offset, cn = n;
+    cl_int nd = ndim;
+    st = tdacl__set_args(ctx, k, "tensor_copy", sizeof(cl_mem), &src.mem, sizeof so, &so,
+                         sizeof ss, &ss, sizeof(cl_mem), &dst.mem, sizeof dof, &dof, sizeof ds, &ds,
+                         sizeof sh, &sh, sizeof nd, &nd, sizeof cn, &cn, (size_t)0);
+    if (st) return st;
+    size_t local = 64, global = (size_t)n;
+    (void)call;
+    return tdacl__launch(ctx, k, 1, &global, &local, NULL, "tensor_copy");
+}
+
+static tdacl_status check_transfer(const tdacl_tensor *t, const void *host, int host_dtype,
+                                   int64_t count, const char *call)
+{
+    if (!t) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: tensor is NULL", call);
+    tdacl_context *ctx = t->ctx;
+    int64_t n = tdacl__numel(t);
+    if (!host && n > 0) return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: host pointer is NULL", call);
+    if (!valid_dtype(host_dtype))
+        return tdacl__fail(ctx, TDACL_ERR_DTYPE, "%s: host_dtype %d is not a tdacl_dtype", call, host_dtype);
+    if (count != n)
+        return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: count %lld does not match the tensor's %lld elements",
+                           call, (long long)count, (long long)n);
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl_tensor_upload(tdacl_tensor *t, const void *host, tdacl_dtype host_dtype, int64_t count)
+{
+    const char *call = "tdacl_tensor_upload";
+    tdacl_status st = check_transfer(t, host, (int)host_dtype, count, call);
+    if (st || count == 0) return st;
+    tdacl_context *ctx = t->ctx;
+    size_t hsize = tdacl_dtype_size(host_dtype);
+    cl_int err;
+    if (host_dtype == t->dtype && tdacl__tensor_is_contiguous(t)) {
+        err = clEnqueueWriteBuffer(ctx->queue, t->storage->mem, CL_TRUE, (size_t)t->offset * hsize,
+                                   (size_t)count * hsize, host, 0, NULL, NULL);
+        return err ? tdacl__fail_cl(ctx, err, "%s: clEnqueueWriteBuffer", call) : TDACL_SUCCESS;
+    }
+    size_t bytes = (size_t)count * hsize;
+    cl_mem tmp = clCreateBuffer(ctx->cl, CL_MEM_READ_ONLY, bytes, NULL, &err);
+    if (!tmp) return tdacl__fail_cl(ctx, err, "%s: staging clCreateBuffer(%zu bytes)", call, bytes);
+    err = clEnqueueWriteBuffer(ctx->queue, tmp, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+    if (err) {
+        clReleaseMemObject(tmp);
+        return tdacl__fail_cl(ctx, err, "%s: clEnqueueWriteBuffer", call);
+    }
+    int64_t cstr[TDACL_MAX_DIMS], s = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) cstr[i] = s, s *= t->shape[i];
+    strided src = {tmp, host_dtype, 0, cstr}, dst = {t->storage->mem, t->dtype, t->offset, t->strides};
+    st = copy_kernel(ctx, call, src, dst, t->ndim, t->shape, count);
+    if (!st) {
+        err = clFinish(ctx->queue);
+        if (err) st = tdacl__fail_cl(ctx, err, "%s: clFinish", call);
+    }
+    clReleaseMemObject(tmp);
+    return st;
+}
+
+tdacl_status tdacl_tensor_download(const tdacl_tensor *t, void *host, tdacl_dtype host_dtype, int64_t count)
+{
+    const char *call = "tdacl_tensor_download";
+    tdacl_status st = check_transfer(t, host, (int)host_dtype, count, call);
+    if (st || count == 0) return st;
+    tdacl_context *ctx = t->ctx;
+    size_t hsize = tdacl_dtype_size(host_dtype);
+    cl_int err;
+    if (host_dtype == t->dtype && tdacl__tensor_is_contiguous(t)) {
+        err = clEnqueueReadBuffer(ctx->queue, t->storage->mem, CL_TRUE, (size_t)t->offset * hsize,
+                                  (size_t)count * hsize, host, 0, NULL, NULL);
+        return err ? tdacl__fail_cl(ctx, err, "%s: clEnqueueReadBuffer", call) : TDACL_SUCCESS;
+    }
+    size_t bytes = (size_t)count * hsize;
+    cl_mem tmp = clCreateBuffer(ctx->cl, CL_MEM_WRITE_ONLY, bytes, NULL, &err);
+    if (!tmp) return tdacl__fail_cl(ctx, err, "%s: staging clCreateBuffer(%zu bytes)", call, bytes);
+    int64_t cstr[TDACL_MAX_DIMS], s = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) cstr[i] = s, s *= t->shape[i];
+    strided src = {t->storage->mem, t->dtype, t->offset, t->strides}, dst = {tmp, host_dtype, 0, cstr};
+    st = copy_kernel(ctx, call, src, dst, t->ndim, t->shape, count);
+    if (!st) {
+        err = clEnqueueReadBuffer(ctx->queue, tmp, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+        if (err) st = tdacl__fail_cl(ctx, err, "%s: clEnqueueReadBuffer", call);
+    }
+    clReleaseMemObject(tmp);
+    return st;
+}
+
+tdacl_status tdacl_tensor_copy(tdacl_tensor *dst, const tdacl_tensor *src)
+{
+    const char *call = "tdacl_tensor_copy";
+    if (!dst || !src)
+        return tdacl__fail(dst ? dst->ctx : src ? src->ctx : NULL, TDACL_ERR_INVALID_ARGUMENT,
+                           "%s: %s is NULL", call, dst ? "src" : "dst");
+    tdacl_context *ctx = dst->ctx;
+    if (src->ctx != ctx)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: src and dst belong to different contexts", call);
+    if (src->ndim != dst->ndim)
+        return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: src has %d dims, dst %d", call, src->ndim, dst->ndim);
+    for (int i = 0; i < src->ndim; i++)
+        if (src->shape[i] != dst->shape[i])
+            return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: shape[%d] differs (src %lld, dst %lld)", call,
+                               i, (long long)src->shape[i], (long long)dst->shape[i]);
+    strided s = {src->storage->mem, src->dtype, src->offset, src->strides};
+    strided d = {dst->storage->mem, dst->dtype, dst->offset, dst->strides};
+    return copy_kernel(ctx, call, s, d, src->ndim, src->shape, tdacl__numel(src));
+}

@@ -1,0 +1,490 @@
+/* The tuning database: a line-per-entry text format that diffs well, parsed leniently
+ * (bad lines are reported with their number and skipped), and the lookup that walks
+ * user database -> shipped database -> class default -> generic ladder.
+ *
+ * Line format:
+ *   KERNEL key=value ... : PARAM=int ...   # optional comment
+ * keys: device="name" vendor="name" driver="version" class=arch kind=tra dtype=f32 d=64
+ *       dv=64 t=short|long tq=N   (an absent key matches anything) */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tuning.h"
+
+static const char *kind_names[] = {"softmax", "rela", "tra", "tda", "diff_softmax"};
+
+const char *tdacl__kind_name(int kind)
+{
+    return kind >= 0 && kind < (int)TDACL_ARRAY_LEN(kind_names) ? kind_names[kind] : "any";
+}
+
+int tdacl__kind_from_name(const char *s)
+{
+    for (int i = 0; i < (int)TDACL_ARRAY_LEN(kind_names); i++)
+        if (!strcmp(s, kind_names[i])) return i;
+    return -2;
+}
+
+int tdacl__dtype_from_name(const char *s)
+{
+    if (!strcmp(s, "f32") || !strcmp(s, "fp32")) return TDACL_F32;
+    if (!strcmp(s, "bf16")) return TDACL_BF16;
+    if (!strcmp(s, "f16") || !strcmp(s, "fp16")) return TDACL_F16;
+    return -2;
+}
+
+const char *tdacl__t_bucket(int64_t t) { return t <= 1024 ? "short" : "long"; }
+
+const char *tdacl__tuned_source_name(tdacl_tuned_source s)
+{
+    static const char *n[] = {"user", "shipped", "class", "generic"};
+    return s <= TDACL_TUNED_GENERIC ? n[s] : "?";
+}
+
+int tdacl__param_index(const tdacl_kernel_space *ks, const char *name)
+{
+    for (int i = 0; i < ks->nparams; i++)
+        if (!strcmp(ks->params[i].name, name)) return i;
+    return -1;
+}
+
+void tdacl__params_options(const tdacl_kernel_space *ks, const tdacl_param_values *v, tdacl_strbuf *sb)
+{
+    for (int i = 0; i < ks->nparams; i++)
+        if (ks->params[i].is_macro) tdacl__sb_printf(sb, " -D%s=%d", ks->params[i].name, v->v[i]);
+}
+
+void tdacl__params_text(const tdacl_kernel_space *ks, const tdacl_param_values *v, char *buf, size_t n)
+{
+    size_t off = 0;
+    buf[0] = 0;
+    for (int i = 0; i < ks->nparams && off < n; i++)
+        off += (size_t)snprintf(buf + off, n - off, "%s%s=%d", i ? " " : "", ks->params[i].name, v->v[i]);
+}
+
+/* ---- parsing ---- */
+
+/* Next token: a word, key=value (value maybe "quoted"), ':' or end.  Returns 0 at end,
+ * -1 on an unterminated quote. */
+static int next_token(const char **pp, char *key, size_t kn, char *val, size_t vn)
+{
+    const char *p = *pp;
+    while (*p == ' ' || *p == '\t' || *p == '\r') p++;
+    if (!*p || *p == '#' || *p == '\n') return 0;
+    key[0] = val[0] = 0;
+    if (*p == ':') {
+        snprintf(key, kn, ":");
+        *pp = p + 1;
+        return 1;
+    }
+    size_t k = 0;
+    while (*p && !isspace((unsigned char)*p) && *p != '=' && *p != '#' && *p != ':') {
+        if (k + 1 < kn) key[k++] = *p;
+        p++;
+    }
+    key[k] = 0;
+    if (*p == '=') {
+        p++;
+        size_t v = 0;
+        if (*p == '"') {
+            p++;
+            while (*p && *p != '"' && *p != '\n') {
+                if (v + 1 < vn) val[v++] = *p;
+                p++;
+            }
+            if (*p != '"') return -1;
+            p++;
+        } else {
+            while (*p && !isspace((unsigned char)*p) && *p != '#') {
+                if (v + 1 < vn) val[v++] = *p;
+                p++;
+            }
+        }
+        val[v] = 0;
+    }
+    *pp = p;
+    return 1;
+}
+
+static int parse_int(const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < -1000000 || v > 1000000) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static tdacl_status parse_line(const char *line, tdacl_tdb_entry *e, char *why, size_t wn)
+{
+    memset(e, 0, sizeof *e);
+    e->kind = e->dtype = -1;
+    const char *p = line;
+    char key[64], val[160];
+    int r = next_token(&p, key, sizeof key, val, sizeof val);
+    if (r == 0) return TDACL_SUCCESS; /* blank or comment: kernel stays empty */
+    if (r < 0 || val[0] || !strcmp(key, ":")) {
+        snprintf(why, wn, "expected a kernel name first");
+        return TDACL_ERR_FORMAT;
+    }
+    snprintf(e->kernel, sizeof e->kernel, "%s", key);
+    int in_params = 0;
+    while ((r = next_token(&p, key, sizeof key, val, sizeof val)) > 0) {
+        if (!strcmp(key, ":")) {
+            if (in_params) { snprintf(why, wn, "second ':'"); return TDACL_ERR_FORMAT; }
+            in_params = 1;
+            continue;
+        }
+        if (in_params) {
+            if (e->nparams >= TDACL_MAX_PARAMS) { snprintf(why, wn, "too many parameters"); return TDACL_ERR_FORMAT; }
+            if (strlen(key) >= sizeof e->pname[0] || !key[0]) { snprintf(why, wn, "bad parameter name '%s'", key); return TDACL_ERR_FORMAT; }
+            if (parse_int(val, &e->pvalue[e->nparams])) {
+                snprintf(why, wn, "parameter %s has a non-integer value '%s'", key, val);
+                return TDACL_ERR_FORMAT;
+            }
+            snprintf(e->pname[e->nparams++], sizeof e->pname[0], "%s", key);
+            continue;
+        }
+        if (!strcmp(key, "device")) snprintf(e->device, sizeof e->device, "%s", val);
+        else if (!strcmp(key, "vendor")) snprintf(e->vendor, sizeof e->vendor, "%s", val);
+        else if (!strcmp(key, "driver")) snprintf(e->driver, sizeof e->driver, "%s", val);
+        else if (!strcmp(key, "class")) snprintf(e->arch, sizeof e->arch, "%s", val);
+        else if (!strcmp(key, "kind")) {
+            if ((e->kind = tdacl__kind_from_name(val)) < -1) { snprintf(why, wn, "unknown kind '%s'", val); return TDACL_ERR_FORMAT; }
+        } else if (!strcmp(key, "dtype")) {
+            if ((e->dtype = tdacl__dtype_from_name(val)) < -1) { snprintf(why, wn, "unknown dtype '%s'", val); return TDACL_ERR_FORMAT; }
+        } else if (!strcmp(key, "d") || !strcmp(key, "dv") || !strcmp(key, "tq")) {
+            int x;
+            if (parse_int(val, &x) || x <= 0 || x > 4096) { snprintf(why, wn, "%s=%s is not a positive integer", key, val); return TDACL_ERR_FORMAT; }
+            if (!strcmp(key, "d")) e->d = x;
+            else if (!strcmp(key, "dv")) e->dv = x;
+            else e->tq = x;
+        } else if (!strcmp(key, "t")) {
+            if (strcmp(val, "short") && strcmp(val, "long")) { snprintf(why, wn, "t=%s is not short or long", val); return TDACL_ERR_FORMAT; }
+            snprintf(e->tbucket, sizeof e->tbucket, "%s", val);
+        } else {
+            snprintf(why, wn, "unknown key '%s'", key);
+            return TDACL_ERR_FORMAT;
+        }
+    }
+    if (r < 0) { snprintf(why, wn, "unterminated quote"); return TDACL_ERR_FORMAT; }
+    if (!in_params || e->nparams == 0) { snprintf(why, wn, "no ': PARAM=value' part"); return TDACL_ERR_FORMAT; }
+    const char *hash = strchr(p, '#');
+    if (hash) {
+        hash++;
+        while (*hash == ' ') hash++;
+        snprintf(e->comment, sizeof e->comment, "%.*s", (int)strcspn(hash, "\r\n"), hash);
+    }
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl__tdb_parse(const tdacl_context *ctx, const char *text, size_t len, const char *path, tdacl_tdb *db)
+{
+    memset(db, 0, sizeof *db);
+    snprintf(db->path, sizeof db->path, "%s", path);
+    size_t pos = 0;
+    int lineno = 0;
+    char *line = NULL;
+    size_t line_cap = 0;
+    while (pos < len) {
+        size_t end = pos;
+        while (end < len && text[end] != '\n') end++;
+        lineno++;
+        size_t n = end - pos;
+        if (n + 1 > line_cap) {
+            char *grown = realloc(line, n + 1);
+            if (!grown) { free(line); tdacl__tdb_free(db); return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "tuning database: out of memory"); }
+            line = grown, line_cap = n + 1;
+        }
+        memcpy(line, text + pos, n);
+        line[n] = 0;
+        pos = end + 1;
+        if (memchr(line, 0, n)) {
+            tdacl__log(ctx, TDACL_LOG_WARN, "tuning database %s:%d: NUL byte; line ignored", path, lineno);
+            continue;
+        }
+        tdacl_tdb_entry e;
+        char why[160] = "";
+        if (parse_line(line, &e, why, sizeof why)) {
+            tdacl__log(ctx, TDACL_LOG_WARN, "tuning database %s:%d: %s; line ignored", path, lineno, why);
+            continue;
+        }
+        if (!e.kernel[0]) continue;
+        e.line = lineno;
+        if (db->count == db->cap) {
+            int cap = db->cap ? 2 * db->cap : 32;
+            tdacl_tdb_entry *grown = realloc(db->entries, (size_t)cap * sizeof *grown);
+            if (!grown) { free(line); tdacl__tdb_free(db); return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "tuning database: out of memory"); }
+            db->entries = grown, db->cap = cap;
+        }
+        db->entries[db->count++] = e;
+    }
+    free(line);
+    return TDACL_SUCCESS;
+}
+
+void tdacl__tdb_free(tdacl_tdb *db)
+{
+    free(db->entries);
+    db->entries = NULL;
+    db->count = db->cap = 0;
+}
+
+void tdacl__tdb_format(const tdacl_tdb_entry *e, char *buf, size_t n)
+{
+    size_t off = (size_t)snprintf(buf, n, "%s", e->kernel);
+#define ADD(...) do { if (off < n) off += (size_t)snprintf(buf + off, n - off, __VA_ARGS__); } while (0)
+    if (e->device[0]) ADD(" device=\"%s\"", e->device);
+    if (e->vendor[0]) ADD(" vendor=\"%s\"", e->vendor);
+    if (e->driver[0]) ADD(" driver=\"%s\"", e->driver);
+    if (e->arch[0]) ADD(" class=%s", e->arch);
+    if (e->kind >= 0) ADD(" kind=%s", tdacl__kind_name(e->kind));
+    if (e->dtype >= 0) ADD(" dtype=%s", tdacl_dtype_name((tdacl_dtype)e->dtype));
+    if (e->d) ADD(" d=%d", e->d);
+    if (e->dv) ADD(" dv=%d", e->dv);
+    if (e->tbucket[0]) ADD(" t=%s", e->tbucket);
+    if (e->tq) ADD(" tq=%d", e->tq);
+    ADD(" :");
+    for (int i = 0; i < e->nparams; i++) ADD(" %s=%d", e->pname[i], e->pvalue[i]);
+    if (e->comment[0]) ADD("  # %s", e->comment);
+#undef ADD
+}
+
+static int same_keys(const tdacl_tdb_entry *a, const tdacl_tdb_entry *b)
+{
+    return !strcmp(a->kernel, b->kernel) && !strcmp(a->device, b->device) &&
+           !strcmp(a->vendor, b->vendor) && !strcmp(a->driver, b->driver) &&
+           !strcmp(a->arch, b->arch) && a->kind == b->kind && a->dtype == b->dtype &&
+           a->d == b->d && a->dv == b->dv && !strcmp(a->tbucket, b->tbucket) && a->tq == b->tq;
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + 4096 > cap) {
+            if (cap > ((size_t)64 << 20)) { free(buf); fclose(f); errno = EFBIG; return NULL; }
+            cap = cap ? 2 * cap : 8192;
+            char *g = realloc(buf, cap);
+            if (!g) { free(buf); fclose(f); return NULL; }
+            buf = g;
+        }
+        size_t r = fread(buf + n, 1, cap - n - 1, f);
+        n += r;
+        if (r == 0) break;
+    }
+    fclose(f);
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+void tdacl__tdb_user_path(const char *override, char *buf, size_t n)
+{
+    const char *e = override && *override ? override : getenv("TDACL_TUNING_FILE");
+    if (e && *e) { snprintf(buf, n, "%s", e); return; }
+    const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg) snprintf(buf, n, "%s/tdacl/tuning.tdb", xdg);
+    else if (home && *home) snprintf(buf, n, "%s/.config/tdacl/tuning.tdb", home);
+    else buf[0] = 0;
+}
+
+tdacl_status tdacl__tdb_upsert_file(tdacl_context *ctx, const char *path, const tdacl_tdb_entry *e)
+{
+    size_t len = 0;
+    char *old = read_file(path, &len);
+    /* make the directory */
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = 0;
+        for (char *p = dir + 1; *p; p++)
+            if (*p == '/') { *p = 0; mkdir(dir, 0755); *p = '/'; }
+        mkdir(dir, 0755);
+    }
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) { free(old); return tdacl__fail(ctx, TDACL_ERR_IO, "cannot write tuning database %s: %s", tmp, strerror(errno)); }
+    int replaced = 0;
+    char line[1024];
+    if (old) {
+        const char *p = old;
+        while (*p) {
+            size_t n = strcspn(p, "\n");
+            char buf[1024];
+            snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf - 1 ? n : sizeof buf - 1), p);
+            tdacl_tdb_entry cur;
+            char why[160];
+            if (!parse_line(buf, &cur, why, sizeof why) && cur.kernel[0] && same_keys(&cur, e)) {
+                if (!replaced) { tdacl__tdb_format(e, line, sizeof line); fprintf(f, "%s\n", line); }
+                replaced = 1;
+            } else {
+                fprintf(f, "%.*s\n", (int)n, p);
+            }
+            p += n;
+            if (*p == '\n') p++;
+        }
+    } else {
+        fprintf(f, "# tdacl tuning database: KERNEL keys : PARAMS  (written by `tdacl tune`)\n");
+    }
+    if (!replaced) { tdacl__tdb_format(e, line, sizeof line); fprintf(f, "%s\n", line); }
+    free(old);
+    if (fclose(f) || rename(tmp, path)) {
+        unlink(tmp);
+        return tdacl__fail(ctx, TDACL_ERR_IO, "cannot write tuning database %s: %s", path, strerror(errno));
+    }
+    return TDACL_SUCCESS;
+}
+
+/* ---- context ---- */
+
+tdacl_status tdacl__tuning_open(tdacl_context *ctx, const char *file)
+{
+    struct tdacl_tuning_db *db = calloc(1, sizeof *db);
+    if (!db) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "tuning database: out of memory");
+    ctx->tuning = db;
+    if (!ctx->use_tuning_db) return TDACL_SUCCESS;
+    const tdacl_embedded_source *s = tdacl__find_source("shipped.tdb");
+    if (s) tdacl__tdb_parse(ctx, s->text, s->size, "(shipped)", &db->shipped);
+    char path[512];
+    tdacl__tdb_user_path(file, path, sizeof path);
+    size_t len;
+    char *text = path[0] ? read_file(path, &len) : NULL;
+    if (text) {
+        tdacl__tdb_parse(ctx, text, len, path, &db->user);
+        tdacl__log(ctx, TDACL_LOG_DEBUG, "tuning database %s: %d entries", path, db->user.count);
+        free(text);
+    } else if (file && *file) {
+        tdacl__log(ctx, TDACL_LOG_WARN, "tuning database %s cannot be read (%s); using defaults", path, strerror(errno));
+    } else {
+        snprintf(db->user.path, sizeof db->user.path, "%s", path);
+    }
+    return TDACL_SUCCESS;
+}
+
+void tdacl__tuning_close(tdacl_context *ctx)
+{
+    if (!ctx->tuning) return;
+    tdacl__tdb_free(&ctx->tuning->user);
+    tdacl__tdb_free(&ctx->tuning->shipped);
+    free(ctx->tuning);
+    ctx->tuning = NULL;
+}
+
+/* ---- lookup ---- */
+
+/* Score of an entry for this device and problem; -1 when it does not apply. */
+static int entry_score(const tdacl_tdb_entry *e, const tdacl_device_info *dev, const char *kernel,
+                       const tdacl_problem *p)
+{
+    if (strcmp(e->kernel, kernel)) return -1;
+    int score = 0;
+    if (e->device[0]) {
+        if (strcmp(e->device, dev->name)) return -1;
+        score += 8;
+    }
+    if (e->vendor[0]) {
+        if (strcmp(e->vendor, dev->vendor)) return -1;
+        score += 1;
+    }
+    if (e->driver[0] && !strcmp(e->driver, dev->driver_version)) score += 4;
+    if (e->arch[0]) {
+        if (strcmp(e->arch, dev->arch)) return -1;
+        score += 2;
+    }
+    if (!e->device[0] && !e->arch[0]) return -1; /* an entry must name a device or a class */
+    if (e->kind >= 0) { if (e->kind != p->kind) return -1; score += 1; }
+    if (e->dtype >= 0) { if (e->dtype != (int)p->dtype) return -1; score += 1; }
+    if (e->d) { if (e->d != p->d) return -1; score += 1; }
+    if (e->dv) { if (e->dv != p->dv) return -1; score += 1; }
+    if (e->tbucket[0]) { if (strcmp(e->tbucket, tdacl__t_bucket(p->t))) return -1; score += 1; }
+    if (e->tq) { if (e->tq != p->tq) return -1; score += 1; }
+    return score;
+}
+
+/* Fills values from an entry; every parameter must be named and known. */
+static int entry_values(const tdacl_kernel_space *ks, const tdacl_tdb_entry *e, tdacl_param_values *out,
+                        char *why, size_t n)
+{
+    int seen[TDACL_MAX_PARAMS] = {0};
+    for (int i = 0; i < e->nparams; i++) {
+        int k = tdacl__param_index(ks, e->pname[i]);
+        if (k < 0) { snprintf(why, n, "unknown parameter %s for kernel %s", e->pname[i], ks->kernel); return -1; }
+        out->v[k] = e->pvalue[i];
+        seen[k] = 1;
+    }
+    for (int k = 0; k < ks->nparams; k++)
+        if (!seen[k]) { snprintf(why, n, "parameter %s missing", ks->params[k].name); return -1; }
+    return 0;
+}
+
+static int from_db(tdacl_context *ctx, const tdacl_kernel_space *ks, const tdacl_tdb *db,
+                   const tdacl_problem *p, tdacl_tuned *out)
+{
+    /* best score first; a rejected entry falls through to the next best */
+    int used[256] = {0};
+    for (int round = 0; round < db->count && round < 256; round++) {
+        int best = -1, best_score = -1;
+        for (int i = 0; i < db->count && i < 256; i++) {
+            if (used[i]) continue;
+            int s = entry_score(&db->entries[i], &ctx->info, ks->kernel, p);
+            if (s > best_score) best_score = s, best = i;
+        }
+        if (best < 0) return 0;
+        used[best] = 1;
+        const tdacl_tdb_entry *e = &db->entries[best];
+        char why[200];
+        tdacl_param_values v = {{0}};
+        if (entry_values(ks, e, &v, why, sizeof why) ||
+            ks->check(&ctx->info, p, v.v, why, sizeof why)) {
+            tdacl__log(ctx, TDACL_LOG_WARN, "tuning database %s:%d: %s; falling back", db->path, e->line, why);
+            continue;
+        }
+        out->values = v;
+        snprintf(out->origin, sizeof out->origin, "%s:%d", db->path, e->line);
+        return 1;
+    }
+    return 0;
+}
+
+tdacl_status tdacl__tuned(tdacl_context *ctx, const char *kernel, const tdacl_problem *p, tdacl_tuned *out)
+{
+    const tdacl_kernel_space *ks = tdacl__kernel_space(kernel);
+    if (!ks) return tdacl__fail(ctx, TDACL_ERR_INTERNAL, "no tunable space for kernel '%s'", kernel);
+    memset(out, 0, sizeof *out);
+    if (ctx->tuning && ctx->use_tuning_db) {
+        if (from_db(ctx, ks, &ctx->tuning->user, p, out)) { out->source = TDACL_TUNED_USER; return TDACL_SUCCESS; }
+        if (from_db(ctx, ks, &ctx->tuning->shipped, p, out)) { out->source = TDACL_TUNED_SHIPPED; return TDACL_SUCCESS; }
+    }
+    char why[200];
+    for (const tdacl_class_default *c = ks->class_defaults; c && c->arch_prefix; c++) {
+        if (strncmp(ctx->info.arch, c->arch_prefix, strlen(c->arch_prefix))) continue;
+        if (c->kind >= 0 && c->kind != p->kind) continue;
+        if (ks->check(&ctx->info, p, c->values.v, why, sizeof why)) continue;
+        out->values = c->values;
+        out->source = TDACL_TUNED_CLASS;
+        snprintf(out->origin, sizeof out->origin, "class default %s", c->arch_prefix);
+        return TDACL_SUCCESS;
+    }
+    for (int i = 0; i < ks->nladder; i++) {
+        if (ks->check(&ctx->info, p, ks->ladder[i].v, why, sizeof why)) continue;
+        out->values = ks->ladder[i];
+        out->source = TDACL_TUNED_GENERIC;
+        snprintf(out->origin, sizeof out->origin, "generic ladder #%d", i);
+        return TDACL_SUCCESS;
+    }
+    return tdacl__fail(ctx, TDACL_ERR_UNSUPPORTED,
+                       "kernel %s: no parameter set fits this device (%s) for d=%d dv=%d (%s)",
+                       kernel, ctx->info.name, p->d, p->dv, why);
+}

@@ -1,0 +1,132 @@
+/* Tunable parameters, their constraint predicates and the tuning database lookup.
+ *
+ * Lookup order for (device, kernel, problem): the user database ($TDACL_TUNING_FILE or
+ * $XDG_CONFIG_HOME/tdacl/tuning.tdb), then the database shipped inside the library, then a
+ * device-class default, then the first entry of the kernel's generic ladder that passes the
+ * constraints (a ladder, not one value, so that the fallback fits every head dim on every
+ * device).  Each candidate is checked by the kernel's constraint predicate; a bad one is
+ * reported with its file and line and skipped. */
+#ifndef TDACL_TUNING_H
+#define TDACL_TUNING_H
+
+#include "internal.h"
+
+#define TDACL_MAX_PARAMS 8
+#define TDACL_MAX_CANDIDATES 12
+
+typedef struct tdacl_tunable {
+    const char *name;  /* the -D macro (or run-time knob when is_macro == 0) */
+    int is_macro;
+    int candidates[TDACL_MAX_CANDIDATES]; /* search space, 0-terminated */
+    const char *doc;
+} tdacl_tunable;
+
+/* What a lookup is keyed on besides the device. */
+typedef struct tdacl_problem {
+    int kind;          /* tdacl_attention_kind, or -1 when the kernel has no kinds */
+    tdacl_dtype dtype;
+    int d, dv;         /* padded head dims */
+    int64_t t;         /* key length; chooses the T bucket */
+    int tq;            /* query rows (decode) */
+} tdacl_problem;
+
+typedef struct tdacl_param_values {
+    int v[TDACL_MAX_PARAMS];
+} tdacl_param_values;
+
+typedef struct tdacl_class_default {
+    const char *arch_prefix; /* matches tdacl_device_info.arch by prefix */
+    int kind;                /* -1: any kind */
+    tdacl_param_values values;
+} tdacl_class_default;
+
+typedef struct tdacl_kernel_space {
+    const char *kernel;
+    const tdacl_tunable *params;
+    int nparams;
+    /* 0 when the candidate builds and fits; otherwise writes the reason. */
+    int (*check)(const tdacl_device_info *dev, const tdacl_problem *p, const int *values,
+                 char *why, size_t n);
+    const tdacl_class_default *class_defaults; /* terminated by arch_prefix == NULL */
+    const tdacl_param_values *ladder;          /* generic fallbacks, best first */
+    int nladder;
+} tdacl_kernel_space;
+
+typedef enum tdacl_tuned_source {
+    TDACL_TUNED_USER = 0,
+    TDACL_TUNED_SHIPPED = 1,
+    TDACL_TUNED_CLASS = 2,
+    TDACL_TUNED_GENERIC = 3
+} tdacl_tuned_source;
+
+typedef struct tdacl_tuned {
+    tdacl_param_values values;
+    tdacl_tuned_source source;
+    char origin[320]; /* e.g. "user /root/.config/tdacl/tuning.tdb:12", "generic ladder #0" */
+} tdacl_tuned;
+
+const char *tdacl__tuned_source_name(tdacl_tuned_source s);
+const tdacl_kernel_space *tdacl__kernel_space(const char *kernel);
+const tdacl_kernel_space *tdacl__kernel_space_at(int i); /* NULL past the end */
+int tdacl__param_index(const tdacl_kernel_space *ks, const char *name);
+const char *tdacl__t_bucket(int64_t t);
+
+/* Parameters for this context's device and problem (never fails for a known kernel). */
+tdacl_status tdacl__tuned(tdacl_context *ctx, const char *kernel, const tdacl_problem *p,
+                          tdacl_tuned *out);
+/* "-DBM=64 -DBN=32 ..." for the macro parameters. */
+void tdacl__params_options(const tdacl_kernel_space *ks, const tdacl_param_values *v,
+                           tdacl_strbuf *sb);
+/* "BM=64 BN=32 ..." for logs, JSON and database lines. */
+void tdacl__params_text(const tdacl_kernel_space *ks, const tdacl_param_values *v, char *buf,
+                        size_t n);
+
+/* ---- the database ---- */
+
+typedef struct tdacl_tdb_entry {
+    char kernel[48];
+    char device[128], vendor[128], driver[128], arch[64];
+    int kind;       /* -1 any */
+    int dtype;      /* -1 any */
+    int d, dv;      /* 0 any */
+    char tbucket[8];/* "" any */
+    int tq;         /* 0 any */
+    int nparams;
+    char pname[TDACL_MAX_PARAMS][16];
+    int pvalue[TDACL_MAX_PARAMS];
+    char comment[160];
+    int line;
+} tdacl_tdb_entry;
+
+typedef struct tdacl_tdb {
+    char path[512];  /* "(shipped)" for the embedded one */
+    tdacl_tdb_entry *entries;
+    int count, cap;
+} tdacl_tdb;
+
+/* Parses text (one entry per line).  Malformed lines are logged with their line number
+ * (through ctx, which may be NULL) and skipped. */
+tdacl_status tdacl__tdb_parse(const tdacl_context *ctx, const char *text, size_t len,
+                              const char *path, tdacl_tdb *db);
+void tdacl__tdb_free(tdacl_tdb *db);
+/* Formats one entry as a database line (without newline). */
+void tdacl__tdb_format(const tdacl_tdb_entry *e, char *buf, size_t n);
+/* Adds or replaces (same kernel and keys) an entry in the file at path, atomically. */
+tdacl_status tdacl__tdb_upsert_file(tdacl_context *ctx, const char *path, const tdacl_tdb_entry *e);
+/* Default user database path ($TDACL_TUNING_FILE, $XDG_CONFIG_HOME/tdacl/tuning.tdb, ~/.config/...). */
+void tdacl__tdb_user_path(const char *override, char *buf, size_t n);
+
+struct tdacl_tuning_db {
+    tdacl_tdb user, shipped;
+};
+
+tdacl_status tdacl__tuning_open(tdacl_context *ctx, const char *file);
+void tdacl__tuning_close(tdacl_context *ctx);
+
+const char *tdacl__kind_name(int kind);
+size_t tdacl__attention_local_bytes(int kind, int d, int dv, int bm, int bn, int tm, int tn);
+size_t tdacl__decode_local_bytes(int kind, int d, int dv, int tqp, int ntd);
+int tdacl__kind_from_name(const char *s);
+int tdacl__dtype_from_name(const char *s);
+
+#endif
