@@ -39,7 +39,6 @@
 #define NW (KIND == 4 ? 2 : 1) /* weight sets kept per key */
 #define D4 (D / 4)
 #define DV4 (DV / 4)
-#define KS4 (D4 + 1)
 #define KPART (NTD / DV4) /* key partitions of the accumulation phase (NTD >= DV4) */
 
 inline int ord_int(float f)
@@ -77,6 +76,11 @@ inline float4 load4(__global const void *x, long p, long sd, int c4, int d)
     return v;
 }
 
+/* Survivor-list capacity = keys per round: a round scores LIST keys (LIST / NTD per
+ * work-item, straight from global memory, no barrier), then multiplies the survivors' V
+ * rows.  Softmax kinds keep every visible key of the round. */
+#define LIST (TQP <= 2 ? 512 : 1024 / TQP)
+
 __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_part(
     __global const void *q, __global const void *k, __global const void *v,
     __global const void *q2, __global const void *k2,
@@ -88,10 +92,9 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
     int normalize, int want_stats)
 {
     __local float4 Qs[NV * TQP * D4];
-#define KS_FLOAT4 (NV * NTD * KS4 > NTD * TQP ? NV * NTD * KS4 : NTD * TQP)
-    __local float4 Ks[KS_FLOAT4]; /* K chunk; reused for the final partial sums */
-    __local float Wl[NTD * TQP * NW];
-    __local int klist[NTD];
+    __local float Wl[LIST * TQP * NW]; /* weights (or log2 scores) of listed keys */
+    __local int klist[LIST];
+    __local float4 red[TQP * DV4]; /* partition sums at the end */
     __local uint cnt;
     __local int tmax[NV * TQP];
     __local uint counters[4];
@@ -132,6 +135,7 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
     }
 
     float tau[TQP];
+#pragma unroll
     for (int i = 0; i < TQP; i++) {
 #if KIND == 2 || KIND == 3
         tau[i] = tau_of(offset + i, beta, kappa, d);
@@ -143,115 +147,123 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
     const float lc = clamp(lambda, 0.0f, 1.0f);
 #endif
     const int part = tid / DV4, c4 = tid - (tid / DV4) * DV4;
-    const int active = part < KPART; /* the last NTD % DV4 work-items only load and score */
+    const int active = part < KPART; /* the last NTD % DV4 work-items only score */
     float4 o[TQP];
+#pragma unroll
     for (int i = 0; i < TQP; i++) o[i] = (float4)(0.0f);
 #if SOFTMAX
     float m[NV][TQP], l[NV][TQP];
+#pragma unroll
     for (int t = 0; t < NV; t++)
+#pragma unroll
         for (int i = 0; i < TQP; i++) m[t][i] = -INFINITY, l[t][i] = 0.0f;
 #endif
 #if KIND == 4
     float4 o2[TQP];
+#pragma unroll
     for (int i = 0; i < TQP; i++) o2[i] = (float4)(0.0f);
 #endif
     uint nz1 = 0, nz2 = 0, nzc = 0, vchunks = 0;
     const long kb = k_off + b * ks.s0 + h * ks.s1;
+    const long k2b = k2_off + b * k2s.s0 + h * k2s.s1;
     const long vb = v_off + b * vs.s0 + h * vs.s1;
 
-    for (long c0 = s0; c0 < s1; c0 += NTD) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int idx = tid; idx < NV * NTD * D4; idx += NTD) {
-            int view = idx / (NTD * D4), rem = idx - view * (NTD * D4);
-            int j = rem / D4, cc = rem - (rem / D4) * D4;
-            long n = c0 + j;
-            float4 val = (float4)(0.0f);
-            if (n < s1) {
-#if TWO_VIEWS
-                if (view) val = load4(k2, k2_off + b * k2s.s0 + h * k2s.s1 + n * k2s.s2, k2s.s3, cc, d);
-                else
-#endif
-                    val = load4(k, kb + n * ks.s2, ks.s3, cc, d);
-            }
-            Ks[view * NTD * KS4 + j * KS4 + cc] = val;
-        }
+    for (long r0 = s0; r0 < s1; r0 += LIST) {
+        barrier(CLK_LOCAL_MEM_FENCE); /* previous round's list fully consumed */
         if (tid == 0) cnt = 0;
 #if SOFTMAX
         if (tid < NV * TQP) tmax[tid] = ord_int(-INFINITY);
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
-
-        /* scores of key n for every query row */
-        const long n = c0 + tid;
-        float sc[NV][TQP];
-        for (int t = 0; t < NV; t++) {
-            float4 acc[TQP];
-            float4 kk = (float4)(0.0f);
-            for (int i = 0; i < TQP; i++) acc[i] = (float4)(0.0f);
-            for (int cc = 0; cc < D4; cc++) {
-                float4 kv = Ks[t * NTD * KS4 + tid * KS4 + cc];
-                kk = fma(kv, kv, kk);
-                for (int i = 0; i < TQP; i++) acc[i] = fma(Qs[(t * TQP + i) * D4 + cc], kv, acc[i]);
-            }
-            float kinv = 1.0f;
+        /* phase 1: score this round's keys, one key per work-item at a time */
+        for (int j = tid; j < LIST; j += NTD) {
+            const long n = r0 + j;
+            if (n >= s1) break;
+            float sc[NV][TQP];
+#pragma unroll
+            for (int t = 0; t < NV; t++) {
+                float4 acc[TQP];
+                float4 kk = (float4)(0.0f);
+#pragma unroll
+                for (int i = 0; i < TQP; i++) acc[i] = (float4)(0.0f);
+#pragma unroll 4
+                for (int cc = 0; cc < D4; cc++) {
+#if TWO_VIEWS
+                    float4 kv = t ? load4(k2, k2b + n * k2s.s2, k2s.s3, cc, d) : load4(k, kb + n * ks.s2, ks.s3, cc, d);
+#else
+                    float4 kv = load4(k, kb + n * ks.s2, ks.s3, cc, d);
+#endif
+                    kk = fma(kv, kv, kk);
+#pragma unroll
+                    for (int i = 0; i < TQP; i++) acc[i] = fma(Qs[(t * TQP + i) * D4 + cc], kv, acc[i]);
+                }
+                float kinv = 1.0f;
 #if KIND == 2 || KIND == 3
-            if (normalize) kinv = 1.0f / fmax(sqrt((kk.s0 + kk.s1) + (kk.s2 + kk.s3)), 1e-12f);
+                if (normalize) kinv = 1.0f / fmax(sqrt((kk.s0 + kk.s1) + (kk.s2 + kk.s3)), 1e-12f);
 #endif
-            for (int i = 0; i < TQP; i++) {
-                float sv = ((acc[i].s0 + acc[i].s1) + (acc[i].s2 + acc[i].s3)) * kinv;
-                int visible = n < s1 && i < Tq && n <= offset + i;
-                sc[t][i] = visible ? sv : -INFINITY;
+#pragma unroll
+                for (int i = 0; i < TQP; i++) {
+                    float sv = ((acc[i].s0 + acc[i].s1) + (acc[i].s2 + acc[i].s3)) * kinv;
+                    sc[t][i] = (i < Tq && n <= offset + i) ? sv : -INFINITY;
+                }
             }
-        }
 #if !SOFTMAX
-        /* weights; a key with any non-zero weight joins the chunk's survivor list */
-        float wv[TQP];
-        int any = 0;
-        for (int i = 0; i < TQP; i++) {
-            float x1 = sc[0][i] - tau[i];
+            /* weights; a key with any non-zero weight joins the survivor list */
+            float wv[TQP];
+            int any = 0;
+#pragma unroll
+            for (int i = 0; i < TQP; i++) {
+                float x1 = sc[0][i] - tau[i];
 #if KIND == 1
-            float w1 = x1 <= 0.0f ? 0.0f : x1;
-            wv[i] = w1;
+                float w1 = x1 <= 0.0f ? 0.0f : x1;
+                wv[i] = w1;
 #else
-            float w1 = rect_pow(x1, pmode, power);
-            if (isnan(x1)) w1 = x1;
+                float w1 = isnan(x1) ? x1 : rect_pow(x1, pmode, power);
 #if KIND == 3
-            float x2 = sc[1][i] - tau[i];
-            float w2 = rect_pow(x2, pmode, power);
-            if (isnan(x2)) w2 = x2;
-            wv[i] = w1 - lc * w2;
-            nz2 += w2 != 0.0f;
-            nzc += wv[i] != 0.0f;
-            any |= w2 != 0.0f;
+                float x2 = sc[1][i] - tau[i];
+                float w2 = isnan(x2) ? x2 : rect_pow(x2, pmode, power);
+                wv[i] = w1 - lc * w2;
+                nz2 += w2 != 0.0f;
+                nzc += wv[i] != 0.0f;
+                any |= w2 != 0.0f;
 #else
-            wv[i] = w1;
+                wv[i] = w1;
 #endif
 #endif
-            nz1 += w1 != 0.0f;
-            any |= w1 != 0.0f;
-        }
-        if (any) {
-            uint idx = atomic_inc(&cnt);
-            klist[idx] = (int)n;
-            for (int i = 0; i < TQP; i++) Wl[idx * TQP + i] = wv[i];
+                nz1 += w1 != 0.0f;
+                any |= w1 != 0.0f;
+            }
+            if (any) {
+                uint idx = atomic_inc(&cnt);
+                klist[idx] = (int)n;
+#pragma unroll
+                for (int i = 0; i < TQP; i++) Wl[idx * TQP + i] = wv[i];
+            }
+#else
+#pragma unroll
+            for (int t = 0; t < NV; t++)
+#pragma unroll
+                for (int i = 0; i < TQP; i++) {
+                    Wl[(t * LIST + j) * TQP + i] = sc[t][i];
+                    if (sc[t][i] != -INFINITY) atomic_max(&tmax[t * TQP + i], ord_int(sc[t][i]));
+                }
+#endif
         }
         barrier(CLK_LOCAL_MEM_FENCE);
+        /* phase 2: weight x V over the list, work-items split over (key partition, column) */
+#if !SOFTMAX
         const int count = (int)cnt;
         if (count) vchunks++;
         for (int idx = part; active && idx < count; idx += KPART) {
             float4 vv = load4(v, vb + (long)klist[idx] * vs.s2, vs.s3, c4, dv);
+#pragma unroll
             for (int i = 0; i < TQP; i++) o[i] = fma((float4)(Wl[idx * TQP + i]), vv, o[i]);
         }
 #else
-        /* softmax: chunk maxima, then every visible key */
-        for (int t = 0; t < NV; t++)
-            for (int i = 0; i < TQP; i++) {
-                Wl[(t * NTD + tid) * TQP + i] = sc[t][i];
-                if (sc[t][i] != -INFINITY) atomic_max(&tmax[t * TQP + i], ord_int(sc[t][i]));
-            }
-        barrier(CLK_LOCAL_MEM_FENCE);
         vchunks++;
+#pragma unroll
         for (int t = 0; t < NV; t++)
+#pragma unroll
             for (int i = 0; i < TQP; i++) {
                 float mn = fmax(m[t][i], ord_float(tmax[t * TQP + i]));
                 float alpha = mn == -INFINITY ? 1.0f : native_exp2(m[t][i] - mn);
@@ -263,16 +275,17 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
 #endif
                     o[i] *= alpha;
             }
-        const int count = (int)min((long)NTD, s1 - c0);
+        const int count = (int)min((long)LIST, s1 - r0);
         for (int idx = part; active && idx < count; idx += KPART) {
-            float4 vv = load4(v, vb + (c0 + idx) * vs.s2, vs.s3, c4, dv);
+            float4 vv = load4(v, vb + (r0 + idx) * vs.s2, vs.s3, c4, dv);
+#pragma unroll
             for (int i = 0; i < TQP; i++) {
                 float sv = Wl[idx * TQP + i];
                 float p = sv == -INFINITY ? 0.0f : native_exp2(sv - m[0][i]);
                 l[0][i] += p;
                 o[i] = fma((float4)(p), vv, o[i]);
 #if KIND == 4
-                float sv2 = Wl[(NTD + idx) * TQP + i];
+                float sv2 = Wl[(LIST + idx) * TQP + i];
                 float p2 = sv2 == -INFINITY ? 0.0f : native_exp2(sv2 - m[1][i]);
                 l[1][i] += p2;
                 o2[i] = fma((float4)(p2), vv, o2[i]);
@@ -282,30 +295,36 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
 #endif
     }
 
-    /* sum the key partitions through local memory and write this split's partials */
+    /* sum the key partitions (one after another, through local memory) and write this
+     * split's partials */
     const long slot = (long)bh * nsplit + split;
     for (int view = 0; view < NW; view++) {
         barrier(CLK_LOCAL_MEM_FENCE);
-        __local float4 *acc = Ks;
-        for (int i = 0; active && i < TQP; i++) {
+        for (int idx = tid; idx < TQP * DV4; idx += NTD) red[idx] = (float4)(0.0f);
+        for (int p = 0; p < KPART; p++) {
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (part == p) {
+#pragma unroll
+                for (int i = 0; i < TQP; i++) {
 #if KIND == 4
-            acc[(part * TQP + i) * DV4 + c4] = view ? o2[i] : o[i];
+                    red[i * DV4 + c4] += view ? o2[i] : o[i];
 #else
-            acc[(part * TQP + i) * DV4 + c4] = o[i];
+                    red[i * DV4 + c4] += o[i];
 #endif
+                }
+            }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int idx = tid; idx < TQP * DV4; idx += NTD) {
-            float4 sum = (float4)(0.0f);
-            for (int p = 0; p < KPART; p++) sum += acc[p * TQP * DV4 + idx];
-            vstore4(sum, 0, opart + ((slot * NW + view) * TQP) * DV + 4 * idx);
-        }
+        for (int idx = tid; idx < TQP * DV4; idx += NTD)
+            vstore4(red[idx], 0, opart + ((slot * NW + view) * TQP) * DV + 4 * idx);
     }
 #if SOFTMAX
     /* every partition saw the same maxima; their partial l sums add up */
     barrier(CLK_LOCAL_MEM_FENCE);
-    __local float *lsum = (__local float *)Ks;
+    __local float *lsum = Wl;
+#pragma unroll
     for (int t = 0; t < NV; t++)
+#pragma unroll
         for (int i = 0; i < TQP; i++)
             if (c4 == 0 && active) lsum[(part * NV + t) * TQP + i] = l[t][i];
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -360,7 +379,8 @@ __kernel __attribute__((reqd_work_group_size(NR, 1, 1))) void attention_decode_r
                     L += f * mlpart[((slot * NV + t) * TQP + i) * 2 + 1];
                     o += f * opart[((slot * NW + t) * TQP + i) * DV + c];
                 }
-                float r = L > 0.0f ? o / L : 0.0f;
+                /* L is 0 only without visible keys; a NaN L (NaN scores) must stay NaN */
+                float r = L != 0.0f ? o / L : 0.0f;
                 val += t ? -lambda * r : r;
             }
 #else

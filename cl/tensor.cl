@@ -26,3 +26,28 @@ __kernel void tensor_copy(__global const void *src, long src_off, long8 src_stri
     }
     STORE(DST_DT, dst, d, LOAD(SRC_DT, src, s));
 }
+
+/* Deterministic N(0,1) fill of a contiguous buffer (benchmarks and random weights):
+ * a counter-based hash gives two uniforms per element, Box-Muller turns them normal. */
+inline uint hash_u32(uint x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+
+__kernel void tensor_fill_normal(__global void *dst, long off, long n, uint seed, float mean,
+                                 float stddev)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    uint a = hash_u32((uint)i ^ hash_u32(seed ^ (uint)(i >> 32) * 0x9e3779b9u));
+    uint b = hash_u32(a ^ 0x85ebca6bu);
+    float u1 = ((float)(a >> 8) + 1.0f) * (1.0f / 16777217.0f); /* (0, 1] */
+    float u2 = (float)(b >> 8) * (1.0f / 16777216.0f);
+    float z = sqrt(-2.0f * log(u1)) * cos(6.28318530718f * u2);
+    STORE(DST_DT, dst, off + i, mean + stddev * z);
+}

@@ -16,8 +16,8 @@
  *    callback.
  *
  * Environment
- *  TDACL_DEVICE     device selector (index or case-insensitive substring of platform or
- *                   device name); default: the first GPU, else the first device.
+ *  TDACL_DEVICE     device selector (index or case-insensitive substring of platform name,
+ *                   device name or class); default: the first GPU, else the first device.
  *  TDACL_LOG        debug | info | warn | error | off
  *  TDACL_CACHE      off disables the program binary cache
  *  TDACL_CACHE_DIR  cache directory (default $XDG_CACHE_HOME/tdacl or ~/.cache/tdacl)
@@ -139,7 +139,8 @@ TDACL_API tdacl_status tdacl_device_count(int *count);
 /* Capability record of device `index` (0-based over all platforms). */
 TDACL_API tdacl_status tdacl_device_get_info(int index, tdacl_device_info *info);
 /* Resolve a selector: NULL or "" = $TDACL_DEVICE or the default device; digits = index;
- * anything else = case-insensitive substring of "platform name" or "device name".
+ * anything else = case-insensitive substring of the platform name, device name or device
+ * class (tdacl_device_info.arch, e.g. "pocl", "nvidia").
  * No match: TDACL_ERR_NO_DEVICE with a message listing the devices found. */
 TDACL_API tdacl_status tdacl_device_select(const char *selector, int *index);
 

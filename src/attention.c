@@ -267,6 +267,38 @@ static tdacl_status inv_norms(tdacl_context *ctx, const tdacl_attention_plan *p,
     return tdacl__launch(ctx, k, 2, global, local, ev, "row_inv_norm");
 }
 
+static int decode_tqp(int64_t tq)
+{
+    int tqp = 1;
+    while (tqp < tq) tqp *= 2;
+    return tqp;
+}
+
+/* Build options of the planned kernel with parameters v (the program cache key). */
+static void kernel_options(const tdacl_attention_plan *p, const tdacl_param_values *v, tdacl_strbuf *sb)
+{
+    common_options(p, sb);
+    if (p->path == TDACL_PATH_DECODE) {
+        int nr = p->dvpad >= 64 ? 64 : p->dvpad;
+        tdacl__sb_printf(sb, " -DTQP=%d -DNTD=%d -DNR=%d", decode_tqp(p->Tq), v->v[0], nr);
+    } else {
+        tdacl__sb_printf(sb, " -DBM=%d -DBN=%d -DTM=%d -DTN=%d -DVC=%d -DKUNROLL=%d", v->v[0], v->v[1], v->v[2],
+                         v->v[3], v->v[4], v->v[5]);
+    }
+}
+
+tdacl_status tdacl__attention_build(tdacl_context *ctx, const tdacl_attention_plan *p, const tdacl_param_values *v)
+{
+    tdacl_strbuf opts = {0};
+    kernel_options(p, v, &opts);
+    cl_program prog;
+    tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
+                               : tdacl__program_get(ctx, p->path == TDACL_PATH_DECODE ? "attention_decode" : "attention",
+                                                    opts.data, &prog);
+    tdacl__sb_free(&opts);
+    return st;
+}
+
 static tdacl_status run_prefill(tdacl_context *ctx, const tdacl_attention_plan *p,
                                 const tdacl_attention_tensors *t, const tdacl_param_values *v,
                                 tdacl_attention_stats *stats, double *ms)
@@ -276,8 +308,7 @@ static tdacl_status run_prefill(tdacl_context *ctx, const tdacl_attention_plan *
     int nt = (bm / tm) * (bn / tn);
     int64_t bh = p->B * p->H, nqb = (p->Tq + bm - 1) / bm;
     tdacl_strbuf opts = {0};
-    common_options(p, &opts);
-    tdacl__sb_printf(&opts, " -DBM=%d -DBN=%d -DTM=%d -DTN=%d", bm, bn, tm, tn);
+    kernel_options(p, v, &opts);
     cl_kernel k;
     tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
                                : tdacl__kernel_get(ctx, "attention", opts.data, "attention_fwd", &k);
@@ -410,8 +441,6 @@ static tdacl_status run_decode(tdacl_context *ctx, const tdacl_attention_plan *p
 {
     const tdacl_attention_desc *d = &p->desc;
     int ntd = v->v[0], waves = v->v[1];
-    int tqp = 1;
-    while (tqp < p->Tq) tqp *= 2;
     int64_t bh = p->B * p->H;
     int64_t kend = p->offset + p->Tq < p->Tk ? p->offset + p->Tq : p->Tk;
     int64_t chunks = (kend + ntd - 1) / ntd;
@@ -424,9 +453,9 @@ static tdacl_status run_decode(tdacl_context *ctx, const tdacl_attention_plan *p
     int nw = d->kind == TDACL_ATTN_DIFF_SOFTMAX ? 2 : 1, nv = two_views(d->kind) ? 2 : 1;
     int nr = p->dvpad >= 64 ? 64 : p->dvpad;
 
+    int tqp = decode_tqp(p->Tq);
     tdacl_strbuf opts = {0};
-    common_options(p, &opts);
-    tdacl__sb_printf(&opts, " -DTQP=%d -DNTD=%d -DNR=%d", tqp, ntd, nr);
+    kernel_options(p, v, &opts);
     cl_kernel kp, kr;
     tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
                                : tdacl__kernel_get(ctx, "attention_decode", opts.data, "attention_decode_part", &kp);

@@ -26,6 +26,9 @@ tdacl_status tdacl__attention_run(tdacl_context *ctx, const tdacl_attention_plan
                                   const tdacl_param_values *force, tdacl_tuned *used,
                                   tdacl_attention_stats *stats);
 
+/* Builds (or loads from the cache) the program of a planned call with parameters v. */
+tdacl_status tdacl__attention_build(tdacl_context *ctx, const tdacl_attention_plan *plan, const tdacl_param_values *v);
+
 /* Visible (query, key) pairs per head for the causal rule j <= offset + i, j < Tk. */
 uint64_t tdacl__visible_pairs(int64_t tq, int64_t tk, int64_t offset);
 

@@ -99,6 +99,8 @@ tdacl_status tdacl_context_destroy(tdacl_context *ctx)
         tdacl__log(ctx, TDACL_LOG_WARN,
                    "tdacl_context_destroy: %d tensor(s) still alive; their handles are now invalid",
                    ctx->live_tensors);
+    /* release them as documented; their buffers would otherwise keep ctx->cl alive */
+    while (ctx->tensors) tdacl_tensor_destroy(ctx->tensors);
     tdacl__programs_release(ctx);
     tdacl__tuning_close(ctx);
     for (int i = 0; i < TDACL_SCRATCH_SLOTS; i++)

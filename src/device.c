@@ -297,7 +297,10 @@ tdacl_status tdacl_device_select(const char *selector, int *index)
         if (v >= 0 && v < n) { *index = (int)v; return TDACL_SUCCESS; }
     } else {
         for (int i = 0; i < n; i++)
-            if (icontains(l[i].info.name, selector) || icontains(l[i].info.platform_name, selector)) {
+            /* the class ("pocl-cpu-...", "nvidia-sm_90") too: PoCL's platform and device
+             * names never contain "pocl", the name users type */
+            if (icontains(l[i].info.name, selector) || icontains(l[i].info.platform_name, selector) ||
+                icontains(l[i].info.arch, selector)) {
                 *index = i;
                 return TDACL_SUCCESS;
             }

@@ -141,6 +141,7 @@ struct tdacl_context {
     int use_tuning_db;
 
     int live_tensors;
+    tdacl_tensor *tensors; /* live tensors: tdacl_context_destroy releases any left */
     cl_mem scratch[TDACL_SCRATCH_SLOTS]; /* reusable device scratch, one buffer per use */
     size_t scratch_bytes[TDACL_SCRATCH_SLOTS];
 };
@@ -164,10 +165,13 @@ struct tdacl_tensor {
     int64_t shape[TDACL_MAX_DIMS];
     int64_t strides[TDACL_MAX_DIMS];
     int64_t offset; /* elements */
+    tdacl_tensor *live_prev, *live_next; /* the context's live list (released at its end) */
 };
 
 int tdacl__tensor_is_contiguous(const tdacl_tensor *t);
 int64_t tdacl__numel(const tdacl_tensor *t);
+/* Fills a contiguous tensor with mean + stddev * N(0,1), deterministic in seed (device-side). */
+tdacl_status tdacl__tensor_fill_normal(tdacl_tensor *t, uint32_t seed, float mean, float stddev);
 
 /* ---- timing (timing.c) ---- */
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "npy.h"
 
@@ -114,6 +115,12 @@ tdacl_status tdacl__npy_read(const char *path, tdacl_npy *out)
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
     if (!f) return tdacl__fail(NULL, TDACL_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    /* a directory opens and seeks to LONG_MAX on Linux: refuse before sizing a buffer */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode)) {
+        fclose(f);
+        return tdacl__fail(NULL, TDACL_ERR_IO, "cannot read %s: not a regular file", path);
+    }
     if (fseek(f, 0, SEEK_END)) { fclose(f); return tdacl__fail(NULL, TDACL_ERR_IO, "cannot seek %s", path); }
     long n = ftell(f);
     rewind(f);

@@ -9,6 +9,25 @@
 
 static int valid_dtype(int dt) { return dt >= TDACL_F32 && dt <= TDACL_F16; }
 
+/* Tensors are listed on their context so that tdacl_context_destroy can release any the
+ * user left alive (and their storage, which would otherwise pin the cl_context). */
+static void link_live(tdacl_context *ctx, tdacl_tensor *t)
+{
+    t->live_prev = NULL;
+    t->live_next = ctx->tensors;
+    if (ctx->tensors) ctx->tensors->live_prev = t;
+    ctx->tensors = t;
+    ctx->live_tensors++;
+}
+
+static void unlink_live(tdacl_tensor *t)
+{
+    if (t->live_prev) t->live_prev->live_next = t->live_next;
+    else t->ctx->tensors = t->live_next;
+    if (t->live_next) t->live_next->live_prev = t->live_prev;
+    t->ctx->live_tensors--;
+}
+
 int64_t tdacl__numel(const tdacl_tensor *t)
 {
     int64_t n = 1;
@@ -35,13 +54,17 @@ static tdacl_status check_shape(const tdacl_context *ctx, const char *call, int 
                            ndim, TDACL_MAX_DIMS);
     if (ndim > 0 && !shape)
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: shape is NULL", call);
-    int64_t n = 1;
+    /* span (the product of the non-zero extents) bounds the count and every contiguous
+     * stride, so it is what must not overflow: after a zero extent the count stays 0
+     * but the strides of {0, INT64_MAX, 2} would still overflow */
+    int64_t n = 1, span = 1;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0)
             return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: shape[%d] = %lld is negative", call, i,
                                (long long)shape[i]);
-        if (shape[i] && n > INT64_MAX / 8 / shape[i])
+        if (shape[i] && span > INT64_MAX / 8 / shape[i])
             return tdacl__fail(ctx, TDACL_ERR_TOO_LARGE, "%s: the element count overflows", call);
+        if (shape[i]) span *= shape[i];
         n *= shape[i];
     }
     *numel = n;
@@ -91,7 +114,7 @@ tdacl_status tdacl_tensor_create(tdacl_context *ctx, tdacl_dtype dtype, int ndim
         t->strides[i] = stride;
         stride *= shape[i] ? shape[i] : 1;
     }
-    ctx->live_tensors++;
+    link_live(ctx, t);
     *out = t;
     return TDACL_SUCCESS;
 }
@@ -136,7 +159,7 @@ tdacl_status tdacl_tensor_view(tdacl_tensor *base, int ndim, const int64_t *shap
     t->ndim = ndim;
     for (int i = 0; i < ndim; i++) t->shape[i] = shape[i], t->strides[i] = strides[i];
     t->offset = offset;
-    ctx->live_tensors++;
+    link_live(ctx, t);
     *out = t;
     return TDACL_SUCCESS;
 }
@@ -148,7 +171,7 @@ tdacl_status tdacl_tensor_destroy(tdacl_tensor *t)
         clReleaseMemObject(t->storage->mem);
         free(t->storage);
     }
-    t->ctx->live_tensors--;
+    unlink_live(t);
     free(t);
     return TDACL_SUCCESS;
 }
@@ -316,4 +339,28 @@ tdacl_status tdacl_tensor_copy(tdacl_tensor *dst, const tdacl_tensor *src)
     strided s = {src->storage->mem, src->dtype, src->offset, src->strides};
     strided d = {dst->storage->mem, dst->dtype, dst->offset, dst->strides};
     return copy_kernel(ctx, call, s, d, src->ndim, src->shape, tdacl__numel(src));
+}
+
+tdacl_status tdacl__tensor_fill_normal(tdacl_tensor *t, uint32_t seed, float mean, float stddev)
+{
+    if (!t) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "fill_normal: tensor is NULL");
+    tdacl_context *ctx = t->ctx;
+    if (!tdacl__tensor_is_contiguous(t))
+        return tdacl__fail(ctx, TDACL_ERR_SHAPE, "fill_normal: the tensor must be contiguous");
+    int64_t n = tdacl__numel(t);
+    if (n == 0) return TDACL_SUCCESS;
+    char opts[48];
+    snprintf(opts, sizeof opts, "-DSRC_DT=0 -DDST_DT=%d", (int)t->dtype);
+    cl_kernel k;
+    tdacl_status st = tdacl__kernel_get(ctx, "tensor", opts, "tensor_fill_normal", &k);
+    if (st) return st;
+    cl_mem m = t->storage->mem;
+    cl_long off = t->offset, cn = n;
+    cl_uint s = seed;
+    cl_float mu = mean, sd = stddev;
+    st = tdacl__set_args(ctx, k, "tensor_fill_normal", sizeof m, &m, sizeof off, &off, sizeof cn, &cn,
+                         sizeof s, &s, sizeof mu, &mu, sizeof sd, &sd, (size_t)0);
+    if (st) return st;
+    size_t local = 64, global = (size_t)n;
+    return tdacl__launch(ctx, k, 1, &global, &local, NULL, "tensor_fill_normal");
 }

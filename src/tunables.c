@@ -9,44 +9,50 @@
 /* ---- attention (prefill), cl/attention.cl ---- */
 
 static const tdacl_tunable attention_params[] = {
-    {"BM", 1, {8, 16, 32, 64, 128, 0}, "query rows per work-group"},
-    {"BN", 1, {8, 16, 32, 64, 0}, "keys per tile"},
-    {"TM", 1, {1, 2, 4, 8, 0}, "query rows per work-item"},
-    {"TN", 1, {1, 2, 4, 8, 0}, "keys per work-item in the score tile"},
+    {"BM", 1, {16, 32, 64, 128, 0}, "query rows per work-group"},
+    {"BN", 1, {16, 32, 64, 0}, "keys per tile"},
+    {"TM", 1, {4, 8, 0}, "query rows per work-item (multiple of 4)"},
+    {"TN", 1, {4, 8, 0}, "keys per work-item in the score tile (multiple of 4)"},
+    {"VC", 1, {8, 16, 32, 64, 0}, "keys per weight x V chunk"},
+    {"KUNROLL", 1, {1, 2, 4, 0}, "unroll of the head-dim loop (in steps of 4)"},
 };
 
 /* Local memory of attention_fwd in bytes, mirroring the declarations in cl/attention.cl. */
-size_t tdacl__attention_local_bytes(int kind, int d, int dv, int bm, int bn, int tm, int tn)
+size_t tdacl__attention_local_bytes(int kind, int d, int dv, int bm, int bn, int vc)
 {
     int two = kind == TDACL_ATTN_TDA || kind == TDACL_ATTN_DIFF_SOFTMAX;
     int softmax = kind == TDACL_ATTN_SOFTMAX || kind == TDACL_ATTN_DIFF_SOFTMAX;
-    int sparse = !softmax;
-    size_t nv = two ? 2 : 1, qs4 = (size_t)d / 4 + 1, vs4 = (size_t)dv / 4 + 1;
-    size_t kv = (size_t)bn * qs4 * nv > (size_t)bn * vs4 ? (size_t)bn * qs4 * nv : (size_t)bn * vs4;
-    size_t bytes = (size_t)bm * qs4 * nv * 16 + kv * 16;
-    bytes += (size_t)bm * (size_t)(bn + 8) * (kind == TDACL_ATTN_DIFF_SOFTMAX ? 2 : 1) * 4;
-    if (sparse) bytes += 4 * (size_t)((bn + 31) / 32);
-    if (softmax) bytes += (size_t)(kind == TDACL_ATTN_DIFF_SOFTMAX ? 2 : 1) * (size_t)bm * 4;
-    bytes += (size_t)(bn / (tn ? tn : 1)) * (size_t)bm * 4 + 16;
-    (void)tm;
-    return bytes;
+    size_t nv = two ? 2 : 1, nw = kind == TDACL_ATTN_DIFF_SOFTMAX ? 2 : 1;
+    size_t kfloats = nv * (size_t)d * (size_t)bn;
+    size_t wvfloats = nw * (size_t)vc * (size_t)bm + (size_t)vc * (size_t)(dv + 4);
+    size_t bytes = 4 * (nv * (size_t)d * (size_t)bm + (kfloats > wvfloats ? kfloats : wvfloats));
+    if (!softmax) bytes += 4 * (size_t)((bn + 31) / 32);
+    else bytes += 4 * nv * (size_t)bm;
+    return bytes + 16;
 }
 
 static int attention_check(const tdacl_device_info *dev, const tdacl_problem *p, const int *v,
                            char *why, size_t n)
 {
-    int bm = v[0], bn = v[1], tm = v[2], tn = v[3];
-    if (bm <= 0 || bn <= 0 || tm <= 0 || tn <= 0) return snprintf(why, n, "tile sizes must be positive"), 1;
+    int bm = v[0], bn = v[1], tm = v[2], tn = v[3], vc = v[4], ku = v[5];
+    if (bm <= 0 || bn <= 0 || tm <= 0 || tn <= 0 || vc <= 0 || ku <= 0)
+        return snprintf(why, n, "parameters must be positive"), 1;
+    if (tm % 4 || tn % 4) return snprintf(why, n, "TM=%d and TN=%d must be multiples of 4", tm, tn), 1;
     if (bm % tm) return snprintf(why, n, "BM=%d is not a multiple of TM=%d", bm, tm), 1;
     if (bn % tn) return snprintf(why, n, "BN=%d is not a multiple of TN=%d", bn, tn), 1;
-    if (bn % 4) return snprintf(why, n, "BN=%d is not a multiple of 4", bn), 1;
+    if (bn % vc || vc % 4) return snprintf(why, n, "VC=%d must divide BN=%d and be a multiple of 4", vc, bn), 1;
     if (bn > 128 || bm > 256) return snprintf(why, n, "BM=%d/BN=%d too large", bm, bn), 1;
+    if ((p->d / 4) % ku) return snprintf(why, n, "KUNROLL=%d does not divide d/4=%d", ku, p->d / 4), 1;
     if (tm * tn > 128) return snprintf(why, n, "TM*TN=%d registers per work-item is too many", tm * tn), 1;
     int ncg = bn / tn, nt = (bm / tm) * ncg;
     if ((p->dv / 4) % ncg) return snprintf(why, n, "dv/4=%d is not a multiple of BN/TN=%d", p->dv / 4, ncg), 1;
     if ((size_t)nt > dev->max_work_group_size || (size_t)nt > dev->max_work_item_sizes[0])
         return snprintf(why, n, "%d work-items exceed the device's work-group limit %zu", nt, dev->max_work_group_size), 1;
-    size_t lb = tdacl__attention_local_bytes(p->kind, p->d, p->dv, bm, bn, tm, tn);
+    /* the norm epilogue reduces NCG x BM partial sums through the K region */
+    int nv = p->kind == TDACL_ATTN_TDA || p->kind == TDACL_ATTN_DIFF_SOFTMAX ? 2 : 1;
+    if ((size_t)ncg * (size_t)bm > (size_t)nv * (size_t)p->d * (size_t)bn)
+        return snprintf(why, n, "BN/TN x BM partial sums do not fit the K region"), 1;
+    size_t lb = tdacl__attention_local_bytes(p->kind, p->d, p->dv, bm, bn, vc);
     if (lb > dev->local_mem_bytes)
         return snprintf(why, n, "needs %zu bytes of local memory, the device has %llu", lb,
                         (unsigned long long)dev->local_mem_bytes), 1;
@@ -54,17 +60,18 @@ static int attention_check(const tdacl_device_info *dev, const tdacl_problem *p,
 }
 
 static const tdacl_class_default attention_classes[] = {
-    {"nvidia-", TDACL_ATTN_TDA, {{32, 32, 4, 4}}},
-    {"nvidia-", TDACL_ATTN_DIFF_SOFTMAX, {{32, 16, 4, 4}}},
-    {"nvidia-", -1, {{64, 32, 8, 4}}},
-    {"amd-", -1, {{64, 32, 8, 4}}},
-    {"pocl-cpu", -1, {{32, 32, 4, 4}}},
+    {"nvidia-", TDACL_ATTN_TDA, {{32, 32, 4, 4, 32, 2}}},
+    {"nvidia-", TDACL_ATTN_DIFF_SOFTMAX, {{32, 32, 4, 4, 16, 2}}},
+    {"nvidia-", -1, {{64, 32, 8, 4, 32, 2}}},
+    {"amd-", -1, {{64, 32, 8, 4, 32, 2}}},
+    {"pocl-cpu", -1, {{32, 32, 4, 4, 32, 1}}},
     {NULL, -1, {{0}}},
 };
 
 static const tdacl_param_values attention_ladder[] = {
-    {{64, 32, 8, 4}}, {{32, 32, 4, 4}}, {{32, 16, 4, 4}}, {{16, 16, 4, 4}}, {{16, 16, 2, 4}},
-    {{8, 8, 2, 2}}, {{8, 4, 2, 1}}, {{4, 4, 1, 1}},
+    {{64, 32, 8, 4, 32, 1}}, {{32, 32, 4, 4, 32, 1}}, {{32, 32, 4, 4, 16, 1}}, {{32, 16, 4, 4, 16, 1}},
+    {{16, 16, 4, 4, 16, 1}}, {{16, 16, 4, 4, 8, 1}}, {{16, 8, 4, 4, 8, 1}}, {{8, 8, 4, 4, 4, 1}},
+    {{4, 4, 4, 4, 4, 1}},
 };
 
 /* ---- attention (decode), cl/attention_decode.cl ---- */
@@ -78,11 +85,10 @@ size_t tdacl__decode_local_bytes(int kind, int d, int dv, int tqp, int ntd)
 {
     int two = kind == TDACL_ATTN_TDA || kind == TDACL_ATTN_DIFF_SOFTMAX;
     size_t nv = two ? 2 : 1, nw = kind == TDACL_ATTN_DIFF_SOFTMAX ? 2 : 1;
-    size_t d4 = (size_t)d / 4, ks = nv * (size_t)ntd * (d4 + 1);
-    if ((size_t)ntd * (size_t)tqp > ks) ks = (size_t)ntd * (size_t)tqp;
-    (void)dv;
-    return nv * (size_t)tqp * d4 * 16 + ks * 16 + (size_t)ntd * (size_t)tqp * nw * 4 +
-           (size_t)ntd * 4 + 4 + nv * (size_t)tqp * 4 + 16;
+    size_t list = tqp <= 2 ? 512 : (size_t)(1024 / tqp); /* LIST in cl/attention_decode.cl */
+    (void)ntd;
+    return nv * (size_t)tqp * (size_t)(d / 4) * 16 + list * (size_t)tqp * nw * 4 + list * 4 +
+           (size_t)tqp * (size_t)(dv / 4) * 16 + 4 + nv * (size_t)tqp * 4 + 16;
 }
 
 static int decode_check(const tdacl_device_info *dev, const tdacl_problem *p, const int *v,
@@ -113,7 +119,7 @@ static const tdacl_param_values decode_ladder[] = {
 };
 
 static const tdacl_kernel_space spaces[] = {
-    {"attention", attention_params, 4, attention_check, attention_classes, attention_ladder,
+    {"attention", attention_params, 6, attention_check, attention_classes, attention_ladder,
      (int)TDACL_ARRAY_LEN(attention_ladder)},
     {"attention_decode", decode_params, 2, decode_check, decode_classes, decode_ladder,
      (int)TDACL_ARRAY_LEN(decode_ladder)},

@@ -432,16 +432,19 @@ static int entry_values(const tdacl_kernel_space *ks, const tdacl_tdb_entry *e, 
 static int from_db(tdacl_context *ctx, const tdacl_kernel_space *ks, const tdacl_tdb *db,
                    const tdacl_problem *p, tdacl_tuned *out)
 {
-    /* best score first; a rejected entry falls through to the next best */
-    int used[256] = {0};
-    for (int round = 0; round < db->count && round < 256; round++) {
+    /* best score first; a rejected entry falls through to the next best.  `used` covers
+     * every entry: a fixed-size one silently ignored all entries past its end. */
+    unsigned char *used = calloc(db->count > 0 ? (size_t)db->count : 1, 1);
+    if (!used) return 0; /* out of memory: the defaults still apply */
+    int found = 0;
+    for (int round = 0; round < db->count && !found; round++) {
         int best = -1, best_score = -1;
-        for (int i = 0; i < db->count && i < 256; i++) {
+        for (int i = 0; i < db->count; i++) {
             if (used[i]) continue;
             int s = entry_score(&db->entries[i], &ctx->info, ks->kernel, p);
             if (s > best_score) best_score = s, best = i;
         }
-        if (best < 0) return 0;
+        if (best < 0) break;
         used[best] = 1;
         const tdacl_tdb_entry *e = &db->entries[best];
         char why[200];
@@ -453,9 +456,10 @@ static int from_db(tdacl_context *ctx, const tdacl_kernel_space *ks, const tdacl
         }
         out->values = v;
         snprintf(out->origin, sizeof out->origin, "%s:%d", db->path, e->line);
-        return 1;
+        found = 1;
     }
-    return 0;
+    free(used);
+    return found;
 }
 
 tdacl_status tdacl__tuned(tdacl_context *ctx, const char *kernel, const tdacl_problem *p, tdacl_tuned *out)

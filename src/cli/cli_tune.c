@@ -1,11 +1,160 @@
-/* tdacl tune: filled in by the tuning work (issue 5). */
+/* tdacl tune: search block sizes of the attention kernels on one device and store the
+ * winners in a tuning database (the user's by default).  Ctrl-C keeps the best so far. */
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
+#include "tuner.h"
+
+static volatile int stop_flag;
+static void on_sigint(int sig) { (void)sig, stop_flag = 1; }
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tdacl tune [--kernel attention|attention_decode|all] [--kinds LIST] [--dtype LIST]\n"
+            "                  [--d N] [--T N] [--B N] [--H N] [--budget SECONDS]\n"
+            "                  [--strategy exhaustive|random|anneal] [--device SEL] [--out FILE]\n"
+            "                  [--class-only] [--seed N] [--jobs N] [--quiet]\n"
+            "Tunes each (kernel, kind, dtype, d) at a short and a long T (or only --T), checking every\n"
+            "candidate against the double-precision reference before timing it.  Entries go to\n"
+            "--out or the user database ($TDACL_TUNING_FILE, $XDG_CONFIG_HOME/tdacl/tuning.tdb).\n"
+            "--budget is per tuned problem (default 120 s).  --jobs N compiles candidates in N processes\n"
+            "first (timing stays sequential).  Ctrl-C stops and keeps the best found.\n");
+}
+
+static int split(const char *s, char out[][16], int max)
+{
+    int n = 0;
+    while (*s && n < max) {
+        size_t len = strcspn(s, ",");
+        if (!len || len >= 16) return -1;
+        memcpy(out[n], s, len);
+        out[n++][len] = 0;
+        s += len;
+        if (*s == ',') s++;
+    }
+    return *s ? -1 : n;
+}
 
 int cmd_tune(int argc, char **argv)
 {
-    (void)argc, (void)argv;
-    fprintf(stderr, "tdacl tune: not available in this build yet\n");
-    return 2;
+    char kernels[2][24] = {"attention", "attention_decode"}, kinds[8][16], dtypes[4][16];
+    int nkernels = 2, nkinds = 0, ndtypes = 0, d = 64, quiet = 0, class_only = 0;
+    long long T = 0, B = 4, H = 8, seed = 1, jobs = 1;
+    double budget = 120;
+    tdacl_tune_strategy strategy = TDACL_TUNE_EXHAUSTIVE;
+    const char *device = NULL, *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        if (!strcmp(o, "--help")) { usage(stdout); return 0; }
+        if (!strcmp(o, "--quiet")) { quiet = 1; continue; }
+        if (!strcmp(o, "--class-only")) { class_only = 1; continue; }
+        if (i + 1 >= argc) { fprintf(stderr, "tdacl tune: %s needs a value\n", o); return 2; }
+        const char *v = argv[++i];
+        long long n;
+        double x;
+        int bad = 0;
+        if (!strcmp(o, "--kernel")) {
+            if (!strcmp(v, "all")) nkernels = 2;
+            else if (tdacl__kernel_space(v)) snprintf(kernels[0], sizeof kernels[0], "%s", v), nkernels = 1;
+            else { fprintf(stderr, "tdacl tune: unknown kernel '%s' (attention, attention_decode, all)\n", v); return 2; }
+        } else if (!strcmp(o, "--kinds")) {
+            bad = (nkinds = split(v, kinds, 8)) < 0;
+            for (int k = 0; !bad && k < nkinds; k++) bad = tdacl__kind_from_name(kinds[k]) < 0;
+        } else if (!strcmp(o, "--dtype")) {
+            bad = (ndtypes = split(v, dtypes, 4)) < 0;
+            for (int k = 0; !bad && k < ndtypes; k++) bad = tdacl__dtype_from_name(dtypes[k]) < 0;
+        } else if (!strcmp(o, "--d")) bad = cli_long(v, &n) || n < 1 || n > 256, d = (int)n;
+        else if (!strcmp(o, "--T")) bad = cli_long(v, &T) || T < 1;
+        else if (!strcmp(o, "--B")) bad = cli_long(v, &B) || B < 1;
+        else if (!strcmp(o, "--H")) bad = cli_long(v, &H) || H < 1;
+        else if (!strcmp(o, "--seed")) bad = cli_long(v, &seed) || seed < 0;
+        else if (!strcmp(o, "--jobs")) bad = cli_long(v, &jobs) || jobs < 1 || jobs > 64;
+        else if (!strcmp(o, "--budget")) bad = cli_double(v, &x) || x < 0, budget = x;
+        else if (!strcmp(o, "--strategy")) {
+            if (!strcmp(v, "exhaustive")) strategy = TDACL_TUNE_EXHAUSTIVE;
+            else if (!strcmp(v, "random")) strategy = TDACL_TUNE_RANDOM;
+            else if (!strcmp(v, "anneal")) strategy = TDACL_TUNE_ANNEAL;
+            else bad = 1;
+        } else if (!strcmp(o, "--device")) device = v;
+        else if (!strcmp(o, "--out")) out = v;
+        else { fprintf(stderr, "tdacl tune: unknown option '%s'\n", o); usage(stderr); return 2; }
+        if (bad) { fprintf(stderr, "tdacl tune: bad value '%s' for %s\n", v, o); return 2; }
+    }
+    if (!nkinds) {
+        static const char *all[] = {"tra", "tda", "softmax", "rela", "diff_softmax"};
+        for (int k = 0; k < 5; k++) snprintf(kinds[k], 16, "%s", all[k]);
+        nkinds = 5;
+    }
+    if (!ndtypes) snprintf(dtypes[0], 16, "f32"), ndtypes = 1;
+    tdacl_context *ctx;
+    if (cli_open(device, &ctx)) return 1;
+    char path[512];
+    if (out) snprintf(path, sizeof path, "%s", out);
+    else tdacl__tdb_user_path(NULL, path, sizeof path);
+    if (!path[0]) {
+        fprintf(stderr, "tdacl tune: no database path (set --out or TDACL_TUNING_FILE)\n");
+        tdacl_context_destroy(ctx);
+        return 2;
+    }
+    signal(SIGINT, on_sigint);
+    int gpu = ctx->info.type == TDACL_DEVICE_GPU, rc = 0;
+    printf("tuning on %s (%s) -> %s\n", ctx->info.name, ctx->info.arch, path);
+    for (int ki = 0; ki < nkernels && !stop_flag; ki++) {
+        int decode = !strcmp(kernels[ki], "attention_decode");
+        /* a short and a long representative length per problem */
+        long long lengths[2] = {decode ? 2048 : 1024, decode ? (gpu ? 32768 : 8192) : (gpu ? 8192 : 2048)};
+        int nlen = T ? 1 : 2;
+        if (T) lengths[0] = T;
+        for (int di = 0; di < ndtypes && !stop_flag; di++)
+            for (int kk = 0; kk < nkinds && !stop_flag; kk++)
+                for (int li = 0; li < nlen && !stop_flag; li++) {
+                    tdacl_tune_job job;
+                    memset(&job, 0, sizeof job);
+                    job.kernel = kernels[ki];
+                    job.kind = tdacl__kind_from_name(kinds[kk]);
+                    job.dtype = (tdacl_dtype)tdacl__dtype_from_name(dtypes[di]);
+                    job.d = d;
+                    job.B = decode ? 2 * B : B;
+                    job.H = decode ? 2 * H : H;
+                    job.T = lengths[li];
+                    job.strategy = strategy;
+                    job.budget_s = budget;
+                    job.seed = (unsigned)seed;
+                    job.stop = &stop_flag;
+                    job.reference = tdacl__reference_attention;
+                    job.verbose = !quiet;
+                    job.jobs = (int)jobs;
+                    tdacl__measure_opts_init(&job.measure);
+                    job.measure.min_samples = 5;
+                    job.measure.min_ms = 30;
+                    job.measure.warmup = 1;
+                    fprintf(stderr, "%s %s %s d=%d T=%lld (B=%lld H=%lld)\n", job.kernel, kinds[kk], dtypes[di], d,
+                            (long long)job.T, (long long)job.B, (long long)job.H);
+                    tdacl_tune_result res;
+                    tdacl_status st = tdacl__tune(ctx, &job, &res);
+                    if (st) {
+                        cli_report(ctx, st);
+                        rc = 1;
+                        continue;
+                    }
+                    tdacl_tdb_entry e;
+                    tdacl__tune_entry(ctx, &job, &res, !class_only, &e);
+                    char line[1024];
+                    tdacl__tdb_format(&e, line, sizeof line);
+                    printf("%s\n", line);
+                    printf("  %d candidates, %d timed, %d rejected by constraints, %d by the reference check, "
+                           "%d failed%s\n",
+                           res.candidates, res.tried - res.rejected_reference - res.failed, res.rejected_constraint,
+                           res.rejected_reference, res.failed, res.interrupted ? " (interrupted)" : "");
+                    if ((st = tdacl__tdb_upsert_file(ctx, path, &e))) rc = cli_report(ctx, st);
+                    fflush(stdout);
+                }
+    }
+    signal(SIGINT, SIG_DFL);
+    tdacl_context_destroy(ctx);
+    return rc;
 }

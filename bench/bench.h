@@ -1,0 +1,104 @@
+/* tdacl-bench: shared types of the benchmark's driver, suites and reports. */
+#ifndef TDACL_BENCH_H
+#define TDACL_BENCH_H
+
+#include <stdio.h>
+
+#include "measure.h"
+#include "tuning.h"
+
+#define BENCH_SCHEMA "tdacl-bench/1"
+#define BENCH_MAX_DEVICES 16
+#define BENCH_MAX_LIST 16
+
+typedef struct bench_device {
+    tdacl_device_info info;
+    tdacl_peak peak;
+    int have_peak;
+} bench_device;
+
+/* One measured configuration.  Rows compare across runs by their key (suite, name, impl
+ * aside, dtype, path, shape, beta, device name). */
+typedef struct bench_row {
+    char suite[16];      /* peak | attention | gemm | forward */
+    char name[32];       /* fma, bandwidth, launch, tra, softmax, sgemm, ... */
+    char impl[32];       /* tdacl, clblast, pytorch-sdpa, authors-triton, ... */
+    char device[128];    /* device name */
+    int device_index;
+    char dtype[8];
+    char path[8];        /* prefill | decode | "" */
+    int64_t B, H, Tq, Tk, M, N, K;
+    int d, dv;
+    double beta;         /* density knob of tra/tda; -1 when not applicable */
+    char params[160];    /* tuning parameters used */
+    char params_source[16];
+    char params_origin[240];
+    tdacl_samples s;
+    double flops;        /* nominal FLOPs per run (SPEC section 4) */
+    double bytes;        /* minimum bytes per run (inputs once + output once) */
+    double tflops, gbs, pct_peak_flops, pct_peak_bw;
+    double bound_ms;     /* decode: time to read K once at the measured bandwidth */
+    double sparsity;     /* attention: exact-zero fraction of the weights, -1 if unknown */
+    double value;        /* peak rows: the measured rate (GFLOP/s, GB/s, us) */
+    char unit[12];
+    char note[200];
+} bench_row;
+
+typedef struct bench_options {
+    char suites[BENCH_MAX_LIST][16];
+    int nsuites;
+    const char *device;
+    int quick;
+    char kinds[BENCH_MAX_LIST][16];
+    int nkinds;
+    int64_t T[BENCH_MAX_LIST];
+    int nT;
+    char dtypes[BENCH_MAX_LIST][8];
+    int ndtypes;
+    double betas[BENCH_MAX_LIST];
+    int nbetas;
+    int64_t B, H;
+    int d;
+    int64_t decode_B, decode_H, decode_Tk;
+    int decode;          /* include decode rows */
+    int vs_generic;      /* also time the generic-ladder parameters */
+    const char *json, *csv, *plot, *compare;
+    tdacl_measure_opts measure;
+    int progress;        /* progress lines on stderr */
+} bench_options;
+
+typedef struct bench_run {
+    bench_options opt;
+    bench_device devices[BENCH_MAX_DEVICES];
+    int ndevices;
+    bench_row *rows;
+    int nrows, cap;
+    int total_planned, done; /* progress */
+    double started;
+    char created[32];
+} bench_run;
+
+bench_row *bench_add_row(bench_run *run);
+void bench_progress(bench_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Fills tflops/gbs/percentages from samples, flops, bytes and the device's peak. */
+void bench_finish_row(bench_run *run, bench_row *r);
+
+/* suites: return 0 on success; they append rows */
+int bench_suite_peak(bench_run *run, tdacl_context *ctx, int dev);
+int bench_suite_attention(bench_run *run, tdacl_context *ctx, int dev);
+int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev);
+
+/* reports */
+void bench_print_table(const bench_run *run, FILE *f);
+int bench_write_json(const bench_run *run, const char *path);
+int bench_write_csv(const bench_run *run, const char *path);
+int bench_plot(const bench_run *run, const char *path);
+/* Loads rows of a JSON file written by bench_write_json (or the anchors script). */
+int bench_load_json(const char *path, bench_run *out);
+/* Prints new/old ratios; returns the number of regressions. */
+int bench_compare(const bench_run *now, const bench_run *old, FILE *f);
+void bench_free(bench_run *run);
+/* Row key equality used by --compare (impl and device name ignored when `loose`). */
+int bench_same_key(const bench_row *a, const bench_row *b, int loose);
+
+#endif

@@ -1,0 +1,320 @@
+/* The benchmark suites: peak (the denominators), attention (every kind x T x dtype x
+ * density, prefill and decode) and gemm (CLBlast at the transformer's shapes). */
+#include <clblast_c.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "bench.h"
+
+static bench_row *new_row(bench_run *run, int dev, const char *suite, const char *name)
+{
+    bench_row *r = bench_add_row(run);
+    if (!r) return NULL;
+    snprintf(r->suite, sizeof r->suite, "%s", suite);
+    snprintf(r->name, sizeof r->name, "%s", name);
+    snprintf(r->device, sizeof r->device, "%s", run->devices[dev].info.name);
+    r->device_index = dev;
+    return r;
+}
+
+int bench_suite_peak(bench_run *run, tdacl_context *ctx, int dev)
+{
+    const bench_device *d = &run->devices[dev];
+    if (!d->have_peak) return 1;
+    static const char *names[3] = {"fp32_fma", "read_bandwidth", "launch_latency"};
+    static const char *units[3] = {"GFLOP/s", "GB/s", "us"};
+    double vals[3] = {d->peak.fp32_gflops, d->peak.bandwidth_gbs, d->peak.launch_us};
+    for (int i = 0; i < 3; i++) {
+        bench_row *r = new_row(run, dev, "peak", names[i]);
+        if (!r) return 1;
+        r->value = vals[i];
+        snprintf(r->unit, sizeof r->unit, "%s", units[i]);
+    }
+    (void)ctx;
+    return 0;
+}
+
+/* ---- attention ---- */
+
+typedef struct attn_job {
+    tdacl_context *ctx;
+    tdacl_attention_plan plan;
+    tdacl_attention_tensors t;
+    const tdacl_param_values *force;
+} attn_job;
+
+static tdacl_status attn_once(void *user, double *ms)
+{
+    attn_job *j = user;
+    tdacl_attention_stats s;
+    tdacl_status st = tdacl__attention_run(j->ctx, &j->plan, &j->t, j->force, NULL, &s);
+    *ms = s.kernel_ms;
+    return st;
+}
+
+typedef struct attn_buffers {
+    tdacl_tensor *q, *k, *v, *q2, *k2, *out;
+} attn_buffers;
+
+static void free_buffers(attn_buffers *b)
+{
+    tdacl_tensor_destroy(b->q), tdacl_tensor_destroy(b->k), tdacl_tensor_destroy(b->v);
+    tdacl_tensor_destroy(b->q2), tdacl_tensor_destroy(b->k2), tdacl_tensor_destroy(b->out);
+    memset(b, 0, sizeof *b);
+}
+
+static tdacl_status make_buffers(tdacl_context *ctx, tdacl_dtype dt, int64_t B, int64_t H, int64_t Tq,
+                                 int64_t Tk, int d, attn_buffers *b)
+{
+    memset(b, 0, sizeof *b);
+    int64_t qs[4] = {B, H, Tq, d}, ks[4] = {B, H, Tk, d};
+    tdacl_tensor **qk[4] = {&b->q, &b->k, &b->q2, &b->k2};
+    tdacl_status st = TDACL_SUCCESS;
+    for (int i = 0; i < 4 && !st; i++) {
+        st = tdacl_tensor_create(ctx, dt, 4, i % 2 ? ks : qs, qk[i]);
+        if (!st) st = tdacl__tensor_fill_normal(*qk[i], 1234u + (uint32_t)i, 0.0f, 1.0f);
+    }
+    if (!st) st = tdacl_tensor_create(ctx, dt, 4, ks, &b->v);
+    if (!st) st = tdacl__tensor_fill_normal(b->v, 99u, 0.0f, 1.0f);
+    if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 4, qs, &b->out);
+    if (!st) st = tdacl_finish(ctx);
+    if (st) free_buffers(b);
+    return st;
+}
+
+static int is_kind_selected(const bench_options *o, const char *kind)
+{
+    if (o->nkinds == 0) return 1;
+    for (int i = 0; i < o->nkinds; i++)
+        if (!strcmp(o->kinds[i], kind)) return 1;
+    return 0;
+}
+
+/* Measures one attention configuration; force != NULL pins the parameters. */
+static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, tdacl_dtype dt, double beta,
+                    int64_t B, int64_t H, int64_t Tq, int64_t Tk, int d, int path, attn_buffers *bufs,
+                    int generic)
+{
+    attn_job job = {0};
+    job.ctx = ctx;
+    tdacl_attention_desc desc;
+    tdacl_attention_desc_init(&desc);
+    desc.kind = (tdacl_attention_kind)kind;
+    if (beta >= 0) desc.beta = (float)beta;
+    desc.path = path;
+    int two = kind == TDACL_ATTN_TDA || kind == TDACL_ATTN_DIFF_SOFTMAX;
+    job.t.q = bufs->q, job.t.k = bufs->k, job.t.v = bufs->v, job.t.out = bufs->out;
+    if (two) job.t.q2 = bufs->q2, job.t.k2 = bufs->k2;
+    bench_row *r = new_row(run, dev, "attention", tdacl__kind_name(kind));
+    if (!r) return 1;
+    snprintf(r->dtype, sizeof r->dtype, "%s", tdacl_dtype_name(dt));
+    snprintf(r->path, sizeof r->path, "%s", path == TDACL_PATH_DECODE ? "decode" : "prefill");
+    r->B = B, r->H = H, r->Tq = Tq, r->Tk = Tk, r->d = d, r->dv = d;
+    r->beta = beta;
+    bench_progress(run, "%s attention %s %s %s T=%lld%s", run->devices[dev].info.name, r->name, r->dtype, r->path,
+                   (long long)Tk, generic ? " (generic params)" : "");
+    tdacl_status st = tdacl__attention_plan(ctx, &desc, &job.t, &job.plan);
+    tdacl_tuned used;
+    tdacl_param_values generic_values;
+    const char *kernel = path == TDACL_PATH_DECODE ? "attention_decode" : "attention";
+    const tdacl_kernel_space *ks = tdacl__kernel_space(kernel);
+    if (!st && generic) {
+        /* the first ladder entry that fits: what an unknown device gets */
+        char why[200];
+        int found = 0;
+        for (int i = 0; i < ks->nladder && !found; i++)
+            if (!ks->check(&ctx->info, &job.plan.problem, ks->ladder[i].v, why, sizeof why))
+                generic_values = ks->ladder[i], found = 1;
+        job.force = found ? &generic_values : NULL;
+    }
+    /* one run with statistics: sparsity and the parameters actually used */
+    if (!st) {
+        job.plan.desc.want_stats = 1;
+        tdacl_attention_stats s;
+        st = tdacl__attention_run(ctx, &job.plan, &job.t, job.force, &used, &s);
+        job.plan.desc.want_stats = 0;
+        if (!st) {
+            r->sparsity = s.sparsity;
+            tdacl__params_text(ks, &used.values, r->params, sizeof r->params);
+            snprintf(r->params_source, sizeof r->params_source, "%s", generic ? "generic" : tdacl__tuned_source_name(used.source));
+            snprintf(r->params_origin, sizeof r->params_origin, "%s", generic ? "generic ladder" : used.origin);
+        }
+    }
+    if (!st) st = tdacl__measure(attn_once, &job, &run->opt.measure, &r->s);
+    if (st) {
+        snprintf(r->note, sizeof r->note, "failed: %s", tdacl_last_error(ctx));
+        fprintf(stderr, "\ntdacl-bench: %s %s T=%lld: %s\n", r->name, r->path, (long long)Tk, tdacl_last_error(ctx));
+        return 1;
+    }
+    r->flops = tdacl_attention_flops((tdacl_attention_kind)kind, B * H, Tq, Tk, Tk - Tq, d, d);
+    size_t el = tdacl_dtype_size(dt);
+    r->bytes = (double)(B * H) * (double)el * (double)d * ((two ? 2.0 : 1.0) * (double)(Tq + Tk) + (double)Tk) +
+               (double)(B * H * Tq * d) * 4.0;
+    bench_finish_row(run, r);
+    const bench_device *bd = &run->devices[dev];
+    if (path == TDACL_PATH_DECODE && bd->have_peak && bd->peak.bandwidth_gbs > 0)
+        r->bound_ms = (double)(B * H * Tk * d) * (double)el * (two ? 2.0 : 1.0) / (bd->peak.bandwidth_gbs * 1e9) * 1e3;
+    if (bd->have_peak && r->tflops * 1e3 > bd->peak.fp32_gflops)
+        snprintf(r->note, sizeof r->note, "effective rate above the FP32 peak: zero tiles skipped");
+    return 0;
+}
+
+int bench_suite_attention(bench_run *run, tdacl_context *ctx, int dev)
+{
+    const bench_options *o = &run->opt;
+    const tdacl_device_info *info = &run->devices[dev].info;
+    int gpu = info->type == TDACL_DEVICE_GPU;
+    int64_t Ts[BENCH_MAX_LIST];
+    int nT = o->nT;
+    memcpy(Ts, o->T, sizeof Ts);
+    if (!nT) {
+        static const int64_t gpuT[] = {512, 1024, 2048, 4096, 8192, 16384, 32768};
+        static const int64_t cpuT[] = {128, 256, 512, 1024, 2048, 4096};
+        static const int64_t quickT[] = {256, 1024};
+        const int64_t *src = o->quick ? quickT : gpu ? gpuT : cpuT;
+        nT = o->quick ? 2 : gpu ? 7 : 6;
+        memcpy(Ts, src, (size_t)nT * sizeof *Ts);
+    }
+    char dtypes[BENCH_MAX_LIST][8];
+    int ndt = o->ndtypes;
+    memcpy(dtypes, o->dtypes, sizeof dtypes);
+    if (!ndt) {
+        snprintf(dtypes[0], 8, "f32");
+        snprintf(dtypes[1], 8, "bf16");
+        ndt = o->quick ? 1 : 2;
+    }
+    double betas[BENCH_MAX_LIST] = {1, 0.5, 0.25, 0};
+    int nb = 4;
+    if (o->nbetas) memcpy(betas, o->betas, sizeof betas), nb = o->nbetas;
+    else if (o->quick) nb = 2, betas[1] = 0;
+    static const char *quick_kinds[] = {"tra", "tda", "softmax"};
+    int failures = 0;
+    for (int di = 0; di < ndt; di++) {
+        tdacl_dtype dt = (tdacl_dtype)tdacl__dtype_from_name(dtypes[di]);
+        for (int ti = 0; ti < nT; ti++) {
+            int64_t T = Ts[ti];
+            attn_buffers bufs;
+            if (make_buffers(ctx, dt, o->B, o->H, T, T, o->d, &bufs)) {
+                fprintf(stderr, "\ntdacl-bench: cannot allocate attention inputs at T=%lld: %s\n", (long long)T,
+                        tdacl_last_error(ctx));
+                failures++;
+                continue;
+            }
+            for (int kind = 0; kind <= TDACL_ATTN_DIFF_SOFTMAX; kind++) {
+                const char *kn = tdacl__kind_name(kind);
+                if (!is_kind_selected(o, kn)) continue;
+                if (o->quick && !o->nkinds) {
+                    int keep = 0;
+                    for (int q = 0; q < 3; q++) keep |= !strcmp(kn, quick_kinds[q]);
+                    if (!keep) continue;
+                }
+                int thresholded = kind == TDACL_ATTN_TRA || kind == TDACL_ATTN_TDA;
+                for (int bi = 0; bi < (thresholded ? nb : 1); bi++) {
+                    double beta = thresholded ? betas[bi] : -1;
+                    failures += attn_row(run, ctx, dev, kind, dt, beta, o->B, o->H, T, T, o->d,
+                                         TDACL_PATH_PREFILL, &bufs, 0);
+                    if (o->vs_generic)
+                        failures += attn_row(run, ctx, dev, kind, dt, beta, o->B, o->H, T, T, o->d,
+                                             TDACL_PATH_PREFILL, &bufs, 1);
+                }
+            }
+            free_buffers(&bufs);
+        }
+        if (!o->decode || (o->quick && di > 0)) continue;
+        int64_t Tk = o->decode_Tk ? o->decode_Tk : o->quick ? 2048 : gpu ? 32768 : 4096;
+        attn_buffers bufs;
+        if (make_buffers(ctx, dt, o->decode_B, o->decode_H, 1, Tk, o->d, &bufs)) {
+            fprintf(stderr, "\ntdacl-bench: cannot allocate decode inputs: %s\n", tdacl_last_error(ctx));
+            failures++;
+            continue;
+        }
+        for (int kind = 0; kind <= TDACL_ATTN_DIFF_SOFTMAX; kind++) {
+            const char *kn = tdacl__kind_name(kind);
+            if (!is_kind_selected(o, kn)) continue;
+            if (o->quick && !o->nkinds && kind != TDACL_ATTN_TRA && kind != TDACL_ATTN_SOFTMAX) continue;
+            int thresholded = kind == TDACL_ATTN_TRA || kind == TDACL_ATTN_TDA;
+            failures += attn_row(run, ctx, dev, kind, dt, thresholded ? 1.0 : -1, o->decode_B, o->decode_H, 1, Tk,
+                                 o->d, TDACL_PATH_DECODE, &bufs, 0);
+            if (o->vs_generic)
+                failures += attn_row(run, ctx, dev, kind, dt, thresholded ? 1.0 : -1, o->decode_B, o->decode_H, 1,
+                                     Tk, o->d, TDACL_PATH_DECODE, &bufs, 1);
+        }
+        free_buffers(&bufs);
+    }
+    return failures;
+}
+
+/* ---- gemm ---- */
+
+typedef struct gemm_job {
+    tdacl_context *ctx;
+    cl_mem a, b, c;
+    size_t m, n, k;
+} gemm_job;
+
+/* Wall clock around a drained queue: CLBlast may run several kernels per call and its
+ * returned event covers only the last one. */
+static tdacl_status gemm_once(void *user, double *ms)
+{
+    gemm_job *j = user;
+    cl_int err = clFinish(j->ctx->queue);
+    double t0 = tdacl__now();
+    CLBlastStatusCode s = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, j->m, j->n,
+                                       j->k, 1.0f, j->a, 0, j->k, j->b, 0, j->n, 0.0f, j->c, 0, j->n,
+                                       &j->ctx->queue, NULL);
+    if (s != CLBlastSuccess)
+        return tdacl__fail(j->ctx, TDACL_ERR_OPENCL, "CLBlastSgemm(%zu x %zu x %zu) failed with status %d", j->m,
+                           j->n, j->k, (int)s);
+    if (!err) err = clFinish(j->ctx->queue);
+    if (err) return tdacl__fail_cl(j->ctx, err, "clFinish after CLBlastSgemm");
+    *ms = (tdacl__now() - t0) * 1e3;
+    return TDACL_SUCCESS;
+}
+
+int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev)
+{
+    const bench_options *o = &run->opt;
+    int gpu = run->devices[dev].info.type == TDACL_DEVICE_GPU;
+    /* GPT-2 small projections: qkv (C -> 3C), attention out (C -> C), MLP up (C -> 4C), down */
+    static const size_t nk[4][2] = {{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}};
+    size_t ms_gpu[2] = {1024, 8192}, ms_cpu[2] = {256, 1024};
+    int nm = o->quick ? 1 : 2, nshapes = o->quick ? 1 : 4;
+    int failures = 0;
+    for (int mi = 0; mi < nm; mi++) {
+        size_t m = gpu ? ms_gpu[mi] : ms_cpu[mi];
+        for (int si = 0; si < nshapes; si++) {
+            gemm_job j = {ctx, NULL, NULL, NULL, m, nk[si][0], nk[si][1]};
+            bench_row *r = new_row(run, dev, "gemm", "sgemm");
+            if (!r) return failures + 1;
+            snprintf(r->impl, sizeof r->impl, "clblast");
+            snprintf(r->dtype, sizeof r->dtype, "f32");
+            r->M = (int64_t)j.m, r->N = (int64_t)j.n, r->K = (int64_t)j.k;
+            bench_progress(run, "%s gemm %zux%zux%zu", run->devices[dev].info.name, j.m, j.n, j.k);
+            int64_t sa[2] = {(int64_t)j.m, (int64_t)j.k}, sb[2] = {(int64_t)j.k, (int64_t)j.n},
+                    sc[2] = {(int64_t)j.m, (int64_t)j.n};
+            tdacl_tensor *ta = NULL, *tb = NULL, *tc = NULL;
+            tdacl_status st = tdacl_tensor_create(ctx, TDACL_F32, 2, sa, &ta);
+            if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 2, sb, &tb);
+            if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 2, sc, &tc);
+            if (!st) st = tdacl__tensor_fill_normal(ta, 7, 0, 1);
+            if (!st) st = tdacl__tensor_fill_normal(tb, 8, 0, 1);
+            if (!st) {
+                j.a = ta->storage->mem, j.b = tb->storage->mem, j.c = tc->storage->mem;
+                st = tdacl__measure(gemm_once, &j, &o->measure, &r->s);
+            }
+            if (st) {
+                snprintf(r->note, sizeof r->note, "failed: %s", tdacl_last_error(ctx));
+                fprintf(stderr, "\ntdacl-bench: sgemm: %s\n", tdacl_last_error(ctx));
+                failures++;
+            } else {
+                r->flops = 2.0 * (double)j.m * (double)j.n * (double)j.k;
+                r->bytes = 4.0 * ((double)j.m * j.k + (double)j.k * j.n + (double)j.m * j.n);
+                bench_finish_row(run, r);
+            }
+            tdacl_tensor_destroy(ta), tdacl_tensor_destroy(tb), tdacl_tensor_destroy(tc);
+        }
+    }
+    return failures;
+}

@@ -1,0 +1,302 @@
+/* Plain double-precision reference of SPEC.md section 1 (see attention_ref.h).
+ *
+ * Read it top to bottom: the small functions are the concepts of the spec (threshold,
+ * L2 normalisation, causal visibility, rectified power, softmax, rms Norm); then one
+ * function computes the weights of one query row for every kind; then the driver walks
+ * batches, heads and rows and adds up the weighted V rows. */
+#include "ref/attention_ref.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+attn_ref_params attn_ref_params_default(tdacl_attention_kind kind)
+{
+    attn_ref_params p;
+    memset(&p, 0, sizeof p);
+    p.kind = kind;
+    p.beta = 1.0;
+    p.kappa = 1.0;
+    p.power = 2.0;
+    p.lambda = 0.5;
+    p.scale = NAN;
+    p.normalize = 1;
+    p.norm = TDACL_NORM_NONE;
+    p.norm_eps = 1e-5;
+    p.gain = NULL;
+    p.out_scale = 1.0;
+    p.offset = -1;
+    return p;
+}
+
+/* ---- the concepts ---------------------------------------------------------------- */
+
+/* Length-adaptive threshold of a query at absolute position pos:
+ * tau(p) = beta * sqrt(max(0, 2 ln((p + 1) / kappa)) / d). */
+double attn_ref_tau(int64_t pos, double beta, double kappa, int d)
+{
+    double l = 2.0 * log(((double)pos + 1.0) / kappa);
+    if (l < 0.0) l = 0.0;
+    return beta * sqrt(l / (double)d);
+}
+
+/* y = x / max(||x||_2, 1e-12). */
+void attn_ref_l2_normalize(const double *x, int n, double *y)
+{
+    double ss = 0.0;
+    for (int c = 0; c < n; c++) ss += x[c] * x[c];
+    double norm = sqrt(ss);
+    if (norm < 1e-12) norm = 1e-12;
+    for (int c = 0; c < n; c++) y[c] = x[c] / norm;
+}
+
+/* Causal rule: query i (absolute position offset + i) sees key j iff j <= offset + i. */
+int attn_ref_visible(int64_t i, int64_t j, int64_t offset) { return j <= offset + i; }
+
+/* max(x, 0)^p, written so that x <= 0 gives exactly 0. */
+double attn_ref_rectified_power(double x, double p) { return x > 0.0 ? pow(x, p) : 0.0; }
+
+/* a = softmax(s) over n scores (max-subtracted for range, which does not change it). */
+void attn_ref_softmax(const double *s, int n, double *a)
+{
+    double m = -INFINITY;
+    for (int j = 0; j < n; j++)
+        if (s[j] > m) m = s[j];
+    double sum = 0.0;
+    for (int j = 0; j < n; j++) {
+        a[j] = exp(s[j] - m);
+        sum += a[j];
+    }
+    for (int j = 0; j < n; j++) a[j] /= sum;
+}
+
+/* In place: x <- x / sqrt(mean(x^2) + eps) * g (g = ones when gain is NULL). */
+void attn_ref_rms_norm(double *x, int n, double eps, const double *gain)
+{
+    double ss = 0.0;
+    for (int c = 0; c < n; c++) ss += x[c] * x[c];
+    double inv = 1.0 / sqrt(ss / (double)n + eps);
+    for (int c = 0; c < n; c++) x[c] = x[c] * inv * (gain ? gain[c] : 1.0);
+}
+
+static double dot(const double *x, const double *y, int n)
+{
+    double s = 0.0;
+    for (int c = 0; c < n; c++) s += x[c] * y[c];
+    return s;
+}
+
+static double abs_dot(const double *x, const double *y, int n)
+{
+    double s = 0.0;
+    for (int c = 0; c < n; c++) s += fabs(x[c]) * fabs(y[c]);
+    return s;
+}
+
+static int two_views(tdacl_attention_kind kind)
+{
+    return kind == TDACL_ATTN_TDA || kind == TDACL_ATTN_DIFF_SOFTMAX;
+}
+
+static int is_softmax(tdacl_attention_kind kind)
+{
+    return kind == TDACL_ATTN_SOFTMAX || kind == TDACL_ATTN_DIFF_SOFTMAX;
+}
+
+static int uses_threshold(tdacl_attention_kind kind)
+{
+    return kind == TDACL_ATTN_TRA || kind == TDACL_ATTN_TDA;
+}
+
+/* Score scale with the spec's defaults: cosine scores (tra, tda) are not scaled, the
+ * others use 1/sqrt(d). */
+static double resolved_scale(const attn_ref_params *p, int d)
+{
+    if (!isnan(p->scale)) return p->scale;
+    return uses_threshold(p->kind) ? 1.0 : 1.0 / sqrt((double)d);
+}
+
+/* ---- the weights of one query row --------------------------------------------------- */
+
+/* Scores and weights of one row over its n visible keys (keys 0..n-1).
+ * In:  s1, s2 (scores of view 1 and 2; s2 unused for one-view kinds), tau of the row.
+ * Out: a1, a2 (the per-view weights), a (the final weight) and D (first-order bound on
+ *      |change of a_j| when every score of the row moves by at most 1):
+ *        softmax       a = softmax(s)                      D = 2a   (da_j = a_j (ds_j - sum_k a_k ds_k))
+ *        rela          a = max(s, 0)                       D = 1 where s > 0
+ *        tra           a = max(s - tau, 0)^p               D = p (s - tau)^(p-1) where s > tau
+ *        tda           a = a1 - lc a2, lc = clamp(lambda)  D = D1 + lc D2
+ *        diff_softmax  a = softmax(s1) - lambda softmax(s2) D = 2 a1 + 2 |lambda| a2 */
+static void row_weights(const attn_ref_params *p, int n, const double *s1, const double *s2,
+                        double tau, double *a1, double *a2, double *a, double *D)
+{
+    switch (p->kind) {
+    case TDACL_ATTN_SOFTMAX:
+        attn_ref_softmax(s1, n, a1);
+        for (int j = 0; j < n; j++) a2[j] = 0.0, a[j] = a1[j], D[j] = 2.0 * a1[j];
+        break;
+    case TDACL_ATTN_RELA:
+        for (int j = 0; j < n; j++) {
+            a1[j] = attn_ref_rectified_power(s1[j], 1.0);
+            a2[j] = 0.0;
+            a[j] = a1[j];
+            D[j] = s1[j] > 0.0 ? 1.0 : 0.0;
+        }
+        break;
+    case TDACL_ATTN_TRA:
+        for (int j = 0; j < n; j++) {
+            double x = s1[j] - tau;
+            a1[j] = attn_ref_rectified_power(x, p->power);
+            a2[j] = 0.0;
+            a[j] = a1[j];
+            D[j] = x > 0.0 ? p->power * pow(x, p->power - 1.0) : 0.0;
+        }
+        break;
+    case TDACL_ATTN_TDA: {
+        double lc = p->lambda < 0.0 ? 0.0 : p->lambda > 1.0 ? 1.0 : p->lambda;
+        for (int j = 0; j < n; j++) {
+            double x1 = s1[j] - tau, x2 = s2[j] - tau;
+            a1[j] = attn_ref_rectified_power(x1, p->power);
+            a2[j] = attn_ref_rectified_power(x2, p->power);
+            a[j] = a1[j] - lc * a2[j];
+            D[j] = (x1 > 0.0 ? p->power * pow(x1, p->power - 1.0) : 0.0) +
+                   lc * (x2 > 0.0 ? p->power * pow(x2, p->power - 1.0) : 0.0);
+        }
+        break;
+    }
+    case TDACL_ATTN_DIFF_SOFTMAX:
+        attn_ref_softmax(s1, n, a1);
+        attn_ref_softmax(s2, n, a2);
+        for (int j = 0; j < n; j++) {
+            a[j] = a1[j] - p->lambda * a2[j];
+            D[j] = 2.0 * a1[j] + 2.0 * fabs(p->lambda) * a2[j];
+        }
+        break;
+    }
+}
+
+/* Weight of view 2 in the magnitude of the summed terms. */
+static double view2_factor(const attn_ref_params *p)
+{
+    if (p->kind == TDACL_ATTN_TDA) return p->lambda < 0.0 ? 0.0 : p->lambda > 1.0 ? 1.0 : p->lambda;
+    if (p->kind == TDACL_ATTN_DIFF_SOFTMAX) return fabs(p->lambda);
+    return 0.0;
+}
+
+/* ---- the driver ----------------------------------------------------------------------- */
+
+/* Query/key rows of one head as used in the dot product: L2-normalised for tra/tda when
+ * normalize is on, else copied as is. */
+static void prepare_rows(const attn_ref_params *p, const double *x, int rows, int d, double *y)
+{
+    int normalize = uses_threshold(p->kind) && p->normalize;
+    for (int r = 0; r < rows; r++) {
+        if (normalize)
+            attn_ref_l2_normalize(x + (size_t)r * d, d, y + (size_t)r * d);
+        else
+            memcpy(y + (size_t)r * d, x + (size_t)r * d, (size_t)d * sizeof *y);
+    }
+}
+
+int attn_ref_attention(const attn_ref_params *p, attn_ref_shape sh, attn_ref_inputs in,
+                       attn_ref_outputs out, attn_ref_counts *counts)
+{
+    if (!p || !counts || !out.out || !in.q || !in.k || !in.v) return -1;
+    if (two_views(p->kind) && (!in.q2 || !in.k2)) return -1;
+    if (sh.B < 0 || sh.H < 0 || sh.Tq < 0 || sh.Tk < 0 || sh.d < 1 || sh.dv < 1) return -1;
+    const int B = sh.B, H = sh.H, Tq = sh.Tq, Tk = sh.Tk, d = sh.d, dv = sh.dv;
+    const int nviews = two_views(p->kind) ? 2 : 1;
+    const int64_t offset = p->offset < 0 ? (int64_t)Tk - Tq : p->offset;
+    const double scale = resolved_scale(p, d);
+    const double w2 = view2_factor(p);
+    memset(counts, 0, sizeof *counts);
+    counts->min_margin = INFINITY;
+
+    size_t kn = (size_t)(Tk > 0 ? Tk : 1);
+    double *qr[2] = {0}, *kr[2] = {0};
+    double *s1 = calloc(kn, sizeof(double)), *s2 = calloc(kn, sizeof(double));
+    double *a1 = calloc(kn, sizeof(double)), *a2 = calloc(kn, sizeof(double));
+    double *a = calloc(kn, sizeof(double)), *D = calloc(kn, sizeof(double));
+    double *smag = calloc(kn, sizeof(double)), *y = calloc((size_t)dv, sizeof(double));
+    int ok = s1 && s2 && a1 && a2 && a && D && smag && y;
+    for (int t = 0; t < nviews && ok; t++) {
+        qr[t] = calloc((size_t)(Tq > 0 ? Tq : 1) * d, sizeof(double));
+        kr[t] = calloc(kn * d, sizeof(double));
+        ok = qr[t] && kr[t];
+    }
+    for (int b = 0; b < B && ok; b++)
+        for (int h = 0; h < H; h++) {
+            size_t head = (size_t)b * H + h;
+            const double *qsrc[2] = {in.q, in.q2}, *ksrc[2] = {in.k, in.k2};
+            for (int t = 0; t < nviews; t++) {
+                prepare_rows(p, qsrc[t] + head * Tq * d, Tq, d, qr[t]);
+                prepare_rows(p, ksrc[t] + head * Tk * d, Tk, d, kr[t]);
+            }
+            const double *v = in.v + head * Tk * dv;
+            if (out.key_margin)
+                for (int j = 0; j < Tk; j++) out.key_margin[head * Tk + j] = INFINITY;
+
+            for (int i = 0; i < Tq; i++) {
+                int64_t pos = offset + i;
+                /* the visible keys are the prefix 0..n-1 */
+                int n = 0;
+                while (n < Tk && attn_ref_visible(i, n, offset)) n++;
+                double tau = uses_threshold(p->kind) ? attn_ref_tau(pos, p->beta, p->kappa, d) : 0.0;
+
+                double row_smag = 0.0;
+                for (int j = 0; j < n; j++) {
+                    s1[j] = scale * dot(qr[0] + (size_t)i * d, kr[0] + (size_t)j * d, d);
+                    smag[j] = fabs(scale) * abs_dot(qr[0] + (size_t)i * d, kr[0] + (size_t)j * d, d);
+                    if (nviews == 2) {
+                        s2[j] = scale * dot(qr[1] + (size_t)i * d, kr[1] + (size_t)j * d, d);
+                        double m2 = fabs(scale) * abs_dot(qr[1] + (size_t)i * d, kr[1] + (size_t)j * d, d);
+                        if (m2 > smag[j]) smag[j] = m2;
+                    }
+                    if (smag[j] + fabs(tau) > row_smag) row_smag = smag[j] + fabs(tau);
+                }
+                row_weights(p, n, s1, s2, tau, a1, a2, a, D);
+
+                /* output row: y = sum_j a_ij v_j, then Norm and the output scale */
+                size_t orow = (head * Tq + i) * dv;
+                for (int c = 0; c < dv; c++) {
+                    double sum = 0.0, m = 0.0, dm = 0.0;
+                    for (int j = 0; j < n; j++) {
+                        double vj = v[(size_t)j * dv + c];
+                        sum += a[j] * vj;
+                        m += (fabs(a1[j]) + w2 * fabs(a2[j])) * fabs(vj);
+                        dm += D[j] * fabs(vj);
+                    }
+                    y[c] = sum;
+                    if (out.pre_norm) out.pre_norm[orow + c] = sum;
+                    if (out.mag) out.mag[orow + c] = m;
+                    if (out.dmag) out.dmag[orow + c] = dm;
+                }
+                if (p->norm == TDACL_NORM_RMS) attn_ref_rms_norm(y, dv, p->norm_eps, p->gain);
+                for (int c = 0; c < dv; c++) out.out[orow + c] = y[c] * p->out_scale;
+                if (out.row_smag) out.row_smag[head * Tq + i] = row_smag;
+                if (row_smag > counts->max_smag) counts->max_smag = row_smag;
+
+                /* sparsity counts: softmax weights are positive by definition */
+                counts->visible_pairs += (uint64_t)n;
+                if (is_softmax(p->kind)) {
+                    counts->survivors[0] += (uint64_t)n;
+                    if (nviews == 2) counts->survivors[1] += (uint64_t)n;
+                    continue;
+                }
+                for (int j = 0; j < n; j++) {
+                    counts->zero_weights += a[j] == 0.0;
+                    counts->survivors[0] += a1[j] != 0.0;
+                    counts->survivors[1] += a2[j] != 0.0;
+                    /* distance from the threshold (rela: from 0) in every view */
+                    double margin = fabs(s1[j] - tau);
+                    if (nviews == 2 && fabs(s2[j] - tau) < margin) margin = fabs(s2[j] - tau);
+                    if (margin < counts->min_margin) counts->min_margin = margin;
+                    if (out.key_margin && margin < out.key_margin[head * Tk + j])
+                        out.key_margin[head * Tk + j] = margin;
+                }
+            }
+        }
+    for (int t = 0; t < 2; t++) free(qr[t]), free(kr[t]);
+    free(s1), free(s2), free(a1), free(a2), free(a), free(D), free(smag), free(y);
+    return ok ? 0 : -1;
+}

@@ -1,0 +1,1149 @@
+/* tdacl_attention against the double-precision reference (tests/ref/attention_ref.c).
+ *
+ * Coverage is a designed covering set, not a cartesian product.  PoCL compiles each kernel
+ * variant (kind, storage dtype, output dtype, padded d and dv, aligned loads, tile or
+ * decode row count) in seconds, while the runtime parameters (T, offsets, beta, kappa, p,
+ * lambda, Norm, out_scale, scale, normalize) cost nothing to change.  So a few variants
+ * per kind are compiled and the runtime parameters are swept across them:
+ *
+ *   variant  storage in/out  d    dv   layout of q, k, v (and out)          prefill Tq/Tk
+ *   A        f32 / f32       32   32   [B,H,T,D] contiguous (aligned loads)  T in {1,2,17,64,65,300}
+ *   B        f32 / f32       64   22   token-major views, padded out rows;   17/65 (offset Tk-Tq), 64/64
+ *                                      dv % 4 != 0: the unaligned f32 loads
+ *   C        bf16 / bf16     80   50   views into one fused QKV buffer      65/65, 20/300 offset 100
+ *   D        f16 / f16       128  96   token-major views, padded out rows   300/300, 5/17 offset 40
+ *
+ * Every kind runs every variant, so every kind meets every d {32, 64, 80, 128}, dv != d,
+ * every storage dtype and every layout.  In A every kind meets each of the six parameter
+ * sets below, which between them hold every value of beta {0, .5, 1, 2}, kappa {.5, 1, 4},
+ * p {1, 2, 3, 1.5}, lambda {0, .3, 1, 1.7}, Norm {none, rms, rms + gain}, out_scale, an
+ * explicit scale and normalize = 0 (the authors' Triton TRA).  Decode (Tq 1..16, so every
+ * padded row count 1, 2, 4, 8, 16 occurs) is checked against the prefill rows and the
+ * reference on A (all kinds), C (all kinds) and D.  B*H > 1 everywhere.
+ *
+ * TDACL_TEST_TINY=1 (or the argument --tiny) runs only a small subset (T <= 17, d = 32,
+ * each kind, prefill and decode, f32 and bf16) for the Oclgrind run of tests/CMakeLists.txt;
+ * --filter PATTERN runs the tests whose names match (cmocka wildcards).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "attention.h" /* tdacl__attention_plan/run: forced tile parameters */
+#include "ref/attention_ref.h"
+#include "tdacl.h"
+
+/* ---- deterministic inputs: splitmix64 + Box-Muller ------------------------------------ */
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t rng_next(rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static double rng_uniform(rng *r) { return ((double)(rng_next(r) >> 11) + 0.5) * 0x1p-53; } /* (0, 1) */
+
+static double rng_normal(rng *r)
+{
+    double u1 = rng_uniform(r), u2 = rng_uniform(r);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* x rounded to a storage dtype, so the reference sees exactly what the device stores. */
+static double to_storage(tdacl_dtype dt, double x)
+{
+    float f = (float)x;
+    if (dt == TDACL_BF16) return tdacl_bf16_to_f32(tdacl_f32_to_bf16(f));
+    if (dt == TDACL_F16) return tdacl_f16_to_f32(tdacl_f32_to_f16(f));
+    return f;
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    assert_non_null(p);
+    return p;
+}
+
+/* ---- error model ------------------------------------------------------------------------
+ * The kernels accumulate in fp32 (unit roundoff u = 2^-24).  For one output element
+ * o_ic = sum_j a_ij v_jc the worst-case first-order error is
+ *
+ *   |o - o_ref| <= eps_acc * sum_j |a_ij| |v_jc|                  (weight x V sum, n <= Tk terms)
+ *                + (eps_s * S_i + 16u) * sum_j D_ij |v_jc|         (score errors through the weights)
+ *
+ * eps_acc = (Tk + 32) u: gamma_n for the chain of n fma's, plus slack for the per-weight
+ *   error (OpenCL allows pow up to 16 ulp, exp2 a few) and the few rescales/divisions of
+ *   online softmax and of the decode split reduction.
+ * eps_s = (2d + 16) u per unit of S_i: the d-term dot product (gamma_d), the two inverse
+ *   norms of tra/tda ((d/2 + 3) u each), the scale, and tau (log, sqrt, divide); S_i is
+ *   the row's largest |scale| sum|q~||k~| + |tau| (attention_ref.h: row_smag).
+ * 16u: native_exp2 of the softmax kinds (implementation-defined; a few ulp on PoCL and
+ *   about 2^-21 relative on GPUs).
+ * D_ij bounds |d a_ij| per unit score change (softmax: 2a; rela: 1; tra: p x^(p-1)).
+ * Norm rms: y = x/r * g with r = sqrt(mean(x^2) + eps) moves by at most
+ *   |g|/r (tol_x + |x| rms(tol_x)/r), plus (dv + 8) u |y| for the sum of squares.
+ * The sum is doubled to absorb second-order terms and unitemised few-ulp function errors,
+ * and storing into bf16 / f16 adds their half-ulp relative rounding (2^-8 / 2^-11).
+ * These bounds are 10-100x above typical errors yet far below any real defect: a wrong,
+ * missing or extra key moves an output by about |a_ij v_j|, i.e. ~1/n of the magnitude
+ * term, while eps_acc is (n + 32) 2^-24 of it. */
+#define U32 (1.0 / 16777216.0)
+
+static double eps_score(int d) { return (2.0 * d + 16.0) * U32; }
+
+/* Inputs are re-drawn until every score is at least this far from the threshold: 4x the
+ * worst-case score error, so a kernel can never decide s > tau differently from the
+ * reference and the sparsity counters can be compared exactly. */
+static double margin_needed(int d, double max_smag) { return 4.0 * eps_score(d) * max_smag; }
+
+/* ---- test cases ------------------------------------------------------------------------ */
+
+typedef enum layout { LAYOUT_BHTD, LAYOUT_BTHD, LAYOUT_FUSED } layout;
+
+typedef struct attn_case {
+    tdacl_attention_kind kind;
+    int B, H, Tq, Tk, d, dv;
+    int64_t offset; /* -1 = Tk - Tq */
+    layout lay;
+    tdacl_dtype dtype, odtype, gdtype;
+    float beta, kappa, power, lambda, scale, out_scale, norm_eps;
+    int normalize;
+    tdacl_head_norm norm;
+    int gain;
+    tdacl_attention_path path;
+    uint64_t seed;
+    const tdacl_param_values *force; /* tile parameters; NULL = the tuned ones */
+} attn_case;
+
+static const char *kind_name(tdacl_attention_kind k)
+{
+    static const char *n[] = {"softmax", "rela", "tra", "tda", "diff_softmax"};
+    return (int)k >= 0 && (int)k < 5 ? n[k] : "?";
+}
+
+static int two_views(tdacl_attention_kind k) { return k == TDACL_ATTN_TDA || k == TDACL_ATTN_DIFF_SOFTMAX; }
+static int softmax_kind(tdacl_attention_kind k) { return k == TDACL_ATTN_SOFTMAX || k == TDACL_ATTN_DIFF_SOFTMAX; }
+
+static void case_str(const attn_case *c, char *buf, size_t n)
+{
+    static const char *lay[] = {"BHTD", "BTHD", "fused"};
+    snprintf(buf, n,
+             "%s B%d H%d Tq%d Tk%d d%d dv%d off%lld %s %s->%s beta%g kappa%g p%g lambda%g scale%g "
+             "normalize%d norm%d gain%d out_scale%g path%d seed%llu%s",
+             kind_name(c->kind), c->B, c->H, c->Tq, c->Tk, c->d, c->dv, (long long)c->offset, lay[c->lay],
+             tdacl_dtype_name(c->dtype), tdacl_dtype_name(c->odtype), c->beta, c->kappa, c->power, c->lambda,
+             c->scale, c->normalize, (int)c->norm, c->gain, c->out_scale, (int)c->path,
+             (unsigned long long)c->seed, c->force ? " forced-tiles" : "");
+}
+
+/* The compiled variants of the table at the top, and the bf16 one of the tiny subset. */
+typedef enum variant { VAR_A, VAR_B, VAR_C, VAR_D, VAR_TINY_BF16 } variant;
+
+static attn_case make_case(tdacl_attention_kind kind, variant var, int Tq, int Tk, int64_t offset)
+{
+    attn_case c;
+    memset(&c, 0, sizeof c);
+    c.kind = kind;
+    c.B = 2, c.H = 2;
+    c.Tq = Tq, c.Tk = Tk, c.offset = offset;
+    c.dtype = c.odtype = c.gdtype = TDACL_F32;
+    c.beta = 1.0f, c.kappa = 1.0f, c.power = 2.0f, c.lambda = 0.5f, c.scale = NAN;
+    c.out_scale = 1.0f, c.norm_eps = 1e-5f, c.normalize = 1, c.norm = TDACL_NORM_NONE;
+    c.path = TDACL_PATH_PREFILL;
+    switch (var) {
+    case VAR_A: c.d = 32, c.dv = 32, c.lay = LAYOUT_BHTD; break;
+    case VAR_B: c.d = 64, c.dv = 22, c.lay = LAYOUT_BTHD, c.H = 3; break;
+    case VAR_C:
+        c.d = 80, c.dv = 50, c.lay = LAYOUT_FUSED, c.B = 1;
+        c.dtype = c.odtype = TDACL_BF16;
+        break;
+    case VAR_D:
+        c.d = 128, c.dv = 96, c.lay = LAYOUT_BTHD;
+        c.dtype = c.odtype = TDACL_F16;
+        break;
+    case VAR_TINY_BF16:
+        c.d = 32, c.dv = 40, c.lay = LAYOUT_BTHD, c.B = 1;
+        c.dtype = c.odtype = TDACL_BF16;
+        break;
+    }
+    if (Tk >= 300) c.B = 1; /* keep the long cases quick */
+    c.seed = 0x5eed0000ULL + (uint64_t)kind * 1000003ULL + (uint64_t)var * 10007ULL + (uint64_t)Tq * 101ULL +
+             (uint64_t)Tk;
+    return c;
+}
+
+/* Runtime parameter sets; rows of this table are rotated over the cases so every value
+ * meets every kind.  softmax/rela/diff_softmax get beta/kappa/p too, which they must ignore. */
+typedef struct pset {
+    float beta, kappa, power, lambda, scale, out_scale;
+    int normalize;
+    tdacl_head_norm norm;
+    int gain;
+} pset;
+
+static const pset PSETS[6] = {
+    /* beta kappa  p     lambda scale out_scale normalize norm           gain */
+    {0.0f, 1.0f, 2.0f, 0.0f, NAN, 1.0f, 1, TDACL_NORM_NONE, 0},
+    {0.5f, 0.5f, 1.0f, 0.3f, NAN, 1.0f, 1, TDACL_NORM_RMS, 0},
+    {1.0f, 4.0f, 3.0f, 1.0f, NAN, 0.75f, 1, TDACL_NORM_RMS, 1},
+    {2.0f, 1.0f, 1.5f, 1.7f, NAN, 1.0f, 1, TDACL_NORM_NONE, 0}, /* beta 2: late rows lose every key */
+    /* the authors' Triton semantics: kappa 1, no scale, raw dot products (their TRA does not
+     * normalise), no Norm */
+    {1.0f, 1.0f, 2.0f, 0.5f, NAN, 1.0f, 0, TDACL_NORM_NONE, 0},
+    {0.5f, 0.5f, 2.0f, 0.3f, 2.0f, -1.5f, 1, TDACL_NORM_RMS, 1},
+};
+
+static void apply_pset(attn_case *c, const pset *p)
+{
+    c->beta = p->beta, c->kappa = p->kappa, c->power = p->power, c->lambda = p->lambda;
+    c->scale = p->scale, c->out_scale = p->out_scale, c->normalize = p->normalize;
+    c->norm = p->norm, c->gain = p->gain;
+}
+
+/* ---- host problem: inputs, reference ------------------------------------------------------ */
+
+typedef struct problem {
+    attn_case c;
+    double *q, *k, *v, *q2, *k2; /* [B,H,Tq|Tk,D], exactly representable in c.dtype */
+    double *gain;                /* [dv] or NULL */
+} problem;
+
+typedef struct ref_out {
+    double *out, *pre, *mag, *dmag, *smag;
+    attn_ref_counts counts;
+} ref_out;
+
+static attn_ref_params ref_params(const attn_case *c, const double *gain, int64_t offset)
+{
+    /* the float values the library receives, so the reference computes the same problem */
+    attn_ref_params p = attn_ref_params_default(c->kind);
+    p.beta = c->beta, p.kappa = c->kappa, p.power = c->power, p.lambda = c->lambda;
+    p.scale = c->scale; /* NAN: the reference resolves the default itself */
+    p.normalize = c->normalize, p.norm = c->norm, p.norm_eps = c->norm_eps;
+    p.gain = c->gain ? gain : NULL;
+    p.out_scale = c->out_scale;
+    p.offset = offset;
+    return p;
+}
+
+static void ref_free(ref_out *r)
+{
+    free(r->out), free(r->pre), free(r->mag), free(r->dmag), free(r->smag);
+    memset(r, 0, sizeof *r);
+}
+
+/* Reference over Tq query rows q (and q2) against the problem's keys. */
+static void ref_compute(const problem *pb, int Tq, int64_t offset, const double *q, const double *q2,
+                        ref_out *r, double *key_margin)
+{
+    const attn_case *c = &pb->c;
+    size_t no = (size_t)c->B * c->H * Tq * c->dv;
+    r->out = xcalloc(no, sizeof(double));
+    r->pre = xcalloc(no, sizeof(double));
+    r->mag = xcalloc(no, sizeof(double));
+    r->dmag = xcalloc(no, sizeof(double));
+    r->smag = xcalloc((size_t)c->B * c->H * Tq, sizeof(double));
+    attn_ref_params p = ref_params(c, pb->gain, offset);
+    attn_ref_shape sh = {c->B, c->H, Tq, c->Tk, c->d, c->dv};
+    attn_ref_inputs in = {q, pb->k, pb->v, q2, pb->k2};
+    attn_ref_outputs out = {r->out, r->pre, r->mag, r->dmag, r->smag, key_margin};
+    assert_int_equal(attn_ref_attention(&p, sh, in, out, &r->counts), 0);
+}
+
+static double *normal_array(rng *r, size_t n, tdacl_dtype dt)
+{
+    double *x = xcalloc(n, sizeof(double));
+    for (size_t i = 0; i < n; i++) x[i] = to_storage(dt, rng_normal(r));
+    return x;
+}
+
+/* Re-draw (deterministically, from the same stream) every key row that comes closer than
+ * margin_needed() to a threshold, until no visible score does.  Keys rather than queries:
+ * every pair involving a re-drawn key changes, and the offending keys are few (about
+ * P(|s - tau| < margin) * Tk/2 per key, well under one per cent here). */
+static void keep_off_threshold(problem *pb, rng *r)
+{
+    const attn_case *c = &pb->c;
+    if (softmax_kind(c->kind)) return;
+    size_t nk = (size_t)c->B * c->H * c->Tk;
+    double *km = xcalloc(nk, sizeof(double));
+    for (int iter = 0;; iter++) {
+        ref_out ro;
+        ref_compute(pb, c->Tq, c->offset, pb->q, pb->q2, &ro, km);
+        double need = margin_needed(c->d, ro.counts.max_smag);
+        int done = ro.counts.min_margin >= need;
+        ref_free(&ro);
+        if (done) break;
+        if (iter >= 100) fail_msg("inputs could not be kept off the threshold after %d re-draws", iter);
+        for (size_t row = 0; row < nk; row++) {
+            if (km[row] >= need) continue;
+            for (int e = 0; e < c->d; e++) {
+                pb->k[row * c->d + e] = to_storage(c->dtype, rng_normal(r));
+                if (pb->k2) pb->k2[row * c->d + e] = to_storage(c->dtype, rng_normal(r));
+            }
+        }
+    }
+    free(km);
+}
+
+static void problem_generate(problem *pb, const attn_case *c)
+{
+    memset(pb, 0, sizeof *pb);
+    pb->c = *c;
+    rng r = {c->seed};
+    size_t bh = (size_t)c->B * c->H;
+    pb->q = normal_array(&r, bh * c->Tq * c->d, c->dtype);
+    pb->k = normal_array(&r, bh * c->Tk * c->d, c->dtype);
+    pb->v = normal_array(&r, bh * c->Tk * c->dv, c->dtype);
+    if (two_views(c->kind)) {
+        pb->q2 = normal_array(&r, bh * c->Tq * c->d, c->dtype);
+        pb->k2 = normal_array(&r, bh * c->Tk * c->d, c->dtype);
+    }
+    if (c->gain) {
+        /* gains of both signs, away from 0 */
+        pb->gain = xcalloc((size_t)c->dv, sizeof(double));
+        for (int e = 0; e < c->dv; e++)
+            pb->gain[e] = to_storage(c->gdtype, (rng_uniform(&r) < 0.5 ? -1.0 : 1.0) * (0.5 + rng_uniform(&r)));
+    }
+    keep_off_threshold(pb, &r);
+}
+
+static void problem_free(problem *pb)
+{
+    free(pb->q), free(pb->k), free(pb->v), free(pb->q2), free(pb->k2), free(pb->gain);
+    memset(pb, 0, sizeof *pb);
+}
+
+/* Rows r0..r0+n-1 of every head of x [B*H, T, D]. */
+static double *slice_rows(const double *x, int BH, int T, int D, int r0, int n)
+{
+    double *y = xcalloc((size_t)BH * n * D, sizeof(double));
+    for (int bh = 0; bh < BH; bh++)
+        memcpy(y + (size_t)bh * n * D, x + ((size_t)bh * T + r0) * D, (size_t)n * D * sizeof(double));
+    return y;
+}
+
+/* ---- device side: layouts --------------------------------------------------------------- */
+
+enum { TQ, TK, TV, TQ2, TK2, NIN };
+
+/* Where a logical [B,H,T,D] tensor lives inside one of the storage buffers. */
+typedef struct place {
+    int base;
+    int64_t off, st[4];
+} place;
+
+typedef struct dev_problem {
+    tdacl_tensor *base[NIN]; /* storage buffers (fused layout: everything in base[0]) */
+    place pl[NIN];
+    tdacl_tensor *gain;
+} dev_problem;
+
+static void host_to_bits(tdacl_dtype dt, const float *x, size_t n, void *bits)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (dt == TDACL_F32) ((float *)bits)[i] = x[i];
+        else if (dt == TDACL_BF16) ((uint16_t *)bits)[i] = tdacl_f32_to_bf16(x[i]);
+        else ((uint16_t *)bits)[i] = tdacl_f32_to_f16(x[i]);
+    }
+}
+
+static double bits_to_double(tdacl_dtype dt, const void *bits, size_t i)
+{
+    if (dt == TDACL_F32) return ((const float *)bits)[i];
+    if (dt == TDACL_BF16) return tdacl_bf16_to_f32(((const uint16_t *)bits)[i]);
+    return tdacl_f16_to_f32(((const uint16_t *)bits)[i]);
+}
+
+static tdacl_context *ctx_of(void **state) { return (tdacl_context *)*state; }
+
+#define CHECK_OK(ctx, call)                                                                        \
+    do {                                                                                           \
+        tdacl_status st_ = (call);                                                                 \
+        if (st_ != TDACL_SUCCESS) fail_msg("%s -> %s: %s", #call, tdacl_status_str(st_), tdacl_last_error(ctx)); \
+    } while (0)
+
+static tdacl_tensor *new_tensor(tdacl_context *ctx, tdacl_dtype dt, int ndim, const int64_t *shape)
+{
+    tdacl_tensor *t = NULL;
+    CHECK_OK(ctx, tdacl_tensor_create(ctx, dt, ndim, shape, &t));
+    return t;
+}
+
+/* Uploads a host float array (already storage-exact) into a contiguous tensor as raw bits,
+ * so no conversion kernel runs. */
+static void upload_raw(tdacl_context *ctx, tdacl_tensor *t, tdacl_dtype dt, const float *x, size_t n)
+{
+    void *bits = xcalloc(n, tdacl_dtype_size(dt));
+    host_to_bits(dt, x, n, bits);
+    CHECK_OK(ctx, tdacl_tensor_upload(t, bits, dt, (int64_t)n));
+    free(bits);
+}
+
+/* Places and uploads the problem's inputs.  Unused parts of a fused buffer hold NaN, so a
+ * kernel that reads outside its view shows up in the output. */
+static void dev_upload(tdacl_context *ctx, const problem *pb, dev_problem *dp)
+{
+    const attn_case *c = &pb->c;
+    memset(dp, 0, sizeof *dp);
+    const int nv = two_views(c->kind) ? 2 : 1, B = c->B, H = c->H, d = c->d, dv = c->dv;
+    const int rows[NIN] = {c->Tq, c->Tk, c->Tk, c->Tq, c->Tk};
+    const int dims[NIN] = {d, d, dv, d, d};
+    const double *src[NIN] = {pb->q, pb->k, pb->v, pb->q2, pb->k2};
+    int64_t numel[NIN] = {0};
+    if (c->lay == LAYOUT_FUSED) {
+        /* one [B, Tk, W] buffer with columns [q | k | (q2 | k2 |) v]; q occupies the last Tq
+         * token rows, as the rows of the current tokens in a decode step */
+        int64_t W = (int64_t)H * (2 * nv * d + dv), T = c->Tk;
+        const int64_t col[NIN] = {0, (int64_t)H * d, (int64_t)2 * nv * H * d, (int64_t)2 * H * d, (int64_t)3 * H * d};
+        for (int t = 0; t < NIN; t++) {
+            int64_t row0 = t == TQ || t == TQ2 ? T - c->Tq : 0;
+            dp->pl[t] = (place){0, row0 * W + col[t], {T * W, dims[t], W, 1}};
+        }
+        numel[0] = B * T * W;
+    } else {
+        for (int t = 0; t < NIN; t++) {
+            int64_t T = rows[t], D = dims[t];
+            if (c->lay == LAYOUT_BHTD)
+                dp->pl[t] = (place){t, 0, {H * T * D, T * D, D, 1}};
+            else /* token-major [B,T,H,D] seen as [B,H,T,D] */
+                dp->pl[t] = (place){t, 0, {T * H * D, D, H * D, 1}};
+            numel[t] = B * H * T * D;
+        }
+    }
+    float *host[NIN] = {0};
+    for (int t = 0; t < NIN; t++)
+        if (numel[t]) {
+            host[t] = xcalloc((size_t)numel[t], sizeof(float));
+            for (int64_t i = 0; i < numel[t]; i++) host[t][i] = NAN;
+        }
+    for (int t = 0; t < NIN; t++) {
+        if (!src[t]) continue;
+        const place *p = &dp->pl[t];
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int r = 0; r < rows[t]; r++)
+                    for (int e = 0; e < dims[t]; e++)
+                        host[p->base][p->off + b * p->st[0] + h * p->st[1] + r * p->st[2] + e * p->st[3]] =
+                            (float)src[t][(((size_t)b * H + h) * rows[t] + r) * dims[t] + e];
+    }
+    for (int t = 0; t < NIN; t++) {
+        if (!numel[t]) continue;
+        int64_t shape[1] = {numel[t]};
+        dp->base[t] = new_tensor(ctx, c->dtype, 1, shape);
+        upload_raw(ctx, dp->base[t], c->dtype, host[t], (size_t)numel[t]);
+        free(host[t]);
+    }
+    if (pb->gain) {
+        int64_t shape[1] = {dv};
+        float *g = xcalloc((size_t)dv, sizeof(float));
+        for (int e = 0; e < dv; e++) g[e] = (float)pb->gain[e];
+        dp->gain = new_tensor(ctx, c->gdtype, 1, shape);
+        upload_raw(ctx, dp->gain, c->gdtype, g, (size_t)dv);
+        free(g);
+    }
+}
+
+static void dev_free(dev_problem *dp)
+{
+    for (int t = 0; t < NIN; t++) tdacl_tensor_destroy(dp->base[t]);
+    tdacl_tensor_destroy(dp->gain);
+    memset(dp, 0, sizeof *dp);
+}
+
+/* A [B,H,rows,D] view of tensor t starting at row r0. */
+static tdacl_tensor *view_of(tdacl_context *ctx, const attn_case *c, const dev_problem *dp, int t, int r0, int rows)
+{
+    const place *p = &dp->pl[t];
+    int64_t shape[4] = {c->B, c->H, rows, t == TV ? c->dv : c->d};
+    tdacl_tensor *v = NULL;
+    CHECK_OK(ctx, tdacl_tensor_view(dp->base[p->base], 4, shape, p->st, p->off + r0 * p->st[2], &v));
+    return v;
+}
+
+#define OUT_SENTINEL (-3.25) /* exact in f32, bf16 and f16 */
+#define OUT_PAD 3
+
+/* Runs one call on query rows r0..r0+Tq-1 of the uploaded problem and returns the output
+ * as [B,H,Tq,dv] doubles.  The output tensor follows the case's layout: contiguous, a
+ * token-major view with OUT_PAD unused columns per row (checked untouched), or the
+ * token-major [B,T,H*dv] a fused projection consumes. */
+static void dev_run(tdacl_context *ctx, const attn_case *c, const dev_problem *dp, int r0, int Tq, int64_t offset,
+                    tdacl_attention_path path, const tdacl_param_values *force, double *got,
+                    tdacl_attention_stats *stats)
+{
+    const int B = c->B, H = c->H, dv = c->dv;
+    tdacl_tensor *in[NIN] = {0};
+    for (int t = 0; t < NIN; t++)
+        if (dp->base[dp->pl[t].base] && (t < TQ2 || two_views(c->kind)))
+            in[t] = view_of(ctx, c, dp, t, t == TQ || t == TQ2 ? r0 : 0, t == TQ || t == TQ2 ? Tq : c->Tk);
+
+    int64_t ld = c->lay == LAYOUT_BTHD ? dv + OUT_PAD : dv; /* elements per (token, head) row */
+    int64_t n_out = (int64_t)B * Tq * H * ld;
+    int64_t oshape[4] = {B, H, Tq, dv}, ost[4];
+    if (c->lay == LAYOUT_BHTD)
+        ost[0] = (int64_t)H * Tq * dv, ost[1] = (int64_t)Tq * dv, ost[2] = dv, ost[3] = 1;
+    else
+        ost[0] = (int64_t)Tq * H * ld, ost[1] = ld, ost[2] = (int64_t)H * ld, ost[3] = 1;
+    int64_t bshape[1] = {n_out};
+    tdacl_tensor *obase = new_tensor(ctx, c->odtype, 1, bshape), *out = NULL;
+    float *fill = xcalloc((size_t)n_out, sizeof(float));
+    for (int64_t i = 0; i < n_out; i++) fill[i] = (float)OUT_SENTINEL;
+    upload_raw(ctx, obase, c->odtype, fill, (size_t)n_out);
+    free(fill);
+    CHECK_OK(ctx, tdacl_tensor_view(obase, 4, oshape, ost, 0, &out));
+
+    tdacl_attention_desc desc;
+    tdacl_attention_desc_init(&desc);
+    desc.kind = c->kind;
+    desc.beta = c->beta, desc.kappa = c->kappa, desc.power = c->power, desc.lambda = c->lambda;
+    desc.scale = c->scale, desc.normalize = c->normalize, desc.norm = c->norm, desc.norm_eps = c->norm_eps;
+    desc.out_scale = c->out_scale, desc.offset = offset, desc.want_stats = 1, desc.path = path;
+    tdacl_attention_tensors ts = {in[TQ], in[TK], in[TV], in[TQ2], in[TK2], dp->gain, out};
+    if (force) {
+        tdacl_attention_plan plan;
+        CHECK_OK(ctx, tdacl__attention_plan(ctx, &desc, &ts, &plan));
+        CHECK_OK(ctx, tdacl__attention_run(ctx, &plan, &ts, force, NULL, stats));
+    } else {
+        CHECK_OK(ctx, tdacl_attention(ctx, &desc, &ts, stats));
+    }
+
+    void *bits = xcalloc((size_t)n_out, tdacl_dtype_size(c->odtype));
+    CHECK_OK(ctx, tdacl_tensor_download(obase, bits, c->odtype, n_out));
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < Tq; i++)
+                for (int e = 0; e < (int)ld; e++) {
+                    size_t at = (size_t)(b * ost[0] + h * ost[1] + i * ost[2] + e);
+                    double x = bits_to_double(c->odtype, bits, at);
+                    if (e < dv)
+                        got[(((size_t)b * H + h) * Tq + i) * dv + e] = x;
+                    else if (x != OUT_SENTINEL)
+                        fail_msg("output padding (b%d h%d row%d col%d) was overwritten: %g", b, h, i, e, x);
+                }
+    free(bits);
+    tdacl_tensor_destroy(out);
+    tdacl_tensor_destroy(obase);
+    for (int t = 0; t < NIN; t++) tdacl_tensor_destroy(in[t]);
+}
+
+/* ---- comparison ----------------------------------------------------------------------------- */
+
+/* Per-element tolerance of a reference output with Tk keys (error model above). */
+static void tolerance(const attn_case *c, int Tq, const ref_out *r, const double *gain, double *tol)
+{
+    const int dv = c->dv, rows = c->B * c->H * Tq;
+    const double eps_acc = (c->Tk + 32.0) * U32, eps_s = eps_score(c->d);
+    const double u_out = c->odtype == TDACL_BF16 ? 0x1p-8 : c->odtype == TDACL_F16 ? 0x1p-11 : 0.0;
+    double *tx = xcalloc((size_t)dv, sizeof(double));
+    for (int row = 0; row < rows; row++) {
+        const size_t o = (size_t)row * dv;
+        double ss_x = 0.0, ss_t = 0.0;
+        for (int e = 0; e < dv; e++) {
+            tx[e] = eps_acc * r->mag[o + e] + (eps_s * r->smag[row] + 16.0 * U32) * r->dmag[o + e];
+            ss_x += r->pre[o + e] * r->pre[o + e];
+            ss_t += tx[e] * tx[e];
+        }
+        double rr = sqrt(ss_x / dv + (double)c->norm_eps), t_rms = sqrt(ss_t / dv);
+        for (int e = 0; e < dv; e++) {
+            double y = fabs(r->out[o + e]), t;
+            if (c->norm == TDACL_NORM_RMS) {
+                double g = fabs((double)c->out_scale * (gain && c->gain ? gain[e] : 1.0));
+                t = g / rr * (tx[e] + fabs(r->pre[o + e]) * t_rms / rr) + (dv + 8.0) * U32 * y;
+            } else {
+                t = fabs((double)c->out_scale) * tx[e] + U32 * y;
+            }
+            t *= 2.0;
+            t += u_out * (y + t) + (c->odtype == TDACL_F16 ? 0x1p-24 : 0.0); /* f16 subnormals */
+            tol[o + e] = t;
+        }
+    }
+    free(tx);
+}
+
+/* Asserts |got - want| <= tol elementwise (NaN fails); reports the worst element. */
+static void compare(const attn_case *c, const char *what, int Tq, const double *got, const double *want,
+                    const double *tol)
+{
+    const int dv = c->dv;
+    size_t n = (size_t)c->B * c->H * Tq * dv, bad = 0, worst = 0;
+    double worst_ratio = -1.0;
+    for (size_t i = 0; i < n; i++) {
+        double err = fabs(got[i] - want[i]);
+        int ok = err <= tol[i];
+        double ratio = isnan(err) ? INFINITY : tol[i] > 0 ? err / tol[i] : err > 0 ? INFINITY : 0.0;
+        if (!ok) bad++;
+        if (ratio > worst_ratio || (!ok && bad == 1)) worst_ratio = ratio, worst = i;
+    }
+    if (bad) {
+        char cs[512];
+        case_str(c, cs, sizeof cs);
+        size_t e = worst % dv, row = worst / dv;
+        fail_msg("%s: %zu of %zu outputs out of tolerance [%s]; worst at head %zu row %zu col %zu: got %.9g want "
+                 "%.9g tol %.3g",
+                 what, bad, n, cs, row / Tq, row % Tq, e, got[worst], want[worst], tol[worst]);
+    }
+}
+
+static void check_stats(const attn_case *c, const char *what, const tdacl_attention_stats *st,
+                        const attn_ref_counts *rc, int path)
+{
+    char cs[512];
+    case_str(c, cs, sizeof cs);
+    if (st->visible_pairs != rc->visible_pairs || st->zero_weights != rc->zero_weights ||
+        st->survivors[0] != rc->survivors[0] || st->survivors[1] != rc->survivors[1])
+        fail_msg("%s stats [%s]: visible %llu/%llu zeros %llu/%llu survivors %llu,%llu / %llu,%llu (got/want)", what,
+                 cs, (unsigned long long)st->visible_pairs, (unsigned long long)rc->visible_pairs,
+                 (unsigned long long)st->zero_weights, (unsigned long long)rc->zero_weights,
+                 (unsigned long long)st->survivors[0], (unsigned long long)st->survivors[1],
+                 (unsigned long long)rc->survivors[0], (unsigned long long)rc->survivors[1]);
+    assert_int_equal(st->path, path);
+    double want = rc->visible_pairs ? (double)rc->zero_weights / (double)rc->visible_pairs : 0.0;
+    assert_true(fabs(st->sparsity - want) <= 1e-12);
+    assert_true(st->tiles_skipped_v <= st->tiles_visited);
+    if (softmax_kind(c->kind)) assert_int_equal(st->tiles_skipped_v, 0); /* every weight is positive */
+    /* SPEC 2: a tile whose weights are all zero skips its V work; with no survivor at all,
+     * that is every tile */
+    if (!softmax_kind(c->kind) && rc->zero_weights == rc->visible_pairs && rc->survivors[0] == 0 &&
+        rc->survivors[1] == 0)
+        assert_int_equal(st->tiles_skipped_v, st->tiles_visited);
+}
+
+/* ---- drivers ---------------------------------------------------------------------------------- */
+
+/* One call on the whole problem against the reference: outputs and exact counters. */
+static void check_case(void **state, const attn_case *c, int expect_path)
+{
+    tdacl_context *ctx = ctx_of(state);
+    problem pb;
+    problem_generate(&pb, c);
+    ref_out r;
+    ref_compute(&pb, c->Tq, c->offset, pb.q, pb.q2, &r, NULL);
+    dev_problem dp;
+    dev_upload(ctx, &pb, &dp);
+    size_t n = (size_t)c->B * c->H * c->Tq * c->dv;
+    double *got = xcalloc(n, sizeof(double)), *tol = xcalloc(n, sizeof(double));
+    tdacl_attention_stats st;
+    dev_run(ctx, c, &dp, 0, c->Tq, c->offset, c->path, c->force, got, &st);
+    tolerance(c, c->Tq, &r, pb.gain, tol);
+    compare(c, "output", c->Tq, got, r.out, tol);
+    check_stats(c, "prefill", &st, &r.counts, expect_path);
+    free(got), free(tol);
+    ref_free(&r);
+    dev_free(&dp);
+    problem_free(&pb);
+}
+
+/* Decode of the last tq rows (offset T - tq, passed explicitly or as the default) against
+ * the prefill rows of the same inputs and against the reference.  c is the prefill case
+ * (Tq = Tk = T). */
+static void check_decode(void **state, const attn_case *c, int tq, int explicit_offset,
+                         const tdacl_param_values *force)
+{
+    tdacl_context *ctx = ctx_of(state);
+    const int T = c->Tk, BH = c->B * c->H, r0 = T - tq;
+    problem pb;
+    problem_generate(&pb, c);
+    dev_problem dp;
+    dev_upload(ctx, &pb, &dp);
+
+    /* prefill over all T rows */
+    ref_out rf;
+    ref_compute(&pb, T, 0, pb.q, pb.q2, &rf, NULL);
+    size_t nf = (size_t)BH * T * c->dv, nd = (size_t)BH * tq * c->dv;
+    double *pre = xcalloc(nf, sizeof(double)), *tolf = xcalloc(nf, sizeof(double));
+    tdacl_attention_stats st;
+    dev_run(ctx, c, &dp, 0, T, c->offset, TDACL_PATH_PREFILL, NULL, pre, &st);
+    tolerance(c, T, &rf, pb.gain, tolf);
+    compare(c, "prefill", T, pre, rf.out, tolf);
+    check_stats(c, "prefill", &st, &rf.counts, TDACL_PATH_PREFILL);
+
+    /* the reference of the decode rows; its rows must equal the full reference's rows */
+    attn_case dc = *c;
+    dc.Tq = tq;
+    dc.offset = explicit_offset ? r0 : -1;
+    double *qd = slice_rows(pb.q, BH, T, c->d, r0, tq), *q2d = pb.q2 ? slice_rows(pb.q2, BH, T, c->d, r0, tq) : NULL;
+    ref_out rd;
+    ref_compute(&pb, tq, r0, qd, q2d, &rd, NULL);
+    double *full_rows = slice_rows(rf.out, BH, T, c->dv, r0, tq);
+    assert_memory_equal(full_rows, rd.out, nd * sizeof(double));
+
+    double *dec = xcalloc(nd, sizeof(double)), *told = xcalloc(nd, sizeof(double));
+    double *pre_rows = slice_rows(pre, BH, T, c->dv, r0, tq);
+    dev_run(ctx, &dc, &dp, r0, tq, dc.offset, TDACL_PATH_DECODE, force, dec, &st);
+    tolerance(&dc, tq, &rd, pb.gain, told);
+    compare(&dc, "decode vs reference", tq, dec, rd.out, told);
+    check_stats(&dc, "decode", &st, &rd.counts, TDACL_PATH_DECODE);
+    /* decode and prefill rows: both within tol of the reference, so within 2 tol of each other */
+    for (size_t i = 0; i < nd; i++) told[i] *= 2.0;
+    compare(&dc, "decode vs prefill rows", tq, dec, pre_rows, told);
+
+    free(qd), free(q2d), free(full_rows), free(pre_rows), free(pre), free(tolf), free(dec), free(told);
+    ref_free(&rf), ref_free(&rd);
+    dev_free(&dp);
+    problem_free(&pb);
+}
+
+static const tdacl_attention_kind KINDS[5] = {TDACL_ATTN_SOFTMAX, TDACL_ATTN_RELA, TDACL_ATTN_TRA, TDACL_ATTN_TDA,
+                                              TDACL_ATTN_DIFF_SOFTMAX};
+
+/* ---- the reference on its own: hand-computed values ----------------------------------------- */
+
+static void test_reference_by_hand(void **state)
+{
+    (void)state;
+    /* tau: (p + 1)/kappa = e gives 2 ln e = 2, so tau = beta sqrt(2/d) */
+    assert_true(fabs(attn_ref_tau(9, 2.0, 10.0 / exp(1.0), 8) - 1.0) < 1e-15);
+    assert_true(attn_ref_tau(0, 3.0, 1.0, 64) == 0.0); /* ln 1 = 0 */
+    assert_true(attn_ref_tau(2, 3.0, 4.0, 64) == 0.0); /* (p+1)/kappa < 1: clamped to 0 */
+    assert_true(attn_ref_rectified_power(-0.5, 2.0) == 0.0 && attn_ref_rectified_power(0.5, 3.0) == 0.125);
+    assert_true(attn_ref_visible(0, 0, 0) && !attn_ref_visible(0, 1, 0) && attn_ref_visible(1, 4, 3));
+
+    /* tda, d = 2, T = 2, beta 0 (tau 0), p 2, lambda 1.7 (clamped to 1):
+     *  q1 = [1,0],[0,2] -> [1,0],[0,1];  k1 = [3,0],[1,1] -> [1,0],[r,r] (r = 1/sqrt 2)
+     *  q2 = [0,1],[1,0];                 k2 = [0,5],[-1,0] -> [0,1],[-1,0]
+     *  row 0 sees key 0: s1 = 1, s2 = 1 -> a1 = 1, a2 = 1, a = 1 - 1 = 0       -> o = 0
+     *  row 1 sees 0, 1:  s1 = 0, r -> a1 = 0, 1/2; s2 = 0, -1 -> a2 = 0, 0     -> o = v1/2 */
+    const double q[] = {1, 0, 0, 2}, k[] = {3, 0, 1, 1}, q2[] = {0, 1, 1, 0}, k2[] = {0, 5, -1, 0};
+    const double v[] = {1, 2, 10, 20};
+    double out[4], pre[4];
+    attn_ref_params p = attn_ref_params_default(TDACL_ATTN_TDA);
+    p.beta = 0.0, p.lambda = 1.7;
+    attn_ref_counts n;
+    attn_ref_outputs o = {out, pre, NULL, NULL, NULL, NULL};
+    assert_int_equal(attn_ref_attention(&p, (attn_ref_shape){1, 1, 2, 2, 2, 2}, (attn_ref_inputs){q, k, v, q2, k2}, o, &n), 0);
+    assert_true(out[0] == 0.0 && out[1] == 0.0);
+    assert_true(fabs(out[2] - 5.0) < 1e-12 && fabs(out[3] - 10.0) < 1e-12);
+    assert_int_equal(n.visible_pairs, 3);
+    assert_int_equal(n.zero_weights, 2);
+    assert_int_equal(n.survivors[0], 2);
+    assert_int_equal(n.survivors[1], 1);
+
+    /* the same inputs as softmax: row 0 is v0; row 1 weighs v0, v1 by softmax(0, 2/sqrt 2) */
+    p = attn_ref_params_default(TDACL_ATTN_SOFTMAX);
+    assert_int_equal(attn_ref_attention(&p, (attn_ref_shape){1, 1, 2, 2, 2, 2}, (attn_ref_inputs){q, k, v, NULL, NULL}, o, &n), 0);
+    double w1 = 1.0 / (1.0 + exp(-2.0 / sqrt(2.0)));
+    assert_true(fabs(out[0] - 1.0) < 1e-12 && fabs(out[1] - 2.0) < 1e-12);
+    assert_true(fabs(out[2] - ((1 - w1) * 1 + w1 * 10)) < 1e-12);
+    assert_int_equal(n.zero_weights, 0);
+    assert_int_equal(n.survivors[0], 3);
+
+    /* rela ignores beta/kappa/power/normalize: scores [0,1]/sqrt 2 ... at row 1: q=[0,2] ->
+     * s = (0, 2)/sqrt 2 -> o = sqrt 2 * v1; row 0: s = 3/sqrt 2 -> o = 3/sqrt 2 * v0 */
+    p = attn_ref_params_default(TDACL_ATTN_RELA);
+    p.beta = 5.0, p.power = 3.0, p.normalize = 1;
+    assert_int_equal(attn_ref_attention(&p, (attn_ref_shape){1, 1, 2, 2, 2, 2}, (attn_ref_inputs){q, k, v, NULL, NULL}, o, &n), 0);
+    assert_true(fabs(out[0] - 3.0 / sqrt(2.0)) < 1e-12 && fabs(out[3] - 20.0 * sqrt(2.0)) < 1e-12);
+    assert_int_equal(n.zero_weights, 1);
+
+    /* rms Norm with gain and out_scale, and diff_softmax's unclamped lambda: identical views
+     * give (1 - lambda) softmax, here -0.7 v0 on row 0; rms of that row is 0.7 sqrt(2.5) */
+    const double gain[] = {2.0, -1.0};
+    p = attn_ref_params_default(TDACL_ATTN_DIFF_SOFTMAX);
+    p.lambda = 1.7, p.norm = TDACL_NORM_RMS, p.norm_eps = 0.0, p.gain = gain, p.out_scale = 0.5;
+    assert_int_equal(attn_ref_attention(&p, (attn_ref_shape){1, 1, 2, 2, 2, 2}, (attn_ref_inputs){q, k, v, q, k}, o, &n), 0);
+    double r = 0.7 * sqrt(2.5);
+    assert_true(fabs(pre[0] + 0.7) < 1e-12 && fabs(out[0] - 0.5 * 2.0 * -0.7 / r) < 1e-12);
+    assert_true(fabs(out[1] - 0.5 * -1.0 * -1.4 / r) < 1e-12);
+}
+
+/* ---- variant sweeps ---------------------------------------------------------------------------- */
+
+/* A: every kind, every T in {1, 2, 17, 64, 65, 300} (prefill, Tq = Tk), each with a different
+ * parameter set; path AUTO, which must choose prefill when Tk < 4 Tq. */
+static void test_variant_a_all_lengths(void **state)
+{
+    static const int Ts[6] = {1, 2, 17, 64, 65, 300};
+    for (int ki = 0; ki < 5; ki++)
+        for (int t = 0; t < 6; t++) {
+            attn_case c = make_case(KINDS[ki], VAR_A, Ts[t], Ts[t], -1);
+            apply_pset(&c, &PSETS[(t + ki) % 6]);
+            c.path = TDACL_PATH_AUTO;
+            check_case(state, &c, TDACL_PATH_PREFILL);
+        }
+}
+
+/* B, C, D: two shapes each, Tq < Tk with default and explicit offsets among them. */
+static void sweep_variant(void **state, variant var, const int shapes[2][3])
+{
+    for (int ki = 0; ki < 5; ki++)
+        for (int s = 0; s < 2; s++) {
+            attn_case c = make_case(KINDS[ki], var, shapes[s][0], shapes[s][1], shapes[s][2]);
+            apply_pset(&c, &PSETS[(2 * ki + s + (int)var) % 6]);
+            check_case(state, &c, TDACL_PATH_PREFILL);
+        }
+}
+
+static void test_variant_b_token_major_d64(void **state)
+{
+    static const int shapes[2][3] = {{17, 65, -1}, {64, 64, -1}};
+    sweep_variant(state, VAR_B, shapes);
+}
+
+static void test_variant_c_bf16_fused_qkv_d80(void **state)
+{
+    /* offset 100 < Tk - Tq: keys 120..299 are visible to no row and must not matter */
+    static const int shapes[2][3] = {{65, 65, -1}, {20, 300, 100}};
+    sweep_variant(state, VAR_C, shapes);
+    /* a bf16 gain tensor (its own dtype macro) */
+    attn_case c = make_case(TDACL_ATTN_TRA, VAR_C, 17, 17, -1);
+    apply_pset(&c, &PSETS[2]);
+    c.gdtype = TDACL_BF16;
+    check_case(state, &c, TDACL_PATH_PREFILL);
+}
+
+static void test_variant_d_f16_d128(void **state)
+{
+    /* offset 40 > Tk - Tq: every row sees every key, thresholds of positions 40..44 */
+    static const int shapes[2][3] = {{300, 300, -1}, {5, 17, 40}};
+    sweep_variant(state, VAR_D, shapes);
+}
+
+/* ---- decode ------------------------------------------------------------------------------------- */
+
+/* Decode rows per kind on A: Tq = 1 everywhere and one longer step, so the padded row
+ * counts 1, 4, 8 and 16 all occur (2 comes from test_decode_other_variants). */
+static void test_decode_matches_prefill(void **state)
+{
+    static const int tqs[5][3] = {{1, 16, 0}, {1, 7, 0}, {1, 3, 0}, {1, 9, 0}, {1, 5, 0}};
+    for (int ki = 0; ki < 5; ki++)
+        for (int s = 0; s < 3 && tqs[ki][s]; s++) {
+            int T = s == 0 ? 300 : 65; /* 300 keys: several splits and chunks per split */
+            attn_case c = make_case(KINDS[ki], VAR_A, T, T, -1);
+            apply_pset(&c, &PSETS[(ki + 2 * s + 1) % 6]);
+            check_decode(state, &c, tqs[ki][s], s % 2, NULL);
+        }
+}
+
+static void test_decode_other_variants(void **state)
+{
+    /* C: bf16, q rows of a fused buffer, unaligned dv = 50 */
+    for (int ki = 0; ki < 5; ki++) {
+        attn_case c = make_case(KINDS[ki], VAR_C, 65, 65, -1);
+        apply_pset(&c, &PSETS[(ki + 4) % 6]);
+        check_decode(state, &c, 2, ki % 2, NULL);
+    }
+    /* D: f16, d = 128, dv = 96 (more columns than the reduce kernel's 64 work-items) */
+    static const struct { tdacl_attention_kind kind; int tq; } more[] = {{TDACL_ATTN_TRA, 4}, {TDACL_ATTN_SOFTMAX, 1}};
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
+        attn_case c = make_case(more[i].kind, VAR_D, 300, 300, -1);
+        apply_pset(&c, &PSETS[(i + 3) % 6]);
+        check_decode(state, &c, more[i].tq, (int)i % 2, NULL);
+    }
+}
+
+/* ---- tiles other than the device's tuned ones --------------------------------------------------- */
+
+/* The tuned tiles on PoCL are 32x32/4x4; GPUs use others (the generic ladder's first entry is
+ * 64x32 with 8x4 per work-item).  Forcing a few through the tuner's entry point checks the
+ * index arithmetic of other shapes, including 4-key tiles that straddle every boundary. */
+static void test_forced_tiles(void **state)
+{
+    static const tdacl_param_values big = {{64, 32, 8, 4}}, tiny = {{8, 4, 2, 1}};
+    static const tdacl_param_values decode_many_splits = {{32, 32}}; /* NTD 32, WAVES 32 */
+    static const struct { tdacl_attention_kind kind; const tdacl_param_values *tiles; int tq, tk, ps; } cases[] = {
+        {TDACL_ATTN_TDA, &big, 65, 65, 3},  {TDACL_ATTN_DIFF_SOFTMAX, &big, 17, 65, 1},
+        {TDACL_ATTN_TRA, &tiny, 65, 65, 1}, {TDACL_ATTN_SOFTMAX, &tiny, 30, 65, 2}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        attn_case c = make_case(cases[i].kind, VAR_A, cases[i].tq, cases[i].tk, -1);
+        apply_pset(&c, &PSETS[cases[i].ps]);
+        c.force = cases[i].tiles;
+        check_case(state, &c, TDACL_PATH_PREFILL);
+    }
+    attn_case c = make_case(TDACL_ATTN_TDA, VAR_A, 300, 300, -1);
+    apply_pset(&c, &PSETS[1]);
+    check_decode(state, &c, 9, 1, &decode_many_splits);
+}
+
+/* ---- edge cases ------------------------------------------------------------------------------------ */
+
+/* A threshold above every score: all weights zero, the output exactly 0 with and without
+ * rms Norm (0 / sqrt(0 + eps) = 0, never NaN), and every tile skips its V work.  kappa 0.5
+ * puts a threshold on position 0 too. */
+static void test_no_survivors(void **state)
+{
+    static const tdacl_attention_kind kinds[2] = {TDACL_ATTN_TRA, TDACL_ATTN_TDA};
+    for (int ki = 0; ki < 2; ki++)
+        for (int norm = 0; norm < 2; norm++) {
+            attn_case c = make_case(kinds[ki], VAR_A, 65, 65, -1);
+            c.beta = 50.0f, c.kappa = 0.5f;
+            c.norm = norm ? TDACL_NORM_RMS : TDACL_NORM_NONE, c.gain = norm;
+            problem pb;
+            problem_generate(&pb, &c);
+            ref_out r;
+            ref_compute(&pb, c.Tq, -1, pb.q, pb.q2, &r, NULL);
+            assert_int_equal(r.counts.zero_weights, r.counts.visible_pairs);
+            dev_problem dp;
+            dev_upload(ctx_of(state), &pb, &dp);
+            size_t n = (size_t)c.B * c.H * c.Tq * c.dv, nd = (size_t)c.B * c.H * 3 * c.dv;
+            double *got = xcalloc(n, sizeof(double));
+            tdacl_attention_stats st;
+            dev_run(ctx_of(state), &c, &dp, 0, c.Tq, -1, TDACL_PATH_PREFILL, NULL, got, &st);
+            for (size_t i = 0; i < n; i++)
+                if (got[i] != 0.0) fail_msg("%s norm %d: output %zu is %g, not 0", kind_name(c.kind), norm, i, got[i]);
+            check_stats(&c, "prefill", &st, &r.counts, TDACL_PATH_PREFILL);
+            assert_true(st.tiles_visited > 0);
+            /* decode of the last rows (row counts shared with test_decode_matches_prefill) */
+            int tq = c.kind == TDACL_ATTN_TRA ? 3 : 1;
+            nd = (size_t)c.B * c.H * tq * c.dv;
+            dev_run(ctx_of(state), &c, &dp, c.Tq - tq, tq, -1, TDACL_PATH_DECODE, NULL, got, &st);
+            for (size_t i = 0; i < nd; i++)
+                if (got[i] != 0.0) fail_msg("%s norm %d decode: output %zu is %g, not 0", kind_name(c.kind), norm, i, got[i]);
+            assert_int_equal(st.zero_weights, st.visible_pairs);
+            assert_int_equal(st.survivors[0] + st.survivors[1], 0);
+            assert_int_equal(st.tiles_skipped_v, st.tiles_visited);
+            free(got);
+            ref_free(&r);
+            dev_free(&dp);
+            problem_free(&pb);
+        }
+}
+
+/* Tq = 0 is a no-op that succeeds, on both paths, and reports no pairs. */
+static void test_empty_query(void **state)
+{
+    tdacl_context *ctx = ctx_of(state);
+    for (int ki = 0; ki < 5; ki++)
+        for (int path = TDACL_PATH_AUTO; path <= TDACL_PATH_DECODE; path++) {
+            int64_t qs[4] = {2, 2, 0, 32}, ks[4] = {2, 2, 9, 32}, vs[4] = {2, 2, 9, 16}, os[4] = {2, 2, 0, 16};
+            tdacl_tensor *q = new_tensor(ctx, TDACL_F32, 4, qs), *k = new_tensor(ctx, TDACL_F32, 4, ks);
+            tdacl_tensor *v = new_tensor(ctx, TDACL_F32, 4, vs), *o = new_tensor(ctx, TDACL_F32, 4, os);
+            tdacl_tensor *q2 = two_views(KINDS[ki]) ? new_tensor(ctx, TDACL_F32, 4, qs) : NULL;
+            tdacl_tensor *k2 = two_views(KINDS[ki]) ? new_tensor(ctx, TDACL_F32, 4, ks) : NULL;
+            tdacl_attention_desc desc;
+            tdacl_attention_desc_init(&desc);
+            desc.kind = KINDS[ki], desc.path = (tdacl_attention_path)path, desc.want_stats = 1;
+            tdacl_attention_tensors ts = {q, k, v, q2, k2, NULL, o};
+            tdacl_attention_stats st;
+            memset(&st, 0xab, sizeof st);
+            CHECK_OK(ctx, tdacl_attention(ctx, &desc, &ts, &st));
+            assert_int_equal(st.visible_pairs, 0);
+            assert_int_equal(st.zero_weights, 0);
+            assert_true(st.sparsity == 0.0);
+            tdacl_tensor_destroy(q), tdacl_tensor_destroy(k), tdacl_tensor_destroy(v), tdacl_tensor_destroy(o);
+            tdacl_tensor_destroy(q2), tdacl_tensor_destroy(k2);
+        }
+}
+
+/* NaN inputs never crash.  What comes out (kernel semantics, both paths):
+ *  - a NaN anywhere in q row i makes output row i NaN in every column (its scores are NaN;
+ *    NaN passes the rectifier and the softmax maximum); every other row and head is exact;
+ *  - a NaN in key row j makes every row that sees j (i.e. i >= j) NaN; rows i < j and other
+ *    heads are exact (masked keys get score -inf before any weight is formed);
+ *  - a NaN in v row j reaches only its own head: rows with a non-zero weight on j are NaN,
+ *    and rows of the same tile with a zero weight may be too (0 * NaN in a dense tile), so
+ *    only the other heads are asserted. */
+static void test_nan_inputs(void **state)
+{
+    tdacl_context *ctx = ctx_of(state);
+    static const tdacl_attention_kind kinds[3] = {TDACL_ATTN_TRA, TDACL_ATTN_SOFTMAX, TDACL_ATTN_TDA};
+    for (int ki = 0; ki < 3; ki++)
+        for (int what = 0; what < 3; what++) /* 0: q, 1: k, 2: v */
+            for (int dec = 0; dec < 2; dec++) {
+                attn_case c = make_case(kinds[ki], VAR_A, 17, 17, -1);
+                c.beta = 0.5f;
+                /* decode row counts as in test_decode_matches_prefill (no extra compile) */
+                const int H = c.H, T = 17, tq = !dec ? T : c.kind == TDACL_ATTN_TRA ? 3 : 1, r0 = T - tq;
+                const int j = 9, hb = 1; /* poisoned key row and head */
+                problem pb;
+                problem_generate(&pb, &c);
+                ref_out r;
+                ref_compute(&pb, T, 0, pb.q, pb.q2, &r, NULL);
+                double *tol = xcalloc((size_t)c.B * H * T * c.dv, sizeof(double));
+                tolerance(&c, T, &r, NULL, tol);
+                /* poison element 3 of: the last q row (a decode row too), key row j, or v row j */
+                int prow = what == 0 ? T - 1 : j;
+                double *x = what == 0 ? pb.q : what == 1 ? pb.k : pb.v;
+                int D = what == 2 ? c.dv : c.d, rows = what == 0 ? c.Tq : c.Tk;
+                x[((size_t)hb * rows + prow) * D + 3] = NAN;
+                dev_problem dp;
+                dev_upload(ctx, &pb, &dp);
+                double *got = xcalloc((size_t)c.B * H * tq * c.dv, sizeof(double));
+                tdacl_attention_stats st;
+                dev_run(ctx, &c, &dp, r0, tq, -1, dec ? TDACL_PATH_DECODE : TDACL_PATH_PREFILL, NULL, got, &st);
+                for (int bh = 0; bh < c.B * H; bh++)
+                    for (int i = 0; i < tq; i++) {
+                        int row = r0 + i; /* absolute query row */
+                        int nan_row = bh == hb && ((what == 0 && row == prow) || (what == 1 && row >= j));
+                        int exact = bh != hb || (what == 0 && row != prow) || (what == 1 && row < j);
+                        for (int e = 0; e < c.dv; e++) {
+                            double g = got[((size_t)bh * tq + i) * c.dv + e];
+                            size_t at = ((size_t)bh * T + row) * c.dv + e;
+                            if (nan_row && !isnan(g))
+                                fail_msg("%s NaN in %s, %s: head %d row %d col %d is %g, expected NaN", kind_name(c.kind),
+                                         what == 0 ? "q" : what == 1 ? "k" : "v", dec ? "decode" : "prefill", bh, row, e, g);
+                            if (exact && !(fabs(g - r.out[at]) <= tol[at]))
+                                fail_msg("%s NaN in %s, %s: unaffected head %d row %d col %d is %g, want %g",
+                                         kind_name(c.kind), what == 0 ? "q" : what == 1 ? "k" : "v",
+                                         dec ? "decode" : "prefill", bh, row, e, g, r.out[at]);
+                        }
+                    }
+                free(got), free(tol);
+                ref_free(&r);
+                dev_free(&dp);
+                problem_free(&pb);
+            }
+}
+
+/* Invalid descriptors and mismatched tensors: the documented status, a message naming the
+ * field, and an untouched output. */
+static void expect_error(tdacl_context *ctx, const tdacl_attention_desc *desc, const tdacl_attention_tensors *ts,
+                         tdacl_status want, const char *field)
+{
+    tdacl_status st = tdacl_attention(ctx, desc, ts, NULL);
+    if (st != want)
+        fail_msg("expected %s naming '%s', got %s: %s", tdacl_status_str(want), field, tdacl_status_str(st),
+                 tdacl_last_error(ctx));
+    if (!strstr(tdacl_last_error(ctx), field))
+        fail_msg("error message '%s' does not name '%s'", tdacl_last_error(ctx), field);
+}
+
+static void test_invalid_arguments(void **state)
+{
+    tdacl_context *ctx = ctx_of(state);
+    int64_t qs[4] = {1, 2, 8, 32}, vs[4] = {1, 2, 8, 16}, q17[4] = {1, 2, 17, 32}, o17[4] = {1, 2, 17, 16};
+    int64_t kbad[4] = {1, 2, 8, 40}, vbad[4] = {1, 2, 7, 16}, obad[4] = {1, 2, 8, 17}, g5[1] = {5}, g16[1] = {16};
+    tdacl_tensor *q = new_tensor(ctx, TDACL_F32, 4, qs), *k = new_tensor(ctx, TDACL_F32, 4, qs);
+    tdacl_tensor *v = new_tensor(ctx, TDACL_F32, 4, vs), *o = new_tensor(ctx, TDACL_F32, 4, vs);
+    tdacl_tensor *k_d40 = new_tensor(ctx, TDACL_F32, 4, kbad), *v_t7 = new_tensor(ctx, TDACL_F32, 4, vbad);
+    tdacl_tensor *o_dv17 = new_tensor(ctx, TDACL_F32, 4, obad), *v_bf16 = new_tensor(ctx, TDACL_BF16, 4, vs);
+    tdacl_tensor *q_t17 = new_tensor(ctx, TDACL_F32, 4, q17), *o_t17 = new_tensor(ctx, TDACL_F32, 4, o17);
+    tdacl_tensor *gain5 = new_tensor(ctx, TDACL_F32, 1, g5), *gain16 = new_tensor(ctx, TDACL_F32, 1, g16);
+    tdacl_tensor *o_alias = NULL; /* the storage of v, seen as an output */
+    CHECK_OK(ctx, tdacl_tensor_view(v, 4, vs, (int64_t[]){256, 128, 16, 1}, 0, &o_alias));
+    float sentinel[256];
+    for (int i = 0; i < 256; i++) sentinel[i] = 42.0f;
+    CHECK_OK(ctx, tdacl_tensor_upload(o, sentinel, TDACL_F32, 256));
+
+    tdacl_attention_desc base, d;
+    tdacl_attention_desc_init(&base);
+    base.kind = TDACL_ATTN_TRA;
+    const tdacl_attention_tensors good = {q, k, v, NULL, NULL, NULL, o};
+    tdacl_attention_tensors t;
+
+#define FIELD_CASE(assign, status, field) \
+    do {                                  \
+        d = base;                         \
+        t = good;                         \
+        assign;                           \
+        expect_error(ctx, &d, &t, status, field); \
+    } while (0)
+    FIELD_CASE(d.beta = -1.0f, TDACL_ERR_INVALID_ARGUMENT, "desc.beta");
+    FIELD_CASE(d.beta = INFINITY, TDACL_ERR_INVALID_ARGUMENT, "desc.beta");
+    FIELD_CASE(d.kappa = 0.0f, TDACL_ERR_INVALID_ARGUMENT, "desc.kappa");
+    FIELD_CASE(d.power = 0.5f, TDACL_ERR_INVALID_ARGUMENT, "desc.power");
+    FIELD_CASE(d.lambda = NAN, TDACL_ERR_INVALID_ARGUMENT, "desc.lambda");
+    FIELD_CASE(d.scale = INFINITY, TDACL_ERR_INVALID_ARGUMENT, "desc.scale");
+    FIELD_CASE(d.norm_eps = 0.0f, TDACL_ERR_INVALID_ARGUMENT, "desc.norm_eps");
+    FIELD_CASE(d.out_scale = NAN, TDACL_ERR_INVALID_ARGUMENT, "desc.out_scale");
+    FIELD_CASE(d.normalize = 2, TDACL_ERR_INVALID_ARGUMENT, "desc.normalize");
+    FIELD_CASE(d.kind = (tdacl_attention_kind)7, TDACL_ERR_INVALID_ARGUMENT, "desc.kind");
+    FIELD_CASE(d.norm = (tdacl_head_norm)3, TDACL_ERR_INVALID_ARGUMENT, "desc.norm");
+    FIELD_CASE(d.offset = -2, TDACL_ERR_INVALID_ARGUMENT, "desc.offset");
+    FIELD_CASE(d.path = (tdacl_attention_path)9, TDACL_ERR_INVALID_ARGUMENT, "desc.path");
+    FIELD_CASE(t.k = k_d40, TDACL_ERR_SHAPE, "k.shape[3]");
+    FIELD_CASE(t.v = v_t7, TDACL_ERR_SHAPE, "v.shape[2]");
+    FIELD_CASE(t.out = o_dv17, TDACL_ERR_SHAPE, "out.shape[3]");
+    FIELD_CASE(t.v = v_bf16, TDACL_ERR_DTYPE, "v is bf16");
+    FIELD_CASE(t.k = NULL, TDACL_ERR_INVALID_ARGUMENT, "tensor k");
+    FIELD_CASE(d.kind = TDACL_ATTN_TDA, TDACL_ERR_INVALID_ARGUMENT, "q2");
+    FIELD_CASE((t.q2 = q, t.k2 = k), TDACL_ERR_INVALID_ARGUMENT, "q2/k2");
+    FIELD_CASE(t.gain = gain5, TDACL_ERR_SHAPE, "gain");
+    FIELD_CASE(t.gain = gain16, TDACL_ERR_INVALID_ARGUMENT, "desc.norm");
+    FIELD_CASE(t.out = o_alias, TDACL_ERR_INVALID_ARGUMENT, "overlaps");
+    FIELD_CASE((t.q = q_t17, t.out = o_t17), TDACL_ERR_SHAPE, "offset");              /* Tq > Tk */
+    FIELD_CASE((t.q = q_t17, t.out = o_t17, d.offset = 0, d.path = TDACL_PATH_DECODE), TDACL_ERR_INVALID_ARGUMENT,
+               "Tq <= 16");
+#undef FIELD_CASE
+    assert_int_equal(tdacl_attention(NULL, &base, &good, NULL), TDACL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(tdacl_attention(ctx, NULL, &good, NULL), TDACL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(tdacl_attention(ctx, &base, NULL, NULL), TDACL_ERR_INVALID_ARGUMENT);
+
+    float after[256];
+    CHECK_OK(ctx, tdacl_tensor_download(o, after, TDACL_F32, 256));
+    assert_memory_equal(after, sentinel, sizeof after); /* no failed call wrote the output */
+    tdacl_tensor *all[] = {q, k, v, o, k_d40, v_t7, o_dv17, v_bf16, q_t17, o_t17, gain5, gain16, o_alias};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tdacl_tensor_destroy(all[i]);
+}
+
+/* The Oclgrind subset (TDACL_TEST_TINY): each kind once per path and dtype, T = 17, d = 32. */
+static void test_tiny_subset(void **state)
+{
+    for (int ki = 0; ki < 5; ki++) {
+        attn_case c = make_case(KINDS[ki], VAR_A, 17, 17, -1);
+        c.B = 1;
+        apply_pset(&c, &PSETS[(ki + 1) % 6]);
+        check_decode(state, &c, 1, 1, NULL); /* prefill (all rows) and decode, f32 */
+        attn_case b = make_case(KINDS[ki], VAR_TINY_BF16, 17, 17, -1);
+        apply_pset(&b, &PSETS[(ki + 4) % 6]);
+        check_decode(state, &b, 2, 0, NULL); /* bf16, token-major */
+    }
+}
+
+/* ---- main ------------------------------------------------------------------------------------------ */
+
+static int group_setup(void **state)
+{
+    tdacl_context_desc cd;
+    tdacl_context_desc_init(&cd);
+    tdacl_context *ctx = NULL;
+    tdacl_status st = tdacl_context_create(&cd, &ctx);
+    if (st) {
+        fprintf(stderr, "tdacl_context_create: %s\n", tdacl_last_error(NULL));
+        return -1;
+    }
+    *state = ctx;
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    tdacl_context_destroy(ctx_of(state));
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *env = getenv("TDACL_TEST_TINY");
+    int tiny = env && *env && strcmp(env, "0") != 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--tiny")) tiny = 1;
+        if (!strcmp(argv[i], "--filter") && i + 1 < argc) cmocka_set_test_filter(argv[++i]); /* e.g. "*decode*" */
+    }
+    const struct CMUnitTest full[] = {
+        cmocka_unit_test(test_reference_by_hand),
+        cmocka_unit_test(test_invalid_arguments),
+        cmocka_unit_test(test_empty_query),
+        cmocka_unit_test(test_variant_a_all_lengths),
+        cmocka_unit_test(test_variant_b_token_major_d64),
+        cmocka_unit_test(test_variant_c_bf16_fused_qkv_d80),
+        cmocka_unit_test(test_variant_d_f16_d128),
+        cmocka_unit_test(test_decode_matches_prefill),
+        cmocka_unit_test(test_decode_other_variants),
+        cmocka_unit_test(test_forced_tiles),
+        cmocka_unit_test(test_no_survivors),
+        cmocka_unit_test(test_nan_inputs),
+    };
+    const struct CMUnitTest small[] = {
+        cmocka_unit_test(test_reference_by_hand),
+        cmocka_unit_test(test_invalid_arguments),
+        cmocka_unit_test(test_empty_query),
+        cmocka_unit_test(test_tiny_subset),
+    };
+    if (tiny) return cmocka_run_group_tests_name("attention (tiny)", small, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("attention", full, group_setup, group_teardown);
+}

@@ -1,0 +1,78 @@
+#!/bin/bash
+# The project's single test command (CI runs it through .ci/run):
+#   1. Release build with warnings as errors (build/), every test except the Oclgrind ones
+#   2. AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/), the same tests,
+#      leak checking on (third-party leaks suppressed by tools/lsan.supp)
+#   3. install the Release build into a temporary prefix and build + run examples/hello
+#      against it through find_package(tdacl) and through pkg-config
+#   4. the tests labelled "oclgrind" (kernels under the Oclgrind simulator), if any
+# Any failure stops the script with a non-zero status.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+JOBS="$(nproc)"
+SECONDS=0
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/tdacl-run-tests.XXXXXX")"
+trap 'rm -rf "$TMP"' EXIT
+
+step() { printf '\n==== [%4ds] %s\n' "$SECONDS" "$*"; }
+
+# Runs ctest with the given arguments, keeps its output in $1 and fails when it fails.
+run_ctest() {
+    local log="$1"
+    shift
+    ctest "$@" 2>&1 | tee "$log"
+}
+
+# ---- 1. Release ----
+step "Release build (build/)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTDACL_WERROR=ON
+cmake --build build -j"$JOBS"
+
+step "Release tests"
+run_ctest "$TMP/ctest-release.log" --test-dir build --output-on-failure -j"$JOBS" -LE oclgrind
+
+# ---- 2. sanitizers ----
+step "ASan + UBSan build (build-asan/)"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTDACL_SANITIZE=ON -DTDACL_WERROR=ON
+cmake --build build-asan -j"$JOBS"
+
+step "ASan + UBSan tests"
+ASAN_OPTIONS=detect_leaks=1 \
+LSAN_OPTIONS="suppressions=$ROOT/tools/lsan.supp" \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_ctest "$TMP/ctest-asan.log" --test-dir build-asan --output-on-failure -j"$JOBS" -LE oclgrind
+
+# ---- 3. the installed package ----
+step "install into a temporary prefix and build examples/hello against it"
+PREFIX="$TMP/prefix"
+cmake --install build --prefix "$PREFIX"
+PC_DIR="$(dirname "$(find "$PREFIX" -name tdacl.pc -print -quit)")"
+LIB_DIR="$(PKG_CONFIG_PATH="$PC_DIR" pkg-config --variable=libdir tdacl)"
+
+echo "-- find_package(tdacl)"
+cmake -S examples/hello -B "$TMP/hello-cmake" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PREFIX"
+cmake --build "$TMP/hello-cmake" -j"$JOBS"
+LD_LIBRARY_PATH="$LIB_DIR" "$TMP/hello-cmake/hello"
+
+echo "-- pkg-config ($(PKG_CONFIG_PATH="$PC_DIR" pkg-config --cflags --libs tdacl))"
+PKG_CONFIG_PATH="$PC_DIR" make -C examples/hello -f Makefile.pkgconfig OUT="$TMP/hello-pkgconfig"
+LD_LIBRARY_PATH="$LIB_DIR" "$TMP/hello-pkgconfig"
+
+# ---- 4. Oclgrind ----
+step "Oclgrind tests"
+n_oclgrind="$(ctest --test-dir build -N -L oclgrind | sed -n 's/^Total Tests: *//p')"
+if [ "${n_oclgrind:-0}" -gt 0 ]; then
+    run_ctest "$TMP/ctest-oclgrind.log" --test-dir build -L oclgrind --output-on-failure
+else
+    echo "no test carries the oclgrind label"
+fi
+
+step "summary"
+for run in release asan oclgrind; do
+    [ -f "$TMP/ctest-$run.log" ] || continue
+    printf '%-9s %s | %s\n' "$run:" "$(grep -E 'tests passed' "$TMP/ctest-$run.log" | tail -1)" \
+        "$(grep -E 'Total Test time' "$TMP/ctest-$run.log" | tail -1)"
+done
+echo "all steps passed in ${SECONDS}s"
