@@ -14,7 +14,10 @@
  * with an empty mask skips all V loads and weight x V work, a V chunk with no survivor is
  * skipped, and a sparse chunk loads and multiplies only the surviving V rows.
  * Local memory: Qs (k-major) persists; one region holds the K tile(s) during scoring and
- * then the W and V chunks.  Nothing T x T is ever stored. */
+ * then the W and V chunks.  The weight x V step of a tile runs at the start of the next
+ * iteration, so a tile whose mask is empty costs two barriers; with PREFETCH the next K
+ * tile's global loads are in flight while the current one is scored.  Nothing T x T is
+ * ever stored. */
 
 #ifndef KIND
 #define KIND 2 /* attention kind, see above */
@@ -51,6 +54,9 @@
 #endif
 #ifndef KUNROLL
 #define KUNROLL 2 /* unroll of the head-dim loop, in steps of 4 */
+#endif
+#ifndef PREFETCH
+#define PREFETCH 1 /* stage the next K tile in registers while scoring the current one */
 #endif
 
 #define TDACL_STR_(x) #x
@@ -118,22 +124,41 @@ inline float4 load4(__global const void *x, long base, long st, long sd, long ro
     return v;
 }
 
-/* A BN-key tile into k-major local memory: element (k, key c) lives in float4 group
+/* A BN-key tile goes to k-major local memory: element (k, key c) lives in float4 group
  * (c/4) ^ ((k/4) & SWZ) of row k, which keeps both the coalesced row-wise global loads and
- * the group-wise reads of the score loop nearly free of bank conflicts. */
-inline void load_k_tile(__local float *dst, __global const void *src, long base, long st, long sd, long n0,
-                        long rows, int d, __global const float *inv, long inv_base, int tid)
+ * the group-wise reads of the score loop nearly free of bank conflicts.  A work-item moves
+ * KPT float4s of the tile: fetched from global memory, then stored to local memory. */
+#define KPT ((BN * (D / 4) + NT - 1) / NT)
+
+inline void fetch_k_tile(float4 *regs, __global const void *src, long base, long st, long sd, long n0,
+                         long rows, int d, __global const float *inv, long inv_base, int tid)
 {
-    for (int idx = tid; idx < BN * (D / 4); idx += NT) {
+#pragma unroll
+    for (int u = 0; u < KPT; u++) {
+        int idx = tid + u * NT;
         int c = idx / (D / 4), k4 = idx - c * (D / 4);
         long row = n0 + c;
-        float4 v = load4(src, base, st, sd, row, rows, k4, d);
-        if (inv && row < rows) v *= inv[inv_base + row];
+        float4 v = (float4)(0.0f);
+        if (idx < BN * (D / 4)) {
+            v = load4(src, base, st, sd, row, rows, k4, d);
+            if (inv && row < rows) v *= inv[inv_base + row];
+        }
+        regs[u] = v;
+    }
+}
+
+inline void store_k_tile(__local float *dst, const float4 *regs, int tid)
+{
+#pragma unroll
+    for (int u = 0; u < KPT; u++) {
+        int idx = tid + u * NT;
+        if (idx >= BN * (D / 4)) break;
+        int c = idx / (D / 4), k4 = idx - c * (D / 4);
         int g = ((c >> 2) ^ (k4 & SWZ)) * 4 + (c & 3);
-        dst[(4 * k4 + 0) * BN + g] = v.s0;
-        dst[(4 * k4 + 1) * BN + g] = v.s1;
-        dst[(4 * k4 + 2) * BN + g] = v.s2;
-        dst[(4 * k4 + 3) * BN + g] = v.s3;
+        dst[(4 * k4 + 0) * BN + g] = regs[u].s0;
+        dst[(4 * k4 + 1) * BN + g] = regs[u].s1;
+        dst[(4 * k4 + 2) * BN + g] = regs[u].s2;
+        dst[(4 * k4 + 3) * BN + g] = regs[u].s3;
     }
 }
 
@@ -248,10 +273,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
     __local float4 Qs4[NV * D * BM4];
     __local float4 R4[REGION_FLOAT4]; /* K tile(s) while scoring; then W and V chunks */
 #if SPARSE
-    __local uint mask_buf[MASK_WORDS];
+    __local uint mask_buf[2][MASK_WORDS]; /* tile kt's mask is read in iteration kt+1 */
 #endif
 #if SOFTMAX
-    __local int tmax[NV * BM];
+    __local int tmax[2][NV * BM];
 #endif
     __local uint counters[4];
 
@@ -323,27 +348,183 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
     const long first_pos = offset + m0;
     const long vb_off = v_off + b * vs.s0 + h * vs.s1;
 
-    for (int kt = 0; kt < ntiles; kt++) {
+    const long kb_off = k_off + b * ks.s0 + h * ks.s1;
+#if TWO_VIEWS
+    const long k2b_off = k2_off + b * k2s.s0 + h * k2s.s1;
+#endif
+    float4 kreg[KPT];
+#if TWO_VIEWS
+    float4 k2reg[KPT];
+#endif
+    if (ntiles > 0) {
+        fetch_k_tile(kreg, k, kb_off, ks.s2, ks.s3, 0, Tk, d, kinv, inv_k, tid);
+#if TWO_VIEWS
+        fetch_k_tile(k2reg, k2, k2b_off, k2s.s2, k2s.s3, 0, Tk, d, k2inv, inv_k, tid);
+#endif
+    }
+    float s[TM][TN];
+#if TWO_VIEWS
+    float s2[TM][TN];
+#endif
+    long prev_n0 = -1;
+
+    /* Iteration kt scores tile kt and finishes tile kt-1 (its weight x V step); one extra
+     * iteration finishes the last tile. */
+    for (int kt = 0; kt <= ntiles; kt++) {
+        barrier(CLK_LOCAL_MEM_FENCE); /* tile kt-1: scores done, mask/maxima complete */
+        if (prev_n0 >= 0) {
+            const long n0 = prev_n0;
+            int used = 0; /* chunks that touched the region */
+#if SPARSE
+            uint mask[MASK_WORDS];
+            uint any_mask = 0u;
+#pragma unroll
+            for (int w = 0; w < MASK_WORDS; w++) any_mask |= (mask[w] = mask_buf[(kt - 1) & 1][w]);
+            if (any_mask) {
+                vtiles++;
+                /* weights, counting exact zeros when asked */
+#pragma unroll
+                for (int i = 0; i < TM; i++)
+#pragma unroll
+                    for (int j = 0; j < TN; j++) {
+#if KIND == 1
+                        float wgt = s[i][j] <= 0.0f ? 0.0f : s[i][j]; /* NaN passes */
+                        nz1 += wgt != 0.0f;
+#elif KIND == 2
+                        float wgt = isnan(s[i][j]) ? s[i][j] : rect_pow(s[i][j], pmode, power);
+                        nz1 += wgt != 0.0f;
+#else
+                        float w1 = isnan(s[i][j]) ? s[i][j] : rect_pow(s[i][j], pmode, power);
+                        float w2 = isnan(s2[i][j]) ? s2[i][j] : rect_pow(s2[i][j], pmode, power);
+                        float wgt = w1 - lc * w2;
+                        nz1 += w1 != 0.0f;
+                        nz2 += w2 != 0.0f;
+                        nzc += wgt != 0.0f;
+#endif
+                        s[i][j] = wgt;
+                    }
+                /* chunks of VC keys: skip empty ones, load only surviving V rows of sparse ones */
+                for (int c0 = 0; c0 < BN; c0 += VC) {
+                    uint cm[MASK_WORDS];
+                    uint chunk_any = 0u;
+                    int nsurv = 0;
+#pragma unroll
+                    for (int w = 0; w < MASK_WORDS; w++) {
+                        uint lo = (uint)max(c0 - 32 * w, 0), hi = (uint)min(c0 + VC - 32 * w, 32);
+                        uint sel = lo >= hi ? 0u : ((hi == 32u ? 0xffffffffu : ((1u << hi) - 1u)) & ~((1u << lo) - 1u));
+                        cm[w] = mask[w] & sel;
+                        chunk_any |= cm[w];
+                        nsurv += popcount(cm[w]);
+                    }
+                    if (!chunk_any) continue; /* uniform */
+                    const int dense = nsurv * 4 > VC * 3;
+                    if (used++) barrier(CLK_LOCAL_MEM_FENCE); /* previous chunk fully read */
+                    WRITE_W_CHUNK(Ws4, s, c0);
+                    for (int idx = tid; idx < VC * DV4; idx += NT) {
+                        int c = idx / DV4, c4 = idx - (idx / DV4) * DV4;
+                        int key = c0 + c;
+                        uint live = dense;
+#pragma unroll
+                        for (int w = 0; w < MASK_WORDS; w++)
+                            if ((key >> 5) == w) live |= (cm[w] >> (key & 31)) & 1u;
+                        if (live) Vs4[c * VS4 + c4] = load4(v, vb_off, vs.s2, vs.s3, n0 + key, Tk, c4, dv);
+                    }
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                    if (dense) {
+                        float lunused[TM];
+                        for (int c = 0; c < VC; c++) WV_KEY(o, Ws4, c, lunused, 0);
+                    } else {
+#pragma unroll
+                        for (int w = 0; w < MASK_WORDS; w++) {
+                            uint m = cm[w];
+                            while (m) {
+                                int c = 32 * w + (31 - clz(m & (0u - m))) - c0;
+                                m &= m - 1u;
+                                float lunused[TM];
+                                WV_KEY(o, Ws4, c, lunused, 0);
+                            }
+                        }
+                    }
+                }
+            }
+#else /* SOFTMAX: rescale by the new row maxima, then every key */
+            vtiles++;
+#pragma unroll
+            for (int i = 0; i < TM; i++) {
+                float mnew = fmax(mrow[i], ord_float(tmax[(kt - 1) & 1][ROW_OF(i)]));
+                float alpha = mnew == -INFINITY ? 1.0f : native_exp2(mrow[i] - mnew);
+                mrow[i] = mnew;
+                lrow[i] *= alpha;
+#pragma unroll
+                for (int g = 0; g < DVT4; g++) o[i][g] *= alpha;
+#pragma unroll
+                for (int j = 0; j < TN; j++) s[i][j] = mnew == -INFINITY ? 0.0f : native_exp2(s[i][j] - mnew);
+#if KIND == 4
+                float mnew2 = fmax(mrow2[i], ord_float(tmax[(kt - 1) & 1][BM + ROW_OF(i)]));
+                float alpha2 = mnew2 == -INFINITY ? 1.0f : native_exp2(mrow2[i] - mnew2);
+                mrow2[i] = mnew2;
+                lrow2[i] *= alpha2;
+#pragma unroll
+                for (int g = 0; g < DVT4; g++) o2[i][g] *= alpha2;
+#pragma unroll
+                for (int j = 0; j < TN; j++) s2[i][j] = mnew2 == -INFINITY ? 0.0f : native_exp2(s2[i][j] - mnew2);
+#endif
+            }
+            for (int c0 = 0; c0 < BN; c0 += VC) {
+                if (used++) barrier(CLK_LOCAL_MEM_FENCE); /* previous chunk fully read */
+                WRITE_W_CHUNK(Ws4, s, c0);
+#if KIND == 4
+                WRITE_W_CHUNK((Ws4 + VC * BM4), s2, c0);
+#endif
+                for (int idx = tid; idx < VC * DV4; idx += NT) {
+                    int c = idx / DV4, c4 = idx - (idx / DV4) * DV4;
+                    Vs4[c * VS4 + c4] = load4(v, vb_off, vs.s2, vs.s3, n0 + c0 + c, Tk, c4, dv);
+                }
+                barrier(CLK_LOCAL_MEM_FENCE);
+                for (int c = 0; c < VC; c++) {
+                    WV_KEY(o, Ws4, c, lrow, 1);
+#if KIND == 4
+                    WV_KEY(o2, (Ws4 + VC * BM4), c, lrow2, 1);
+#endif
+                }
+            }
+#endif
+            if (used) barrier(CLK_LOCAL_MEM_FENCE); /* region free for the next K tile */
+        }
+        if (kt == ntiles) break;
+
+        /* tile kt: K to local memory, then (with PREFETCH) tile kt+1's loads in flight */
         const long n0 = (long)kt * BN;
         const int need_mask = (n0 + BN - 1 > first_pos) || (n0 + BN > Tk);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        load_k_tile(Ks, k, k_off + b * ks.s0 + h * ks.s1, ks.s2, ks.s3, n0, Tk, d, kinv, inv_k, tid);
+#if !PREFETCH
+        if (kt > 0) {
+            fetch_k_tile(kreg, k, kb_off, ks.s2, ks.s3, n0, Tk, d, kinv, inv_k, tid);
 #if TWO_VIEWS
-        load_k_tile(Ks + D * BN, k2, k2_off + b * k2s.s0 + h * k2s.s1, k2s.s2, k2s.s3, n0, Tk, d, k2inv, inv_k,
-                    tid);
+            fetch_k_tile(k2reg, k2, k2b_off, k2s.s2, k2s.s3, n0, Tk, d, k2inv, inv_k, tid);
+#endif
+        }
+#endif
+        store_k_tile(Ks, kreg, tid);
+#if TWO_VIEWS
+        store_k_tile(Ks + D * BN, k2reg, tid);
 #endif
 #if SPARSE
-        if (tid < MASK_WORDS) mask_buf[tid] = 0u;
+        if (tid < MASK_WORDS) mask_buf[kt & 1][tid] = 0u;
 #endif
 #if SOFTMAX
-        for (int r = tid; r < NV * BM; r += NT) tmax[r] = ord_int(-INFINITY);
+        for (int r = tid; r < NV * BM; r += NT) tmax[kt & 1][r] = ord_int(-INFINITY);
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
-
-        float s[TM][TN];
+#if PREFETCH
+        if (kt + 1 < ntiles) {
+            fetch_k_tile(kreg, k, kb_off, ks.s2, ks.s3, n0 + BN, Tk, d, kinv, inv_k, tid);
+#if TWO_VIEWS
+            fetch_k_tile(k2reg, k2, k2b_off, k2s.s2, k2s.s3, n0 + BN, Tk, d, k2inv, inv_k, tid);
+#endif
+        }
+#endif
         SCORE_TILE(s, Qs4, Ks4);
 #if TWO_VIEWS
-        float s2[TM][TN];
         SCORE_TILE(s2, (Qs4 + D * BM4), (Ks4 + D * BN4));
 #endif
         /* causal and tail mask */
@@ -361,7 +542,6 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
                     }
             }
         }
-
 #if SPARSE
         /* x = s - tau; a key survives when some row has x > 0 (or NaN, which propagates) */
         uint bits[MASK_WORDS];
@@ -386,135 +566,24 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
         }
 #pragma unroll
         for (int w = 0; w < MASK_WORDS; w++)
-            if (bits[w]) atomic_or(&mask_buf[w], bits[w]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        uint mask[MASK_WORDS];
-        uint any_mask = 0u;
-#pragma unroll
-        for (int w = 0; w < MASK_WORDS; w++) any_mask |= (mask[w] = mask_buf[w]);
-        if (any_mask == 0u) continue; /* uniform: the whole tile is zero */
-        vtiles++;
-        /* weights, counting exact zeros when asked */
-#pragma unroll
-        for (int i = 0; i < TM; i++)
-#pragma unroll
-            for (int j = 0; j < TN; j++) {
-#if KIND == 1
-                float wgt = s[i][j] <= 0.0f ? 0.0f : s[i][j]; /* NaN passes */
-                nz1 += wgt != 0.0f;
-#elif KIND == 2
-                float wgt = isnan(s[i][j]) ? s[i][j] : rect_pow(s[i][j], pmode, power);
-                nz1 += wgt != 0.0f;
+            if (bits[w]) atomic_or(&mask_buf[kt & 1][w], bits[w]);
 #else
-                float w1 = isnan(s[i][j]) ? s[i][j] : rect_pow(s[i][j], pmode, power);
-                float w2 = isnan(s2[i][j]) ? s2[i][j] : rect_pow(s2[i][j], pmode, power);
-                float wgt = w1 - lc * w2;
-                nz1 += w1 != 0.0f;
-                nz2 += w2 != 0.0f;
-                nzc += wgt != 0.0f;
-#endif
-                s[i][j] = wgt;
-            }
-        /* chunks of VC keys: skip empty ones, load only surviving V rows of sparse ones */
-        for (int c0 = 0; c0 < BN; c0 += VC) {
-            uint cm[MASK_WORDS];
-            uint chunk_any = 0u;
-            int nsurv = 0;
-#pragma unroll
-            for (int w = 0; w < MASK_WORDS; w++) {
-                uint lo = (uint)max(c0 - 32 * w, 0), hi = (uint)min(c0 + VC - 32 * w, 32);
-                uint sel = lo >= hi ? 0u : ((hi == 32u ? 0xffffffffu : ((1u << hi) - 1u)) & ~((1u << lo) - 1u));
-                cm[w] = mask[w] & sel;
-                chunk_any |= cm[w];
-                nsurv += popcount(cm[w]);
-            }
-            if (!chunk_any) continue; /* uniform */
-            const int dense = nsurv * 4 > VC * 3;
-            barrier(CLK_LOCAL_MEM_FENCE); /* K tile (or the previous chunk) fully read */
-            WRITE_W_CHUNK(Ws4, s, c0);
-            for (int idx = tid; idx < VC * DV4; idx += NT) {
-                int c = idx / DV4, c4 = idx - (idx / DV4) * DV4;
-                int key = c0 + c;
-                uint live = dense;
-#pragma unroll
-                for (int w = 0; w < MASK_WORDS; w++)
-                    if ((key >> 5) == w) live |= (cm[w] >> (key & 31)) & 1u;
-                if (live) Vs4[c * VS4 + c4] = load4(v, vb_off, vs.s2, vs.s3, n0 + key, Tk, c4, dv);
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-            if (dense) {
-                float lunused[TM];
-                for (int c = 0; c < VC; c++) WV_KEY(o, Ws4, c, lunused, 0);
-            } else {
-#pragma unroll
-                for (int w = 0; w < MASK_WORDS; w++) {
-                    uint m = cm[w];
-                    while (m) {
-                        int c = 32 * w + (31 - clz(m & (0u - m))) - c0;
-                        m &= m - 1u;
-                        float lunused[TM];
-                        WV_KEY(o, Ws4, c, lunused, 0);
-                    }
-                }
-            }
-        }
-#else /* SOFTMAX */
         /* tile row maxima through local atomics on order-preserving ints */
 #pragma unroll
         for (int i = 0; i < TM; i++) {
             float mx = s[i][0];
 #pragma unroll
             for (int j = 1; j < TN; j++) mx = fmax(mx, s[i][j]);
-            if (mx != -INFINITY) atomic_max(&tmax[ROW_OF(i)], ord_int(mx));
+            if (mx != -INFINITY) atomic_max(&tmax[kt & 1][ROW_OF(i)], ord_int(mx));
 #if KIND == 4
             float mx2 = s2[i][0];
 #pragma unroll
             for (int j = 1; j < TN; j++) mx2 = fmax(mx2, s2[i][j]);
-            if (mx2 != -INFINITY) atomic_max(&tmax[BM + ROW_OF(i)], ord_int(mx2));
+            if (mx2 != -INFINITY) atomic_max(&tmax[kt & 1][BM + ROW_OF(i)], ord_int(mx2));
 #endif
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        vtiles++;
-#pragma unroll
-        for (int i = 0; i < TM; i++) {
-            float mnew = fmax(mrow[i], ord_float(tmax[ROW_OF(i)]));
-            float alpha = mnew == -INFINITY ? 1.0f : native_exp2(mrow[i] - mnew);
-            mrow[i] = mnew;
-            lrow[i] *= alpha;
-#pragma unroll
-            for (int g = 0; g < DVT4; g++) o[i][g] *= alpha;
-#pragma unroll
-            for (int j = 0; j < TN; j++) s[i][j] = mnew == -INFINITY ? 0.0f : native_exp2(s[i][j] - mnew);
-#if KIND == 4
-            float mnew2 = fmax(mrow2[i], ord_float(tmax[BM + ROW_OF(i)]));
-            float alpha2 = mnew2 == -INFINITY ? 1.0f : native_exp2(mrow2[i] - mnew2);
-            mrow2[i] = mnew2;
-            lrow2[i] *= alpha2;
-#pragma unroll
-            for (int g = 0; g < DVT4; g++) o2[i][g] *= alpha2;
-#pragma unroll
-            for (int j = 0; j < TN; j++) s2[i][j] = mnew2 == -INFINITY ? 0.0f : native_exp2(s2[i][j] - mnew2);
 #endif
-        }
-        for (int c0 = 0; c0 < BN; c0 += VC) {
-            barrier(CLK_LOCAL_MEM_FENCE); /* K tile (or the previous chunk) fully read */
-            WRITE_W_CHUNK(Ws4, s, c0);
-#if KIND == 4
-            WRITE_W_CHUNK((Ws4 + VC * BM4), s2, c0);
-#endif
-            for (int idx = tid; idx < VC * DV4; idx += NT) {
-                int c = idx / DV4, c4 = idx - (idx / DV4) * DV4;
-                Vs4[c * VS4 + c4] = load4(v, vb_off, vs.s2, vs.s3, n0 + c0 + c, Tk, c4, dv);
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-            for (int c = 0; c < VC; c++) {
-                WV_KEY(o, Ws4, c, lrow, 1);
-#if KIND == 4
-                WV_KEY(o2, (Ws4 + VC * BM4), c, lrow2, 1);
-#endif
-            }
-        }
-#endif
+        prev_n0 = n0;
     }
 
     /* epilogue: combine, normalise, store */

@@ -76,10 +76,33 @@ inline float4 load4(__global const void *x, long p, long sd, int c4, int d)
     return v;
 }
 
-/* Survivor-list capacity = keys per round: a round scores LIST keys (LIST / NTD per
- * work-item, straight from global memory, no barrier), then multiplies the survivors' V
- * rows.  Softmax kinds keep every visible key of the round. */
-#define LIST (TQP <= 2 ? 512 : 1024 / TQP)
+/* Survivor-list capacity = keys per round: a round scores LIST keys, NTD at a time, then
+ * multiplies the survivors' V rows.  Softmax kinds keep every visible key of the round. */
+#define LIST (NTD * (TQP <= 2 ? 4 : TQP <= 8 ? 2 : 1))
+#define KS4 (D4 + 1) /* padded row stride of the key chunk, in float4 */
+
+/* The float4s of a key chunk that work-item tid moves: element u is float4 (tid + u*NTD)
+ * of the chunk (coalesced across work-items); views in [t]. */
+inline void fetch_chunk(float4 kreg[NV][D4], __global const void *k, long kb, long4 ks,
+                        __global const void *k2, long k2b, long4 k2s, long c0, long s1, int d, int tid)
+{
+#pragma unroll
+    for (int t = 0; t < NV; t++)
+#pragma unroll
+        for (int u = 0; u < D4; u++) {
+            int idx = tid + u * NTD, j = idx / D4, cc = idx - (idx / D4) * D4;
+            long n = c0 + j;
+            float4 val = (float4)(0.0f);
+            if (n < s1) {
+#if TWO_VIEWS
+                if (t) val = load4(k2, k2b + n * k2s.s2, k2s.s3, cc, d);
+                else
+#endif
+                    val = load4(k, kb + n * ks.s2, ks.s3, cc, d);
+            }
+            kreg[t][u] = val;
+        }
+}
 
 __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_part(
     __global const void *q, __global const void *k, __global const void *v,
@@ -92,6 +115,7 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
     int normalize, int want_stats)
 {
     __local float4 Qs[NV * TQP * D4];
+    __local float4 Ks[NV * NTD * KS4]; /* the current chunk of keys */
     __local float Wl[LIST * TQP * NW]; /* weights (or log2 scores) of listed keys */
     __local int klist[LIST];
     __local float4 red[TQP * DV4]; /* partition sums at the end */
@@ -168,6 +192,8 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
     const long k2b = k2_off + b * k2s.s0 + h * k2s.s1;
     const long vb = v_off + b * vs.s0 + h * vs.s1;
 
+    float4 kreg[NV][D4];
+    if (s0 < s1) fetch_chunk(kreg, k, kb, ks, k2, k2b, k2s, s0, s1, d, tid);
     for (long r0 = s0; r0 < s1; r0 += LIST) {
         barrier(CLK_LOCAL_MEM_FENCE); /* previous round's list fully consumed */
         if (tid == 0) cnt = 0;
@@ -175,79 +201,91 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
         if (tid < NV * TQP) tmax[tid] = ord_int(-INFINITY);
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
-        /* phase 1: score this round's keys, one key per work-item at a time */
-        for (int j = tid; j < LIST; j += NTD) {
-            const long n = r0 + j;
-            if (n >= s1) break;
-            float sc[NV][TQP];
-#pragma unroll
-            for (int t = 0; t < NV; t++) {
-                float4 acc[TQP];
-                float4 kk = (float4)(0.0f);
-#pragma unroll
-                for (int i = 0; i < TQP; i++) acc[i] = (float4)(0.0f);
-#pragma unroll 4
-                for (int cc = 0; cc < D4; cc++) {
-#if TWO_VIEWS
-                    float4 kv = t ? load4(k2, k2b + n * k2s.s2, k2s.s3, cc, d) : load4(k, kb + n * ks.s2, ks.s3, cc, d);
-#else
-                    float4 kv = load4(k, kb + n * ks.s2, ks.s3, cc, d);
-#endif
-                    kk = fma(kv, kv, kk);
-#pragma unroll
-                    for (int i = 0; i < TQP; i++) acc[i] = fma(Qs[(t * TQP + i) * D4 + cc], kv, acc[i]);
-                }
-                float kinv = 1.0f;
-#if KIND == 2 || KIND == 3
-                if (normalize) kinv = 1.0f / fmax(sqrt((kk.s0 + kk.s1) + (kk.s2 + kk.s3)), 1e-12f);
-#endif
-#pragma unroll
-                for (int i = 0; i < TQP; i++) {
-                    float sv = ((acc[i].s0 + acc[i].s1) + (acc[i].s2 + acc[i].s3)) * kinv;
-                    sc[t][i] = (i < Tq && n <= offset + i) ? sv : -INFINITY;
-                }
-            }
-#if !SOFTMAX
-            /* weights; a key with any non-zero weight joins the survivor list */
-            float wv[TQP];
-            int any = 0;
-#pragma unroll
-            for (int i = 0; i < TQP; i++) {
-                float x1 = sc[0][i] - tau[i];
-#if KIND == 1
-                float w1 = x1 <= 0.0f ? 0.0f : x1;
-                wv[i] = w1;
-#else
-                float w1 = isnan(x1) ? x1 : rect_pow(x1, pmode, power);
-#if KIND == 3
-                float x2 = sc[1][i] - tau[i];
-                float w2 = isnan(x2) ? x2 : rect_pow(x2, pmode, power);
-                wv[i] = w1 - lc * w2;
-                nz2 += w2 != 0.0f;
-                nzc += wv[i] != 0.0f;
-                any |= w2 != 0.0f;
-#else
-                wv[i] = w1;
-#endif
-#endif
-                nz1 += w1 != 0.0f;
-                any |= w1 != 0.0f;
-            }
-            if (any) {
-                uint idx = atomic_inc(&cnt);
-                klist[idx] = (int)n;
-#pragma unroll
-                for (int i = 0; i < TQP; i++) Wl[idx * TQP + i] = wv[i];
-            }
-#else
+        /* phase 1: score this round's keys NTD at a time; each chunk is staged through local
+         * memory with coalesced loads, and the next chunk's loads are issued before scoring */
+        for (int j0 = 0; j0 < LIST && r0 + j0 < s1; j0 += NTD) {
+            const long c0 = r0 + j0;
+            if (j0 > 0 || r0 > s0) barrier(CLK_LOCAL_MEM_FENCE); /* previous chunk fully read */
 #pragma unroll
             for (int t = 0; t < NV; t++)
 #pragma unroll
-                for (int i = 0; i < TQP; i++) {
-                    Wl[(t * LIST + j) * TQP + i] = sc[t][i];
-                    if (sc[t][i] != -INFINITY) atomic_max(&tmax[t * TQP + i], ord_int(sc[t][i]));
+                for (int u = 0; u < D4; u++) {
+                    int idx = tid + u * NTD, j = idx / D4, cc = idx - (idx / D4) * D4;
+                    Ks[(t * NTD + j) * KS4 + cc] = kreg[t][u];
                 }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            /* next chunk (possibly in the next round) */
+            const long next = (j0 + NTD < LIST) ? c0 + NTD : r0 + LIST;
+            if (next < s1) fetch_chunk(kreg, k, kb, ks, k2, k2b, k2s, next, s1, d, tid);
+            const long n = c0 + tid;
+            const int j = j0 + tid;
+            if (n < s1) {
+                float sc[NV][TQP];
+#pragma unroll
+                for (int t = 0; t < NV; t++) {
+                    float4 acc[TQP];
+                    float4 kk = (float4)(0.0f);
+#pragma unroll
+                    for (int i = 0; i < TQP; i++) acc[i] = (float4)(0.0f);
+#pragma unroll 4
+                    for (int cc = 0; cc < D4; cc++) {
+                        float4 kv = Ks[(t * NTD + tid) * KS4 + cc];
+                        kk = fma(kv, kv, kk);
+#pragma unroll
+                        for (int i = 0; i < TQP; i++) acc[i] = fma(Qs[(t * TQP + i) * D4 + cc], kv, acc[i]);
+                    }
+                    float kinv = 1.0f;
+#if KIND == 2 || KIND == 3
+                    if (normalize) kinv = 1.0f / fmax(sqrt((kk.s0 + kk.s1) + (kk.s2 + kk.s3)), 1e-12f);
 #endif
+#pragma unroll
+                    for (int i = 0; i < TQP; i++) {
+                        float sv = ((acc[i].s0 + acc[i].s1) + (acc[i].s2 + acc[i].s3)) * kinv;
+                        sc[t][i] = (i < Tq && n <= offset + i) ? sv : -INFINITY;
+                    }
+                }
+#if !SOFTMAX
+                /* weights; a key with any non-zero weight joins the survivor list */
+                float wv[TQP];
+                int any = 0;
+#pragma unroll
+                for (int i = 0; i < TQP; i++) {
+                    float x1 = sc[0][i] - tau[i];
+#if KIND == 1
+                    float w1 = x1 <= 0.0f ? 0.0f : x1;
+                    wv[i] = w1;
+#else
+                    float w1 = isnan(x1) ? x1 : rect_pow(x1, pmode, power);
+#if KIND == 3
+                    float x2 = sc[1][i] - tau[i];
+                    float w2 = isnan(x2) ? x2 : rect_pow(x2, pmode, power);
+                    wv[i] = w1 - lc * w2;
+                    nz2 += w2 != 0.0f;
+                    nzc += wv[i] != 0.0f;
+                    any |= w2 != 0.0f;
+#else
+                    wv[i] = w1;
+#endif
+#endif
+                    nz1 += w1 != 0.0f;
+                    any |= w1 != 0.0f;
+                }
+                if (any) {
+                    uint idx = atomic_inc(&cnt);
+                    klist[idx] = (int)n;
+#pragma unroll
+                    for (int i = 0; i < TQP; i++) Wl[idx * TQP + i] = wv[i];
+                }
+#else
+#pragma unroll
+                for (int t = 0; t < NV; t++)
+#pragma unroll
+                    for (int i = 0; i < TQP; i++) {
+                        Wl[(t * LIST + j) * TQP + i] = sc[t][i];
+                        if (sc[t][i] != -INFINITY) atomic_max(&tmax[t * TQP + i], ord_int(sc[t][i]));
+                    }
+#endif
+            }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         /* phase 2: weight x V over the list, work-items split over (key partition, column) */

@@ -275,22 +275,22 @@ static int decode_tqp(int64_t tq)
 }
 
 /* Build options of the planned kernel with parameters v (the program cache key). */
-static void kernel_options(const tdacl_attention_plan *p, const tdacl_param_values *v, tdacl_strbuf *sb)
+void tdacl__attention_options(const tdacl_attention_plan *p, const tdacl_param_values *v, tdacl_strbuf *sb)
 {
     common_options(p, sb);
     if (p->path == TDACL_PATH_DECODE) {
         int nr = p->dvpad >= 64 ? 64 : p->dvpad;
         tdacl__sb_printf(sb, " -DTQP=%d -DNTD=%d -DNR=%d", decode_tqp(p->Tq), v->v[0], nr);
     } else {
-        tdacl__sb_printf(sb, " -DBM=%d -DBN=%d -DTM=%d -DTN=%d -DVC=%d -DKUNROLL=%d", v->v[0], v->v[1], v->v[2],
-                         v->v[3], v->v[4], v->v[5]);
+        tdacl__sb_printf(sb, " -DBM=%d -DBN=%d -DTM=%d -DTN=%d -DVC=%d -DKUNROLL=%d -DPREFETCH=%d", v->v[0], v->v[1],
+                         v->v[2], v->v[3], v->v[4], v->v[5], v->v[6]);
     }
 }
 
 tdacl_status tdacl__attention_build(tdacl_context *ctx, const tdacl_attention_plan *p, const tdacl_param_values *v)
 {
     tdacl_strbuf opts = {0};
-    kernel_options(p, v, &opts);
+    tdacl__attention_options(p, v, &opts);
     cl_program prog;
     tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
                                : tdacl__program_get(ctx, p->path == TDACL_PATH_DECODE ? "attention_decode" : "attention",
@@ -308,7 +308,7 @@ static tdacl_status run_prefill(tdacl_context *ctx, const tdacl_attention_plan *
     int nt = (bm / tm) * (bn / tn);
     int64_t bh = p->B * p->H, nqb = (p->Tq + bm - 1) / bm;
     tdacl_strbuf opts = {0};
-    kernel_options(p, v, &opts);
+    tdacl__attention_options(p, v, &opts);
     cl_kernel k;
     tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
                                : tdacl__kernel_get(ctx, "attention", opts.data, "attention_fwd", &k);
@@ -455,7 +455,7 @@ static tdacl_status run_decode(tdacl_context *ctx, const tdacl_attention_plan *p
 
     int tqp = decode_tqp(p->Tq);
     tdacl_strbuf opts = {0};
-    kernel_options(p, v, &opts);
+    tdacl__attention_options(p, v, &opts);
     cl_kernel kp, kr;
     tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
                                : tdacl__kernel_get(ctx, "attention_decode", opts.data, "attention_decode_part", &kp);
@@ -509,10 +509,12 @@ static tdacl_status run_decode(tdacl_context *ctx, const tdacl_attention_plan *p
     s2 = add_event_ms(ctx, e2, ms);
     if (!st) st = s2;
     if (!st && stats) {
+        /* the kernel counts rounds of LIST keys (cl/attention_decode.cl), not NTD chunks */
+        int64_t list = tqp <= 2 ? 512 : 1024 / tqp;
         uint64_t per_split_chunks = 0;
         for (int64_t s = 0; s < nsplit; s++) {
             int64_t a = s * split_len, b = a + split_len < kend ? a + split_len : kend;
-            per_split_chunks += (uint64_t)((b - a + ntd - 1) / ntd);
+            per_split_chunks += (uint64_t)((b - a + list - 1) / list);
         }
         stats->tiles_visited = per_split_chunks * (uint64_t)bh;
         if (want) {

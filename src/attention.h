@@ -26,6 +26,9 @@ tdacl_status tdacl__attention_run(tdacl_context *ctx, const tdacl_attention_plan
                                   const tdacl_param_values *force, tdacl_tuned *used,
                                   tdacl_attention_stats *stats);
 
+/* Build options (after the device's base options) of a planned call with parameters v. */
+void tdacl__attention_options(const tdacl_attention_plan *plan, const tdacl_param_values *v, tdacl_strbuf *sb);
+
 /* Builds (or loads from the cache) the program of a planned call with parameters v. */
 tdacl_status tdacl__attention_build(tdacl_context *ctx, const tdacl_attention_plan *plan, const tdacl_param_values *v);
 

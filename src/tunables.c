@@ -9,12 +9,13 @@
 /* ---- attention (prefill), cl/attention.cl ---- */
 
 static const tdacl_tunable attention_params[] = {
-    {"BM", 1, {16, 32, 64, 128, 0}, "query rows per work-group"},
-    {"BN", 1, {16, 32, 64, 0}, "keys per tile"},
-    {"TM", 1, {4, 8, 0}, "query rows per work-item (multiple of 4)"},
-    {"TN", 1, {4, 8, 0}, "keys per work-item in the score tile (multiple of 4)"},
-    {"VC", 1, {8, 16, 32, 64, 0}, "keys per weight x V chunk"},
-    {"KUNROLL", 1, {1, 2, 4, 0}, "unroll of the head-dim loop (in steps of 4)"},
+    {"BM", 1, {16, 32, 64, 128, TDACL_END}, "query rows per work-group"},
+    {"BN", 1, {16, 32, 64, TDACL_END}, "keys per tile"},
+    {"TM", 1, {4, 8, TDACL_END}, "query rows per work-item (multiple of 4)"},
+    {"TN", 1, {4, 8, TDACL_END}, "keys per work-item in the score tile (multiple of 4)"},
+    {"VC", 1, {8, 16, 32, 64, TDACL_END}, "keys per weight x V chunk"},
+    {"KUNROLL", 1, {1, 2, 4, TDACL_END}, "unroll of the head-dim loop (in steps of 4)"},
+    {"PREFETCH", 1, {0, 1, TDACL_END}, "load the next K tile into registers while scoring"},
 };
 
 /* Local memory of attention_fwd in bytes, mirroring the declarations in cl/attention.cl. */
@@ -60,35 +61,36 @@ static int attention_check(const tdacl_device_info *dev, const tdacl_problem *p,
 }
 
 static const tdacl_class_default attention_classes[] = {
-    {"nvidia-", TDACL_ATTN_TDA, {{32, 32, 4, 4, 32, 2}}},
-    {"nvidia-", TDACL_ATTN_DIFF_SOFTMAX, {{32, 32, 4, 4, 16, 2}}},
-    {"nvidia-", -1, {{64, 32, 8, 4, 32, 2}}},
-    {"amd-", -1, {{64, 32, 8, 4, 32, 2}}},
-    {"pocl-cpu", -1, {{32, 32, 4, 4, 32, 1}}},
+    {"nvidia-", TDACL_ATTN_TDA, {{32, 32, 4, 4, 32, 2, 1}}},
+    {"nvidia-", TDACL_ATTN_DIFF_SOFTMAX, {{32, 32, 4, 4, 16, 2, 1}}},
+    {"nvidia-", -1, {{64, 32, 8, 4, 32, 2, 1}}},
+    {"amd-", -1, {{64, 32, 8, 4, 32, 2, 1}}},
+    {"pocl-cpu", -1, {{32, 32, 4, 4, 32, 1, 1}}},
     {NULL, -1, {{0}}},
 };
 
 static const tdacl_param_values attention_ladder[] = {
-    {{64, 32, 8, 4, 32, 1}}, {{32, 32, 4, 4, 32, 1}}, {{32, 32, 4, 4, 16, 1}}, {{32, 16, 4, 4, 16, 1}},
-    {{16, 16, 4, 4, 16, 1}}, {{16, 16, 4, 4, 8, 1}}, {{16, 8, 4, 4, 8, 1}}, {{8, 8, 4, 4, 4, 1}},
-    {{4, 4, 4, 4, 4, 1}},
+    {{64, 32, 8, 4, 32, 1, 1}}, {{32, 32, 4, 4, 32, 1, 1}}, {{32, 32, 4, 4, 16, 1, 1}}, {{32, 16, 4, 4, 16, 1, 1}},
+    {{16, 16, 4, 4, 16, 1, 1}}, {{16, 16, 4, 4, 8, 1, 1}}, {{16, 8, 4, 4, 8, 1, 1}}, {{8, 8, 4, 4, 4, 1, 1}},
+    {{4, 4, 4, 4, 4, 1, 1}},
 };
 
 /* ---- attention (decode), cl/attention_decode.cl ---- */
 
 static const tdacl_tunable decode_params[] = {
-    {"NTD", 1, {32, 64, 128, 256, 0}, "work-items per work-group = keys per chunk"},
-    {"WAVES", 0, {1, 2, 4, 8, 16, 32, 0}, "target work-groups per compute unit (sets the split count)"},
+    {"NTD", 1, {32, 64, 128, 256, TDACL_END}, "work-items per work-group = keys per staged chunk"},
+    {"WAVES", 0, {1, 2, 4, 8, 16, 32, TDACL_END}, "target work-groups per compute unit (sets the split count)"},
 };
 
 size_t tdacl__decode_local_bytes(int kind, int d, int dv, int tqp, int ntd)
 {
     int two = kind == TDACL_ATTN_TDA || kind == TDACL_ATTN_DIFF_SOFTMAX;
     size_t nv = two ? 2 : 1, nw = kind == TDACL_ATTN_DIFF_SOFTMAX ? 2 : 1;
-    size_t list = tqp <= 2 ? 512 : (size_t)(1024 / tqp); /* LIST in cl/attention_decode.cl */
-    (void)ntd;
-    return nv * (size_t)tqp * (size_t)(d / 4) * 16 + list * (size_t)tqp * nw * 4 + list * 4 +
-           (size_t)tqp * (size_t)(dv / 4) * 16 + 4 + nv * (size_t)tqp * 4 + 16;
+    /* LIST and KS4 as in cl/attention_decode.cl */
+    size_t list = (size_t)ntd * (tqp <= 2 ? 4 : tqp <= 8 ? 2 : 1);
+    return nv * (size_t)tqp * (size_t)(d / 4) * 16 + nv * (size_t)ntd * (size_t)(d / 4 + 1) * 16 +
+           list * (size_t)tqp * nw * 4 + list * 4 + (size_t)tqp * (size_t)(dv / 4) * 16 + 4 +
+           nv * (size_t)tqp * 4 + 16;
 }
 
 static int decode_check(const tdacl_device_info *dev, const tdacl_problem *p, const int *v,
@@ -119,7 +121,7 @@ static const tdacl_param_values decode_ladder[] = {
 };
 
 static const tdacl_kernel_space spaces[] = {
-    {"attention", attention_params, 6, attention_check, attention_classes, attention_ladder,
+    {"attention", attention_params, 7, attention_check, attention_classes, attention_ladder,
      (int)TDACL_ARRAY_LEN(attention_ladder)},
     {"attention_decode", decode_params, 2, decode_check, decode_classes, decode_ladder,
      (int)TDACL_ARRAY_LEN(decode_ladder)},

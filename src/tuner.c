@@ -3,8 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "tuner.h"
 
@@ -31,10 +29,10 @@ static int enumerate(const tdacl_kernel_space *ks, tdacl_param_values **out)
     int total = 1, count[TDACL_MAX_PARAMS];
     for (int p = 0; p < ks->nparams; p++) {
         count[p] = 0;
-        while (count[p] < TDACL_MAX_CANDIDATES && ks->params[p].candidates[count[p]]) count[p]++;
+        while (count[p] < TDACL_MAX_CANDIDATES && ks->params[p].candidates[count[p]] != TDACL_END) count[p]++;
         total *= count[p];
     }
-    *out = calloc((size_t)total, sizeof **out);
+    *out = calloc((size_t)total + 1, sizeof **out); /* + the generic default */
     if (!*out) return -1;
     for (int i = 0; i < total; i++) {
         int rem = i;
@@ -152,40 +150,53 @@ static int check_candidate(tdacl_context *ctx, problem_data *small, const float 
     return 0;
 }
 
-/* Compiles the candidates in `jobs` forked processes so that the timing loop finds them in
- * the program cache (compilation dominates tuning time; timing stays sequential). */
-static void prebuild(tdacl_context *ctx, const tdacl_attention_plan *plan, const tdacl_param_values *cands,
-                     int n, int jobs)
+/* Compiles the candidates through job->prebuild so that the timing loop finds them in the
+ * program cache (compilation dominates tuning time; timing stays sequential). */
+static void prebuild(tdacl_context *ctx, const tdacl_tune_job *job, const tdacl_attention_plan *plan,
+                     const tdacl_param_values *cands, int n, double deadline)
 {
-    if (!ctx->cache.enabled) return;
-    fflush(NULL);
-    pid_t pids[64];
-    int started = 0;
-    if (jobs > 64) jobs = 64;
-    for (int j = 0; j < jobs; j++) {
-        pid_t pid = fork();
-        if (pid < 0) break;
-        if (pid == 0) {
-            char sel[16];
-            snprintf(sel, sizeof sel, "%d", ctx->device_index);
-            tdacl_context_desc desc;
-            tdacl_context_desc_init(&desc);
-            desc.device = sel;
-            desc.cache_dir = ctx->cache.dir;
-            desc.log_level = TDACL_LOG_ERROR;
-            tdacl_context *c;
-            if (tdacl_context_create(&desc, &c)) _exit(1);
-            for (int i = j; i < n; i += jobs) tdacl__attention_build(c, plan, &cands[i]);
-            tdacl_context_destroy(c);
-            _exit(0);
-        }
-        pids[started++] = pid;
+    if (!ctx->cache.enabled || !job->prebuild || n <= 0) return;
+    char **opts = calloc((size_t)n, sizeof *opts);
+    int ok = opts != NULL;
+    for (int i = 0; ok && i < n; i++) {
+        tdacl_strbuf sb = {0};
+        tdacl__attention_options(plan, &cands[i], &sb);
+        opts[i] = sb.data;
+        ok = !sb.oom;
     }
-    for (int j = 0; j < started; j++) waitpid(pids[j], NULL, 0);
+    if (ok)
+        job->prebuild(ctx->device_index, ctx->cache.dir,
+                      plan->path == TDACL_PATH_DECODE ? "attention_decode" : "attention", opts, n, job->jobs,
+                      deadline);
+    for (int i = 0; opts && i < n; i++) free(opts[i]);
+    free(opts);
 }
 
-tdacl_status tdacl__tune(tdacl_context *ctx, const tdacl_tune_job *job, tdacl_tune_result *res)
+/* A new context on the same device and cache, for after a candidate broke the old one
+ * (a kernel fault leaves an OpenCL context unusable). */
+static tdacl_status reopen(tdacl_context **ctxp)
 {
+    tdacl_context *old = *ctxp;
+    char sel[16], dir[512];
+    snprintf(sel, sizeof sel, "%d", old->device_index);
+    snprintf(dir, sizeof dir, "%s", old->cache.dir);
+    tdacl_context_desc desc;
+    tdacl_context_desc_init(&desc);
+    desc.device = sel;
+    desc.cache = old->cache.enabled;
+    desc.cache_dir = dir;
+    desc.log_fn = old->log_fn;
+    desc.log_user = old->log_user;
+    desc.log_level = old->log_level;
+    desc.use_tuning_db = old->use_tuning_db;
+    tdacl_context_destroy(old);
+    *ctxp = NULL;
+    return tdacl_context_create(&desc, ctxp);
+}
+
+tdacl_status tdacl__tune(tdacl_context **ctxp, const tdacl_tune_job *job, tdacl_tune_result *res)
+{
+    tdacl_context *ctx = *ctxp;
     memset(res, 0, sizeof *res);
     const tdacl_kernel_space *ks = tdacl__kernel_space(job->kernel);
     if (!ks) return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "tune: unknown kernel '%s'", job->kernel);
@@ -254,7 +265,8 @@ tdacl_status tdacl__tune(tdacl_context *ctx, const tdacl_tune_job *job, tdacl_tu
         /* compile the next batch in parallel (the budget is checked between batches) */
         const int batch = 4 * job->jobs;
         if (job->jobs > 1 && job->strategy != TDACL_TUNE_ANNEAL && step % batch == 0)
-            prebuild(ctx, &big.plan, cands + step, step + batch <= kept ? batch : kept - step, job->jobs);
+            prebuild(ctx, job, &big.plan, cands + step, step + batch <= kept ? batch : kept - step,
+                     job->budget_s > 0 ? t_start + job->budget_s : 1e300);
         if (job->strategy == TDACL_TUNE_ANNEAL && step > 1) {
             /* neighbour of the current point: the candidate differing least in log2 distance */
             int bestj = -1;
@@ -273,6 +285,21 @@ tdacl_status tdacl__tune(tdacl_context *ctx, const tdacl_tune_job *job, tdacl_tu
         tdacl__params_text(ks, v, text, sizeof text);
         res->tried++;
         int bad = check_candidate(ctx, &small, want, n_out, v, why, sizeof why);
+        if (bad < 0 && idx != 0) {
+            /* a build or launch failure: the context may be broken, so start over */
+            res->failed++;
+            tdacl__log(ctx, TDACL_LOG_WARN, "tune: %s failed: %s", text, why);
+            if (job->verbose) fprintf(stderr, "  %-40s failed: %s\n", text, why);
+            free_problem(&big);
+            free_problem(&small);
+            for (int i = 0; i < 5; i++) free(host[i]), host[i] = NULL;
+            st = reopen(ctxp);
+            ctx = *ctxp;
+            if (!st) st = make_problem(ctx, job, 1, 2, sTq, sTk, 0.5f, host, &small);
+            if (!st) st = make_problem(ctx, job, job->B, job->H, decode ? 1 : job->T, job->T, 1.0f, NULL, &big);
+            if (st) goto done;
+            continue;
+        }
         if (bad) {
             if (bad > 0) res->rejected_reference++;
             else res->failed++;
@@ -289,9 +316,17 @@ tdacl_status tdacl__tune(tdacl_context *ctx, const tdacl_tune_job *job, tdacl_tu
         st = tdacl__measure(time_once, &tj, &job->measure, &s);
         if (st) {
             res->failed++;
-            tdacl__log(ctx, TDACL_LOG_INFO, "tune: %s failed at the timing shape: %s", text, tdacl_last_error(ctx));
+            tdacl__log(ctx, TDACL_LOG_WARN, "tune: %s failed at the timing shape: %s", text, tdacl_last_error(ctx));
             if (job->verbose) fprintf(stderr, "  %-40s failed: %s\n", text, tdacl_last_error(ctx));
-            st = TDACL_SUCCESS;
+            /* the failure may have broken the context: start over on a fresh one */
+            free_problem(&big);
+            free_problem(&small);
+            for (int i = 0; i < 5; i++) free(host[i]), host[i] = NULL;
+            st = reopen(ctxp);
+            ctx = *ctxp;
+            if (!st) st = make_problem(ctx, job, 1, 2, sTq, sTk, 0.5f, host, &small);
+            if (!st) st = make_problem(ctx, job, job->B, job->H, decode ? 1 : job->T, job->T, 1.0f, NULL, &big);
+            if (st) goto done;
             continue;
         }
         if (idx == 0 && step == 0) res->generic_ms = s.median;

@@ -38,6 +38,11 @@ typedef struct tdacl_tune_job {
     tdacl_measure_opts measure;
     int verbose;            /* progress lines on stderr */
     int jobs;               /* > 1: build the candidates in that many processes first */
+    /* Builds programs in fresh processes (OpenCL state cannot cross fork()); each process
+     * gets a share of the option strings; unfinished builders are stopped at `deadline`
+     * (tdacl__now() time).  NULL: no parallel builds. */
+    void (*prebuild)(int device_index, const char *cache_dir, const char *program,
+                     char *const *options, int n, int jobs, double deadline);
 } tdacl_tune_job;
 
 typedef struct tdacl_tune_result {
@@ -48,7 +53,8 @@ typedef struct tdacl_tune_result {
     tdacl_problem problem;
 } tdacl_tune_result;
 
-tdacl_status tdacl__tune(tdacl_context *ctx, const tdacl_tune_job *job, tdacl_tune_result *res);
+/* *ctx may be replaced by a fresh context on the same device when a candidate breaks it. */
+tdacl_status tdacl__tune(tdacl_context **ctx, const tdacl_tune_job *job, tdacl_tune_result *res);
 
 /* Fills a database entry for this device and the job's problem from a result. */
 void tdacl__tune_entry(const tdacl_context *ctx, const tdacl_tune_job *job, const tdacl_tune_result *res,

@@ -13,11 +13,12 @@
 
 #define TDACL_MAX_PARAMS 8
 #define TDACL_MAX_CANDIDATES 12
+#define TDACL_END (-1)
 
 typedef struct tdacl_tunable {
     const char *name;  /* the -D macro (or run-time knob when is_macro == 0) */
     int is_macro;
-    int candidates[TDACL_MAX_CANDIDATES]; /* search space, 0-terminated */
+    int candidates[TDACL_MAX_CANDIDATES]; /* search space, ended by TDACL_END (0 is a value) */
     const char *doc;
 } tdacl_tunable;
 

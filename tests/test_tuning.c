@@ -311,7 +311,7 @@ static int valid_sets(const tdacl_kernel_space *ks, const tdacl_device_info *d, 
         }
         int i = ks->nparams - 1; /* next combination, odometer style */
         for (; i >= 0; i--) {
-            if (idx[i] + 1 < TDACL_MAX_CANDIDATES && ks->params[i].candidates[idx[i] + 1]) {
+            if (idx[i] + 1 < TDACL_MAX_CANDIDATES && ks->params[i].candidates[idx[i] + 1] != TDACL_END) {
                 idx[i]++;
                 break;
             }
@@ -717,7 +717,7 @@ static void test_constraints(void **state)
             if (k->params[i].is_macro)
                 snprintf(want_opts + o, sizeof want_opts - o, " -D%s=%d", k->params[i].name, pv.v[i]);
             assert_int_equal(tdacl__param_index(k, k->params[i].name), i);
-            assert_true(k->params[i].candidates[0] > 0);
+            assert_true(k->params[i].candidates[0] != TDACL_END);
         }
         tdacl__params_text(k, &pv, text, sizeof text);
         assert_string_equal(text, want_text);

@@ -15,5 +15,6 @@ int cli_long(const char *s, long long *out);
 int cmd_devices(int argc, char **argv);
 int cmd_attention(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_prebuild(int argc, char **argv);
 
 #endif

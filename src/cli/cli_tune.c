@@ -1,15 +1,84 @@
 /* tdacl tune: search block sizes of the attention kernels on one device and store the
  * winners in a tuning database (the user's by default).  Ctrl-C keeps the best so far. */
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 
 #include "cli.h"
 #include "tuner.h"
 
+
 static volatile int stop_flag;
 static void on_sigint(int sig) { (void)sig, stop_flag = 1; }
+
+extern char **environ;
+
+/* job->prebuild: re-runs this executable as `tdacl __prebuild DEV DIR PROGRAM OPTS...`, one
+ * process per share of the option strings, and waits for all of them. */
+static void spawn_prebuild(int device_index, const char *cache_dir, const char *program, char *const *options,
+                           int n, int jobs, double deadline)
+{
+    pid_t pids[64];
+    int started = 0;
+    char dev[16];
+    snprintf(dev, sizeof dev, "%d", device_index);
+    if (jobs > 64) jobs = 64;
+    for (int j = 0; j < jobs && j < n; j++) {
+        int count = 0;
+        for (int i = j; i < n; i += jobs) count++;
+        char **argv = calloc((size_t)count + 6, sizeof *argv);
+        if (!argv) break;
+        int a = 0;
+        argv[a++] = "tdacl";
+        argv[a++] = "__prebuild";
+        argv[a++] = dev;
+        argv[a++] = (char *)cache_dir;
+        argv[a++] = (char *)program;
+        for (int i = j; i < n; i += jobs) argv[a++] = options[i];
+        argv[a] = NULL;
+        pid_t pid;
+        if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ) == 0) pids[started++] = pid;
+        free(argv);
+    }
+    /* wait, but not past the deadline: a builder still compiling then is stopped */
+    int left = started;
+    while (left > 0) {
+        for (int j = 0; j < started; j++)
+            if (pids[j] > 0 && waitpid(pids[j], NULL, WNOHANG) == pids[j]) pids[j] = 0, left--;
+        if (left == 0) break;
+        if (tdacl__now() > deadline || stop_flag) {
+            for (int j = 0; j < started; j++)
+                if (pids[j] > 0) kill(pids[j], SIGKILL), waitpid(pids[j], NULL, 0);
+            break;
+        }
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* tdacl __prebuild DEV DIR PROGRAM OPTS...: build into the cache and exit (internal). */
+int cmd_prebuild(int argc, char **argv)
+{
+    if (argc < 4) return 2;
+    tdacl_context_desc desc;
+    tdacl_context_desc_init(&desc);
+    desc.device = argv[1];
+    desc.cache = 1;
+    desc.cache_dir = argv[2];
+    desc.log_level = TDACL_LOG_OFF;
+    tdacl_context *ctx;
+    if (tdacl_context_create(&desc, &ctx)) return 1;
+    for (int i = 4; i < argc; i++) {
+        cl_program prog;
+        tdacl__program_get(ctx, argv[3], argv[i], &prog);
+    }
+    tdacl_context_destroy(ctx);
+    return 0;
+}
 
 static void usage(FILE *f)
 {
@@ -128,6 +197,7 @@ int cmd_tune(int argc, char **argv)
                     job.reference = tdacl__reference_attention;
                     job.verbose = !quiet;
                     job.jobs = (int)jobs;
+                    job.prebuild = jobs > 1 ? spawn_prebuild : NULL;
                     tdacl__measure_opts_init(&job.measure);
                     job.measure.min_samples = 5;
                     job.measure.min_ms = 30;
@@ -135,7 +205,8 @@ int cmd_tune(int argc, char **argv)
                     fprintf(stderr, "%s %s %s d=%d T=%lld (B=%lld H=%lld)\n", job.kernel, kinds[kk], dtypes[di], d,
                             (long long)job.T, (long long)job.B, (long long)job.H);
                     tdacl_tune_result res;
-                    tdacl_status st = tdacl__tune(ctx, &job, &res);
+                    tdacl_status st = tdacl__tune(&ctx, &job, &res);
+                    if (!ctx) return cli_report(NULL, st);
                     if (st) {
                         cli_report(ctx, st);
                         rc = 1;

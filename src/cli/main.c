@@ -65,6 +65,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "devices")) return cmd_devices(argc - 1, argv + 1);
     if (!strcmp(cmd, "attention")) return cmd_attention(argc - 1, argv + 1);
     if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
+    if (!strcmp(cmd, "__prebuild")) return cmd_prebuild(argc - 1, argv + 1);
     if (!strcmp(cmd, "version")) {
         printf("libtdacl %s (git %s)\n", tdacl_version(), tdacl_git_revision());
         return 0;
