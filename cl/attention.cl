@@ -58,6 +58,9 @@
 #ifndef PREFETCH
 #define PREFETCH 1 /* stage the next K tile in registers while scoring the current one */
 #endif
+#ifndef SEQV
+#define SEQV 0 /* two-view kinds: stage K1 and K2 through one buffer in turn (half the memory) */
+#endif
 
 #define TDACL_STR_(x) #x
 #define PRAGMA_UNROLL(n) _Pragma(TDACL_STR_(unroll n))
@@ -79,7 +82,8 @@
 #define VS4 (DV4 + 1)    /* padded row stride of the V chunk in float4 */
 #define SWZ (BN4 >= 8 ? 7 : BN4 - 1) /* xor swizzle of K column groups, per 4 rows of k */
 #define WSWZ (BM4 >= 8 ? 7 : BM4 - 1)
-#define K_FLOAT4 (NV * D * BN4)
+#define KV_VIEWS ((TWO_VIEWS && !SEQV) ? 2 : 1) /* K tiles resident at once */
+#define K_FLOAT4 (KV_VIEWS * D * BN4)
 #define WV_FLOAT4 (NW * VC * BM4 + VC * VS4)
 #define REGION_FLOAT4 (K_FLOAT4 > WV_FLOAT4 ? K_FLOAT4 : WV_FLOAT4)
 #define MASK_WORDS ((BN + 31) / 32)
@@ -353,12 +357,12 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
     const long k2b_off = k2_off + b * k2s.s0 + h * k2s.s1;
 #endif
     float4 kreg[KPT];
-#if TWO_VIEWS
+#if KV_VIEWS == 2
     float4 k2reg[KPT];
 #endif
     if (ntiles > 0) {
         fetch_k_tile(kreg, k, kb_off, ks.s2, ks.s3, 0, Tk, d, kinv, inv_k, tid);
-#if TWO_VIEWS
+#if KV_VIEWS == 2
         fetch_k_tile(k2reg, k2, k2b_off, k2s.s2, k2s.s3, 0, Tk, d, k2inv, inv_k, tid);
 #endif
     }
@@ -410,8 +414,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
                     int nsurv = 0;
 #pragma unroll
                     for (int w = 0; w < MASK_WORDS; w++) {
-                        uint lo = (uint)max(c0 - 32 * w, 0), hi = (uint)min(c0 + VC - 32 * w, 32);
-                        uint sel = lo >= hi ? 0u : ((hi == 32u ? 0xffffffffu : ((1u << hi) - 1u)) & ~((1u << lo) - 1u));
+                        /* bits [lo, hi) of word w belong to this chunk (shifts stay in 0..31) */
+                        const int lo = clamp(c0 - 32 * w, 0, 32), hi = clamp(c0 + VC - 32 * w, 0, 32);
+                        uint sel = 0u;
+                        if (lo < hi) sel = (hi == 32 ? 0xffffffffu : ((1u << hi) - 1u)) & ~((1u << lo) - 1u);
                         cm[w] = mask[w] & sel;
                         chunk_any |= cm[w];
                         nsurv += popcount(cm[w]);
@@ -457,8 +463,11 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
                 lrow[i] *= alpha;
 #pragma unroll
                 for (int g = 0; g < DVT4; g++) o[i][g] *= alpha;
+                /* masked keys (score -inf) weigh 0; testing the score rather than the row
+                 * maximum keeps a NaN score NaN (fmax drops NaN, so a row whose every score
+                 * is NaN keeps maximum -inf and would otherwise come out as silent zeros) */
 #pragma unroll
-                for (int j = 0; j < TN; j++) s[i][j] = mnew == -INFINITY ? 0.0f : native_exp2(s[i][j] - mnew);
+                for (int j = 0; j < TN; j++) s[i][j] = s[i][j] == -INFINITY ? 0.0f : native_exp2(s[i][j] - mnew);
 #if KIND == 4
                 float mnew2 = fmax(mrow2[i], ord_float(tmax[(kt - 1) & 1][BM + ROW_OF(i)]));
                 float alpha2 = mnew2 == -INFINITY ? 1.0f : native_exp2(mrow2[i] - mnew2);
@@ -467,7 +476,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
 #pragma unroll
                 for (int g = 0; g < DVT4; g++) o2[i][g] *= alpha2;
 #pragma unroll
-                for (int j = 0; j < TN; j++) s2[i][j] = mnew2 == -INFINITY ? 0.0f : native_exp2(s2[i][j] - mnew2);
+                for (int j = 0; j < TN; j++) s2[i][j] = s2[i][j] == -INFINITY ? 0.0f : native_exp2(s2[i][j] - mnew2);
 #endif
             }
             for (int c0 = 0; c0 < BN; c0 += VC) {
@@ -499,13 +508,13 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
 #if !PREFETCH
         if (kt > 0) {
             fetch_k_tile(kreg, k, kb_off, ks.s2, ks.s3, n0, Tk, d, kinv, inv_k, tid);
-#if TWO_VIEWS
+#if KV_VIEWS == 2
             fetch_k_tile(k2reg, k2, k2b_off, k2s.s2, k2s.s3, n0, Tk, d, k2inv, inv_k, tid);
 #endif
         }
 #endif
         store_k_tile(Ks, kreg, tid);
-#if TWO_VIEWS
+#if KV_VIEWS == 2
         store_k_tile(Ks + D * BN, k2reg, tid);
 #endif
 #if SPARSE
@@ -515,6 +524,23 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
         for (int r = tid; r < NV * BM; r += NT) tmax[kt & 1][r] = ord_int(-INFINITY);
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
+#if TWO_VIEWS && SEQV
+        /* view 1 from the buffer, view 2's tile loads in flight; then view 2 */
+#if PREFETCH
+        fetch_k_tile(kreg, k2, k2b_off, k2s.s2, k2s.s3, n0, Tk, d, k2inv, inv_k, tid);
+#endif
+        SCORE_TILE(s, Qs4, Ks4);
+        barrier(CLK_LOCAL_MEM_FENCE);
+#if !PREFETCH
+        fetch_k_tile(kreg, k2, k2b_off, k2s.s2, k2s.s3, n0, Tk, d, k2inv, inv_k, tid);
+#endif
+        store_k_tile(Ks, kreg, tid);
+        barrier(CLK_LOCAL_MEM_FENCE);
+#if PREFETCH
+        if (kt + 1 < ntiles) fetch_k_tile(kreg, k, kb_off, ks.s2, ks.s3, n0 + BN, Tk, d, kinv, inv_k, tid);
+#endif
+        SCORE_TILE(s2, (Qs4 + D * BM4), Ks4);
+#else
 #if PREFETCH
         if (kt + 1 < ntiles) {
             fetch_k_tile(kreg, k, kb_off, ks.s2, ks.s3, n0 + BN, Tk, d, kinv, inv_k, tid);
@@ -526,6 +552,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
         SCORE_TILE(s, Qs4, Ks4);
 #if TWO_VIEWS
         SCORE_TILE(s2, (Qs4 + D * BM4), (Ks4 + D * BN4));
+#endif
 #endif
         /* causal and tail mask */
         if (need_mask) {

@@ -282,8 +282,8 @@ void tdacl__attention_options(const tdacl_attention_plan *p, const tdacl_param_v
         int nr = p->dvpad >= 64 ? 64 : p->dvpad;
         tdacl__sb_printf(sb, " -DTQP=%d -DNTD=%d -DNR=%d", decode_tqp(p->Tq), v->v[0], nr);
     } else {
-        tdacl__sb_printf(sb, " -DBM=%d -DBN=%d -DTM=%d -DTN=%d -DVC=%d -DKUNROLL=%d -DPREFETCH=%d", v->v[0], v->v[1],
-                         v->v[2], v->v[3], v->v[4], v->v[5], v->v[6]);
+        tdacl__sb_printf(sb, " -DBM=%d -DBN=%d -DTM=%d -DTN=%d -DVC=%d -DKUNROLL=%d -DPREFETCH=%d -DSEQV=%d", v->v[0],
+                         v->v[1], v->v[2], v->v[3], v->v[4], v->v[5], v->v[6], v->v[7]);
     }
 }
 
@@ -509,8 +509,9 @@ static tdacl_status run_decode(tdacl_context *ctx, const tdacl_attention_plan *p
     s2 = add_event_ms(ctx, e2, ms);
     if (!st) st = s2;
     if (!st && stats) {
-        /* the kernel counts rounds of LIST keys (cl/attention_decode.cl), not NTD chunks */
-        int64_t list = tqp <= 2 ? 512 : 1024 / tqp;
+        /* the kernel counts rounds of LIST keys, not NTD chunks: LIST as in
+         * cl/attention_decode.cl (and tdacl__decode_local_bytes) */
+        int64_t list = (int64_t)ntd * (tqp <= 2 ? 4 : tqp <= 8 ? 2 : 1);
         uint64_t per_split_chunks = 0;
         for (int64_t s = 0; s < nsplit; s++) {
             int64_t a = s * split_len, b = a + split_len < kend ? a + split_len : kend;

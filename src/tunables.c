@@ -16,15 +16,16 @@ static const tdacl_tunable attention_params[] = {
     {"VC", 1, {8, 16, 32, 64, TDACL_END}, "keys per weight x V chunk"},
     {"KUNROLL", 1, {1, 2, 4, TDACL_END}, "unroll of the head-dim loop (in steps of 4)"},
     {"PREFETCH", 1, {0, 1, TDACL_END}, "load the next K tile into registers while scoring"},
+    {"SEQV", 1, {0, 1, TDACL_END}, "two-view kinds: stage K1 and K2 through one buffer in turn"},
 };
 
 /* Local memory of attention_fwd in bytes, mirroring the declarations in cl/attention.cl. */
-size_t tdacl__attention_local_bytes(int kind, int d, int dv, int bm, int bn, int vc)
+size_t tdacl__attention_local_bytes(int kind, int d, int dv, int bm, int bn, int vc, int seqv)
 {
     int two = kind == TDACL_ATTN_TDA || kind == TDACL_ATTN_DIFF_SOFTMAX;
     int softmax = kind == TDACL_ATTN_SOFTMAX || kind == TDACL_ATTN_DIFF_SOFTMAX;
     size_t nv = two ? 2 : 1, nw = kind == TDACL_ATTN_DIFF_SOFTMAX ? 2 : 1;
-    size_t kfloats = nv * (size_t)d * (size_t)bn;
+    size_t kfloats = (two && !seqv ? 2 : 1) * (size_t)d * (size_t)bn;
     size_t wvfloats = nw * (size_t)vc * (size_t)bm + (size_t)vc * (size_t)(dv + 4);
     size_t bytes = 4 * (nv * (size_t)d * (size_t)bm + (kfloats > wvfloats ? kfloats : wvfloats));
     if (!softmax) bytes += 4 * (size_t)((bn + 31) / 32);
@@ -35,7 +36,7 @@ size_t tdacl__attention_local_bytes(int kind, int d, int dv, int bm, int bn, int
 static int attention_check(const tdacl_device_info *dev, const tdacl_problem *p, const int *v,
                            char *why, size_t n)
 {
-    int bm = v[0], bn = v[1], tm = v[2], tn = v[3], vc = v[4], ku = v[5];
+    int bm = v[0], bn = v[1], tm = v[2], tn = v[3], vc = v[4], ku = v[5], seqv = v[7];
     if (bm <= 0 || bn <= 0 || tm <= 0 || tn <= 0 || vc <= 0 || ku <= 0)
         return snprintf(why, n, "parameters must be positive"), 1;
     if (tm % 4 || tn % 4) return snprintf(why, n, "TM=%d and TN=%d must be multiples of 4", tm, tn), 1;
@@ -45,15 +46,17 @@ static int attention_check(const tdacl_device_info *dev, const tdacl_problem *p,
     if (bn > 128 || bm > 256) return snprintf(why, n, "BM=%d/BN=%d too large", bm, bn), 1;
     if ((p->d / 4) % ku) return snprintf(why, n, "KUNROLL=%d does not divide d/4=%d", ku, p->d / 4), 1;
     if (tm * tn > 128) return snprintf(why, n, "TM*TN=%d registers per work-item is too many", tm * tn), 1;
+    int two = p->kind == TDACL_ATTN_TDA || p->kind == TDACL_ATTN_DIFF_SOFTMAX;
+    if (seqv && !two) return snprintf(why, n, "SEQV applies to two-view kinds only"), 1;
     int ncg = bn / tn, nt = (bm / tm) * ncg;
     if ((p->dv / 4) % ncg) return snprintf(why, n, "dv/4=%d is not a multiple of BN/TN=%d", p->dv / 4, ncg), 1;
     if ((size_t)nt > dev->max_work_group_size || (size_t)nt > dev->max_work_item_sizes[0])
         return snprintf(why, n, "%d work-items exceed the device's work-group limit %zu", nt, dev->max_work_group_size), 1;
     /* the norm epilogue reduces NCG x BM partial sums through the K region */
-    int nv = p->kind == TDACL_ATTN_TDA || p->kind == TDACL_ATTN_DIFF_SOFTMAX ? 2 : 1;
-    if ((size_t)ncg * (size_t)bm > (size_t)nv * (size_t)p->d * (size_t)bn)
+    int kviews = two && !seqv ? 2 : 1;
+    if ((size_t)ncg * (size_t)bm > (size_t)kviews * (size_t)p->d * (size_t)bn)
         return snprintf(why, n, "BN/TN x BM partial sums do not fit the K region"), 1;
-    size_t lb = tdacl__attention_local_bytes(p->kind, p->d, p->dv, bm, bn, vc);
+    size_t lb = tdacl__attention_local_bytes(p->kind, p->d, p->dv, bm, bn, vc, seqv);
     if (lb > dev->local_mem_bytes)
         return snprintf(why, n, "needs %zu bytes of local memory, the device has %llu", lb,
                         (unsigned long long)dev->local_mem_bytes), 1;
@@ -61,18 +64,18 @@ static int attention_check(const tdacl_device_info *dev, const tdacl_problem *p,
 }
 
 static const tdacl_class_default attention_classes[] = {
-    {"nvidia-", TDACL_ATTN_TDA, {{32, 32, 4, 4, 32, 2, 1}}},
-    {"nvidia-", TDACL_ATTN_DIFF_SOFTMAX, {{32, 32, 4, 4, 16, 2, 1}}},
-    {"nvidia-", -1, {{64, 32, 8, 4, 32, 2, 1}}},
-    {"amd-", -1, {{64, 32, 8, 4, 32, 2, 1}}},
-    {"pocl-cpu", -1, {{32, 32, 4, 4, 32, 1, 1}}},
+    {"nvidia-", TDACL_ATTN_TDA, {{32, 32, 4, 4, 32, 2, 1, 0}}},
+    {"nvidia-", TDACL_ATTN_DIFF_SOFTMAX, {{32, 32, 4, 4, 16, 2, 1, 0}}},
+    {"nvidia-", -1, {{64, 32, 8, 4, 32, 2, 1, 0}}},
+    {"amd-", -1, {{64, 32, 8, 4, 32, 2, 1, 0}}},
+    {"pocl-cpu", -1, {{32, 32, 4, 4, 32, 1, 1, 0}}},
     {NULL, -1, {{0}}},
 };
 
 static const tdacl_param_values attention_ladder[] = {
-    {{64, 32, 8, 4, 32, 1, 1}}, {{32, 32, 4, 4, 32, 1, 1}}, {{32, 32, 4, 4, 16, 1, 1}}, {{32, 16, 4, 4, 16, 1, 1}},
-    {{16, 16, 4, 4, 16, 1, 1}}, {{16, 16, 4, 4, 8, 1, 1}}, {{16, 8, 4, 4, 8, 1, 1}}, {{8, 8, 4, 4, 4, 1, 1}},
-    {{4, 4, 4, 4, 4, 1, 1}},
+    {{64, 32, 8, 4, 32, 1, 1, 0}}, {{32, 32, 4, 4, 32, 1, 1, 0}}, {{32, 32, 4, 4, 16, 1, 1, 0}}, {{32, 16, 4, 4, 16, 1, 1, 0}},
+    {{16, 16, 4, 4, 16, 1, 1, 0}}, {{16, 16, 4, 4, 8, 1, 1, 0}}, {{16, 8, 4, 4, 8, 1, 1, 0}}, {{8, 8, 4, 4, 4, 1, 1, 0}},
+    {{4, 4, 4, 4, 4, 1, 1, 0}},
 };
 
 /* ---- attention (decode), cl/attention_decode.cl ---- */
@@ -121,7 +124,7 @@ static const tdacl_param_values decode_ladder[] = {
 };
 
 static const tdacl_kernel_space spaces[] = {
-    {"attention", attention_params, 7, attention_check, attention_classes, attention_ladder,
+    {"attention", attention_params, 8, attention_check, attention_classes, attention_ladder,
      (int)TDACL_ARRAY_LEN(attention_ladder)},
     {"attention_decode", decode_params, 2, decode_check, decode_classes, decode_ladder,
      (int)TDACL_ARRAY_LEN(decode_ladder)},

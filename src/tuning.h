@@ -125,7 +125,7 @@ tdacl_status tdacl__tuning_open(tdacl_context *ctx, const char *file);
 void tdacl__tuning_close(tdacl_context *ctx);
 
 const char *tdacl__kind_name(int kind);
-size_t tdacl__attention_local_bytes(int kind, int d, int dv, int bm, int bn, int vc);
+size_t tdacl__attention_local_bytes(int kind, int d, int dv, int bm, int bn, int vc, int seqv);
 size_t tdacl__decode_local_bytes(int kind, int d, int dv, int tqp, int ntd);
 int tdacl__kind_from_name(const char *s);
 int tdacl__dtype_from_name(const char *s);

@@ -99,9 +99,13 @@ static void *xcalloc(size_t n, size_t size)
  *   |g|/r (tol_x + |x| rms(tol_x)/r), plus (dv + 8) u |y| for the sum of squares.
  * The sum is doubled to absorb second-order terms and unitemised few-ulp function errors,
  * and storing into bf16 / f16 adds their half-ulp relative rounding (2^-8 / 2^-11).
- * These bounds are 10-100x above typical errors yet far below any real defect: a wrong,
- * missing or extra key moves an output by about |a_ij v_j|, i.e. ~1/n of the magnitude
- * term, while eps_acc is (n + 32) 2^-24 of it. */
+ * Measured on PoCL the f32 outputs use under 2% of this budget (TDACL_TEST_VERBOSE=1
+ * prints the largest error/tolerance), yet a wrong, missing or extra key still shows: it
+ * moves an output by about |a_ij v_j|, ~1/n of the magnitude term, while eps_acc is
+ * (n + 32) 2^-24 of it, so for the n <= 300 keys of the prefill and decode-vs-prefill cases
+ * a single average key is >100x the tolerance.  (The 4096-key decode case is there for
+ * the split/round bookkeeping and its exact counters; a defect there drops or repeats
+ * whole chunks of keys.) */
 #define U32 (1.0 / 16777216.0)
 
 static double eps_score(int d) { return (2.0 * d + 16.0) * U32; }
@@ -130,7 +134,7 @@ typedef struct attn_case {
     int gain;
     tdacl_attention_path path;
     uint64_t seed;
-    const tdacl_param_values *force; /* tile parameters; NULL = the tuned ones */
+    const char *force; /* "NAME=value ..." over the tuned parameters; NULL = the tuned ones */
 } attn_case;
 
 static const char *kind_name(tdacl_attention_kind k)
@@ -488,9 +492,27 @@ static tdacl_tensor *view_of(tdacl_context *ctx, const attn_case *c, const dev_p
  * as [B,H,Tq,dv] doubles.  The output tensor follows the case's layout: contiguous, a
  * token-major view with OUT_PAD unused columns per row (checked untouched), the
  * token-major [B,T,H*dv] a fused projection consumes, or [B,H,dv,Tq]. */
+/* The tuned kernel parameters of a planned call with some of them overridden by name
+ * ("BM=64 BN=32"), so the test does not depend on the full parameter list. */
+static tdacl_param_values forced_params(tdacl_context *ctx, const tdacl_attention_plan *plan, const char *force)
+{
+    const char *kernel = plan->path == TDACL_PATH_DECODE ? "attention_decode" : "attention";
+    tdacl_tuned tuned;
+    CHECK_OK(ctx, tdacl__tuned(ctx, kernel, &plan->problem, &tuned));
+    const tdacl_kernel_space *ks = tdacl__kernel_space(kernel);
+    assert_non_null(ks);
+    char name[32];
+    int value, used;
+    for (const char *p = force; sscanf(p, " %31[A-Z0-9_]=%d%n", name, &value, &used) == 2; p += used) {
+        int i = tdacl__param_index(ks, name);
+        if (i < 0) fail_msg("%s has no parameter %s", kernel, name);
+        tuned.values.v[i] = value;
+    }
+    return tuned.values;
+}
+
 static void dev_run(tdacl_context *ctx, const attn_case *c, const dev_problem *dp, int r0, int Tq, int64_t offset,
-                    tdacl_attention_path path, const tdacl_param_values *force, double *got,
-                    tdacl_attention_stats *stats)
+                    tdacl_attention_path path, const char *force, double *got, tdacl_attention_stats *stats)
 {
     const int B = c->B, H = c->H, dv = c->dv;
     tdacl_tensor *in[NIN] = {0};
@@ -525,7 +547,8 @@ static void dev_run(tdacl_context *ctx, const attn_case *c, const dev_problem *d
     if (force) {
         tdacl_attention_plan plan;
         CHECK_OK(ctx, tdacl__attention_plan(ctx, &desc, &ts, &plan));
-        CHECK_OK(ctx, tdacl__attention_run(ctx, &plan, &ts, force, NULL, stats));
+        tdacl_param_values values = forced_params(ctx, &plan, force);
+        CHECK_OK(ctx, tdacl__attention_run(ctx, &plan, &ts, &values, NULL, stats));
     } else {
         CHECK_OK(ctx, tdacl_attention(ctx, &desc, &ts, stats));
     }
@@ -630,8 +653,9 @@ static void check_stats(const attn_case *c, const char *what, const tdacl_attent
     assert_int_equal(st->path, path);
     double want = rc->visible_pairs ? (double)rc->zero_weights / (double)rc->visible_pairs : 0.0;
     assert_true(fabs(st->sparsity - want) <= 1e-12);
-    assert_true(st->tiles_skipped_v <= st->tiles_visited);
-    if (softmax_kind(c->kind)) assert_int_equal(st->tiles_skipped_v, 0); /* every weight is positive */
+    if (st->tiles_skipped_v > st->tiles_visited || (softmax_kind(c->kind) && st->tiles_skipped_v != 0))
+        fail_msg("%s stats [%s]: %llu of %llu visited tiles skipped their V work (softmax kinds skip none)", what,
+                 cs, (unsigned long long)st->tiles_skipped_v, (unsigned long long)st->tiles_visited);
     /* SPEC 2: a tile whose weights are all zero skips its V work; with no survivor at all,
      * that is every tile */
     if (!softmax_kind(c->kind) && rc->zero_weights == rc->visible_pairs && rc->survivors[0] == 0 &&
@@ -657,7 +681,7 @@ static void check_case(void **state, const attn_case *c, int expect_path)
     dev_run(ctx, c, &dp, 0, c->Tq, c->offset, c->path, c->force, got, &st);
     tolerance(c, c->Tq, &r, pb.gain, tol);
     compare(c, "output", c->Tq, got, r.out, tol);
-    check_stats(c, "prefill", &st, &r.counts, expect_path);
+    check_stats(c, expect_path == TDACL_PATH_DECODE ? "decode" : "prefill", &st, &r.counts, expect_path);
     free(got), free(tol);
     ref_free(&r);
     dev_free(&dp);
@@ -667,8 +691,7 @@ static void check_case(void **state, const attn_case *c, int expect_path)
 /* Decode of the last tq rows (offset T - tq, passed explicitly or as the default) against
  * the prefill rows of the same inputs and against the reference.  c is the prefill case
  * (Tq = Tk = T). */
-static void check_decode(void **state, const attn_case *c, int tq, int explicit_offset,
-                         const tdacl_param_values *force)
+static void check_decode(void **state, const attn_case *c, int tq, int explicit_offset, const char *force)
 {
     tdacl_context *ctx = ctx_of(state);
     const int T = c->Tk, BH = c->B * c->H, r0 = T - tq;
@@ -856,6 +879,19 @@ static void test_decode_other_variants(void **state)
         apply_pset(&c, &PSETS[(ki + 4) % 6]);
         check_decode(state, &c, 2, ki % 2, NULL);
     }
+    /* a long KV cache (4096 keys; B*H = 8 leaves one split of many key rounds on a small
+     * device) against the reference directly: the decode step of a real model, its split
+     * and round bookkeeping and its counters.  Row counts shared with
+     * test_decode_matches_prefill, so no extra compile. */
+    static const struct { tdacl_attention_kind kind; int tq; int ps; } longkv[] = {
+        {TDACL_ATTN_SOFTMAX, 1, 5}, {TDACL_ATTN_TRA, 3, 1}, {TDACL_ATTN_TDA, 1, 3}};
+    for (size_t i = 0; i < sizeof longkv / sizeof longkv[0]; i++) {
+        attn_case c = make_case(longkv[i].kind, VAR_A, longkv[i].tq, 4096, -1);
+        c.B = 2, c.H = 4;
+        apply_pset(&c, &PSETS[longkv[i].ps]);
+        c.path = TDACL_PATH_AUTO; /* Tq <= 16 and Tk >= 4 Tq: AUTO takes decode */
+        check_case(state, &c, TDACL_PATH_DECODE);
+    }
     /* D: f16, d = 128, dv = 96 (more columns than the reduce kernel's 64 work-items) */
     static const struct { tdacl_attention_kind kind; int tq; } more[] = {{TDACL_ATTN_TRA, 4}, {TDACL_ATTN_SOFTMAX, 1}};
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
@@ -867,8 +903,8 @@ static void test_decode_other_variants(void **state)
 
 /* ---- tiles other than the device's tuned ones --------------------------------------------------- */
 
-/* The tuned tiles on PoCL are BM 32, BN 32, TM 4, TN 4, VC 32; GPUs use others (the
- * generic ladder starts at 64 x 32 with 8 x 4 per work-item).  Forcing two through the
+/* The tiles tuned for PoCL (32 x 32 with 4 x 4 per work-item, when this was written) are
+ * not the ones GPUs use (the generic ladder starts at 64 x 32 with 8 x 4).  Forcing two through the
  * tuner's entry point checks the index arithmetic of other shapes: V chunks smaller than
  * the key tile (VC < BN) with an unrolled head-dim loop, and 8 x 8 tiles of 4 work-items
  * that straddle every boundary.  The two-view kinds run the code of the one-view ones
@@ -876,12 +912,14 @@ static void test_decode_other_variants(void **state)
  * all five here; each forced tile is a compile of its own. */
 static void test_forced_tiles(void **state)
 {
-    /* BM, BN, TM, TN, VC, KUNROLL */
-    static const tdacl_param_values big = {{64, 32, 8, 4, 16, 2}}, tiny = {{8, 8, 4, 4, 4, 1}};
-    static const tdacl_param_values decode_many_splits = {{32, 32}}; /* NTD 32, WAVES 32 */
-    static const struct { tdacl_attention_kind kind; const tdacl_param_values *tiles; int tq, tk, ps; } cases[] = {
-        {TDACL_ATTN_TDA, &big, 65, 65, 2},          {TDACL_ATTN_TDA, &big, 17, 65, 3},
-        {TDACL_ATTN_DIFF_SOFTMAX, &tiny, 65, 65, 1}, {TDACL_ATTN_DIFF_SOFTMAX, &tiny, 30, 65, 5}};
+    /* the other parameters (prefetch and the like) keep their tuned values */
+#define BIG "BM=64 BN=32 TM=8 TN=4 VC=16 KUNROLL=2"
+#define TINY "BM=8 BN=8 TM=4 TN=4 VC=4 KUNROLL=1"
+    static const struct { tdacl_attention_kind kind; const char *tiles; int tq, tk, ps; } cases[] = {
+        {TDACL_ATTN_TDA, BIG, 65, 65, 2},          {TDACL_ATTN_TDA, BIG, 17, 65, 3},
+        {TDACL_ATTN_DIFF_SOFTMAX, TINY, 65, 65, 1}, {TDACL_ATTN_DIFF_SOFTMAX, TINY, 30, 65, 5}};
+#undef BIG
+#undef TINY
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         attn_case c = make_case(cases[i].kind, VAR_A, cases[i].tq, cases[i].tk, -1);
         apply_pset(&c, &PSETS[cases[i].ps]);
@@ -891,7 +929,7 @@ static void test_forced_tiles(void **state)
     }
     attn_case c = make_case(TDACL_ATTN_TDA, VAR_A, 300, 300, -1);
     apply_pset(&c, &PSETS[1]);
-    check_decode(state, &c, 9, 1, &decode_many_splits);
+    check_decode(state, &c, 9, 1, "NTD=32 WAVES=32"); /* many small splits */
 }
 
 /* SPEC 1: with norm = none, tra and tda must equal the authors' Triton kernels: kappa 1, no
