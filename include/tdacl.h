@@ -307,6 +307,61 @@ TDACL_API double tdacl_attention_flops(tdacl_attention_kind kind, int64_t batch_
                                        int64_t dv);
 
 /* ------------------------------------------------------------------------------------ */
+/* Models: GPT-family decoders from Hugging Face style checkpoints                      */
+
+typedef struct tdacl_model tdacl_model;
+
+/* Load options.  Defaults (tdacl_model_desc_init): fp32 weights, batch 1, context = the
+ * config's n_positions. */
+typedef struct tdacl_model_desc {
+    const char *path;          /* directory with config.json and model.safetensors (or shards) */
+    tdacl_dtype weight_dtype;  /* device storage of the weights: TDACL_F32 or TDACL_BF16 */
+    int max_batch;             /* sequences decoded together (KV cache rows) */
+    int max_context;           /* KV cache length; 0 = n_positions */
+} tdacl_model_desc;
+
+typedef enum tdacl_position_kind {
+    TDACL_POSITION_LEARNED = 0, /* GPT-2 wpe */
+    TDACL_POSITION_ROPE = 1     /* rotate-half RoPE on q and k views (SPEC section 3) */
+} tdacl_position_kind;
+
+typedef struct tdacl_model_info {
+    int n_layer, n_head, n_embd, vocab_size, n_positions, head_dim;
+    tdacl_attention_kind attention;
+    tdacl_position_kind position;
+    tdacl_head_norm head_norm;
+    int tied_lm_head;
+    int max_batch, max_context;
+    uint64_t parameters;       /* total parameter count */
+    uint64_t weight_bytes;     /* device bytes of the weights */
+} tdacl_model_info;
+
+TDACL_API void tdacl_model_desc_init(tdacl_model_desc *desc);
+/* Parses and checks the whole checkpoint (every tensor's presence, dtype and shape against
+ * config.json) before allocating; errors name the file and the tensor. */
+TDACL_API tdacl_status tdacl_model_load(tdacl_context *ctx, const tdacl_model_desc *desc, tdacl_model **model);
+TDACL_API tdacl_status tdacl_model_destroy(tdacl_model *model);
+TDACL_API tdacl_status tdacl_model_get_info(const tdacl_model *model, tdacl_model_info *info);
+
+/* Prefill: runs `batch` sequences of `len` tokens each (tokens[b * len + t]) from position 0,
+ * filling the KV cache; previous cache contents are discarded.  Logits of every position
+ * become readable with tdacl_model_logits. */
+TDACL_API tdacl_status tdacl_model_prefill(tdacl_model *model, int batch, int len, const int32_t *tokens);
+/* One decode step: appends tokens[b] to each of the `batch` sequences (batch must equal the
+ * last prefill's) and computes their next-token logits from the KV cache. */
+TDACL_API tdacl_status tdacl_model_decode(tdacl_model *model, int batch, const int32_t *tokens);
+/* Logits of the last prefill ([batch, len, vocab]) or decode step ([batch, 1, vocab]) as
+ * float32; count must equal batch * rows * vocab.  rows (may be NULL) receives len or 1. */
+TDACL_API tdacl_status tdacl_model_logits(tdacl_model *model, float *logits, int64_t count, int *rows);
+/* Current length of the cached sequences. */
+TDACL_API tdacl_status tdacl_model_position(const tdacl_model *model, int *position);
+
+/* Picks the next token from a logits row: temperature 0 = greedy; top_k 0 = all tokens.
+ * The seed makes it reproducible (same seed, same draw). */
+TDACL_API tdacl_status tdacl_sample(const float *logits, int vocab, float temperature, int top_k,
+                                    uint64_t *seed, int32_t *token);
+
+/* ------------------------------------------------------------------------------------ */
 /* Device peak probe (clpeak-style)                                                     */
 
 typedef struct tdacl_peak {
