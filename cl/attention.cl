@@ -156,13 +156,14 @@ inline void store_k_tile(__local float *dst, const float4 *regs, int tid)
 #pragma unroll
     for (int u = 0; u < KPT; u++) {
         int idx = tid + u * NT;
-        if (idx >= BN * (D / 4)) break;
-        int c = idx / (D / 4), k4 = idx - c * (D / 4);
-        int g = ((c >> 2) ^ (k4 & SWZ)) * 4 + (c & 3);
-        dst[(4 * k4 + 0) * BN + g] = regs[u].s0;
-        dst[(4 * k4 + 1) * BN + g] = regs[u].s1;
-        dst[(4 * k4 + 2) * BN + g] = regs[u].s2;
-        dst[(4 * k4 + 3) * BN + g] = regs[u].s3;
+        if (idx < BN * (D / 4)) {
+            int c = idx / (D / 4), k4 = idx - c * (D / 4);
+            int g = ((c >> 2) ^ (k4 & SWZ)) * 4 + (c & 3);
+            dst[(4 * k4 + 0) * BN + g] = regs[u].s0;
+            dst[(4 * k4 + 1) * BN + g] = regs[u].s1;
+            dst[(4 * k4 + 2) * BN + g] = regs[u].s2;
+            dst[(4 * k4 + 3) * BN + g] = regs[u].s3;
+        }
     }
 }
 
@@ -267,7 +268,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
     __global const void *q2, __global const void *k2,
     __global const float *qinv, __global const float *kinv,   /* inverse L2 norms or NULL */
     __global const float *q2inv, __global const float *k2inv,
-    __global const void *gain, __global void *out, __global uint *stats,
+    __global const void *gain, __global const float *lambdas, __global void *out, __global uint *stats,
     long4 qs, long4 ks, long4 vs, long4 q2s, long4 k2s, long4 os, /* strides b,h,t,d */
     long q_off, long k_off, long v_off, long q2_off, long k2_off, long o_off,
     int H, long Tq, long Tk, long offset, int d, int dv,
@@ -288,6 +289,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
     const int rg = tid / NCG, cg = tid - (tid / NCG) * NCG;
     const int bh = get_group_id(1);
     const int b = bh / H, h = bh - (bh / H) * H;
+    if (lambdas) lambda = lambdas[h];
     const long nqb = get_num_groups(2);
     const long qb = nqb - 1 - get_group_id(2); /* heaviest blocks first */
     const long m0 = qb * BM;
@@ -662,10 +664,11 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
             float vals[4] = {o[i][g].s0, o[i][g].s1, o[i][g].s2, o[i][g].s3};
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                if (c + e >= dv) break;
-                float y = vals[e] * out_scale;
-                if (norm && gain) y *= LOAD(GDT, gain, c + e);
-                STORE(ODT, out, ob_off + row * os.s2 + (c + e) * os.s3, y);
+                if (c + e < dv) {
+                    float y = vals[e] * out_scale;
+                    if (norm && gain) y *= LOAD(GDT, gain, c + e);
+                    STORE(ODT, out, ob_off + row * os.s2 + (c + e) * os.s3, y);
+                }
             }
         }
     }

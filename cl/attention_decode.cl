@@ -107,7 +107,7 @@ inline void fetch_chunk(float4 kreg[NV][D4], __global const void *k, long kb, lo
 __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_part(
     __global const void *q, __global const void *k, __global const void *v,
     __global const void *q2, __global const void *k2,
-    __global float *opart, __global float *mlpart, __global uint *stats,
+    __global const float *lambdas, __global float *opart, __global float *mlpart, __global uint *stats,
     long4 qs, long4 ks, long4 vs, long4 q2s, long4 k2s,
     long q_off, long k_off, long v_off, long q2_off, long k2_off,
     int H, int Tq, long Tk, long offset, int d, int dv, long split_len,
@@ -127,6 +127,7 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
     const int bh = get_group_id(1);
     const int b = bh / H, h = bh - (bh / H) * H;
     const int split = get_group_id(2), nsplit = get_num_groups(2);
+    if (lambdas) lambda = lambdas[h];
     const long kend_all = min(Tk, offset + Tq);
     const long s0 = (long)split * split_len, s1 = min(s0 + split_len, kend_all);
 
@@ -391,13 +392,14 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
 /* One work-group per (batch*head, query row): combine the splits, Norm, scale, store. */
 __kernel __attribute__((reqd_work_group_size(NR, 1, 1))) void attention_decode_reduce(
     __global const float *opart, __global const float *mlpart, __global const void *gain,
-    __global void *out, long4 os, long o_off, int H, int nsplit, int dv, float lambda,
+    __global const float *lambdas, __global void *out, long4 os, long o_off, int H, int nsplit, int dv, float lambda,
     int norm, float norm_eps, float out_scale)
 {
     __local float red[NR];
     const int tid = get_local_id(0);
     const int bh = get_group_id(1), i = get_group_id(2);
     const int b = bh / H, h = bh - (bh / H) * H;
+    if (lambdas) lambda = lambdas[h];
     float y[(DV + NR - 1) / NR];
     float ss = 0.0f;
     for (int e = 0; e < (DV + NR - 1) / NR; e++) {

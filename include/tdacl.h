@@ -273,12 +273,14 @@ TDACL_API void tdacl_attention_desc_init(tdacl_attention_desc *desc);
 
 /* Tensors of one call.  q,k,(q2,k2): [B,H,Tq|Tk,d]; v: [B,H,Tk,dv]; out: [B,H,Tq,dv].
  * Any strides: a token-major [B,T,H,d] buffer is passed as a view with strides
- * {T*H*d, d, H*d, 1}.  gain: optional [dv] (norm = rms).  q2/k2 only for two-view kinds. */
+ * {T*H*d, d, H*d, 1}.  gain: optional [dv] (norm = rms).  q2/k2 only for two-view kinds.
+ * lambdas: optional fp32 [H], a lambda per head replacing desc.lambda (tda, diff_softmax). */
 typedef struct tdacl_attention_tensors {
     const tdacl_tensor *q, *k, *v;
     const tdacl_tensor *q2, *k2;
     const tdacl_tensor *gain;
     tdacl_tensor *out;
+    const tdacl_tensor *lambdas;
 } tdacl_attention_tensors;
 
 typedef struct tdacl_attention_stats {

@@ -173,13 +173,19 @@ tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_des
         if (in[i].x && in[i].x->dtype != dt)
             return tdacl__fail(ctx, TDACL_ERR_DTYPE, "%s: %s is %s but q is %s (q, k, v, q2, k2 share a dtype)", call,
                                in[i].n, tdacl_dtype_name(in[i].x->dtype), tdacl_dtype_name(dt));
+    if (t->lambdas) {
+        if (t->lambdas->ctx != ctx || t->lambdas->ndim != 1 || t->lambdas->shape[0] != H ||
+            t->lambdas->dtype != TDACL_F32 || !tdacl__tensor_is_contiguous(t->lambdas))
+            return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: lambdas must be a contiguous f32 tensor of length H=%lld", call,
+                               (long long)H);
+    }
     if (t->gain) {
         if (t->gain->ctx != ctx || t->gain->ndim != 1 || t->gain->shape[0] != dv)
             return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: gain must be a 1-D tensor of length dv=%lld", call, (long long)dv);
         if (d.norm != TDACL_NORM_RMS)
             return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: gain given but desc.norm is not rms", call);
     }
-    const struct { const char *n; const tdacl_tensor *x; } all[] = {{"q", t->q}, {"k", t->k}, {"v", t->v}, {"q2", t->q2}, {"k2", t->k2}, {"gain", t->gain}};
+    const struct { const char *n; const tdacl_tensor *x; } all[] = {{"q", t->q}, {"k", t->k}, {"v", t->v}, {"q2", t->q2}, {"k2", t->k2}, {"gain", t->gain}, {"lambdas", t->lambdas}};
     for (size_t i = 0; i < TDACL_ARRAY_LEN(all); i++)
         if (overlaps(t->out, all[i].x))
             return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: out overlaps the storage of %s", call, all[i].n);
@@ -361,7 +367,7 @@ static tdacl_status run_prefill(tdacl_context *ctx, const tdacl_attention_plan *
     cl_event ev = NULL;
     if (!st) {
         cl_mem qm = mem_of(t->q), km = mem_of(t->k), vm = mem_of(t->v), q2m = mem_of(t->q2),
-               k2m = mem_of(t->k2), gm = mem_of(t->gain), om = mem_of(t->out);
+               k2m = mem_of(t->k2), gm = mem_of(t->gain), lm = mem_of(t->lambdas), om = mem_of(t->out);
         cl_long4 qs = strides4(t->q), ks = strides4(t->k), vs = strides4(t->v), q2s = strides4(t->q2),
                  k2s = strides4(t->k2), os = strides4(t->out);
         cl_long qo = off_of(t->q), ko = off_of(t->k), vo = off_of(t->v), q2o = off_of(t->q2),
@@ -373,7 +379,7 @@ static tdacl_status run_prefill(tdacl_context *ctx, const tdacl_attention_plan *
                  power = d->power, lambda = d->lambda, eps = d->norm_eps, out_scale = d->out_scale;
         st = tdacl__set_args(ctx, k, "attention_fwd", sizeof qm, &qm, sizeof km, &km, sizeof vm, &vm,
                              sizeof q2m, &q2m, sizeof k2m, &k2m, sizeof qinv, &qinv, sizeof kinv, &kinv,
-                             sizeof q2inv, &q2inv, sizeof k2inv, &k2inv, sizeof gm, &gm, sizeof om, &om,
+                             sizeof q2inv, &q2inv, sizeof k2inv, &k2inv, sizeof gm, &gm, sizeof lm, &lm, sizeof om, &om,
                              sizeof stats_mem, &stats_mem, sizeof qs, &qs, sizeof ks, &ks, sizeof vs, &vs,
                              sizeof q2s, &q2s, sizeof k2s, &k2s, sizeof os, &os, sizeof qo, &qo,
                              sizeof ko, &ko, sizeof vo, &vo, sizeof q2o, &q2o, sizeof k2o, &k2o,
@@ -470,7 +476,7 @@ static tdacl_status run_decode(tdacl_context *ctx, const tdacl_attention_plan *p
     int want = stats != NULL && d->want_stats;
     if (want && (st = tdacl__scratch(ctx, TDACL_SCRATCH_STATS, slots * 16, &stats_mem))) return st;
     cl_mem qm = mem_of(t->q), km = mem_of(t->k), vm = mem_of(t->v), q2m = mem_of(t->q2), k2m = mem_of(t->k2),
-           gm = mem_of(t->gain), om = mem_of(t->out);
+           gm = mem_of(t->gain), lm = mem_of(t->lambdas), om = mem_of(t->out);
     cl_long4 qs = strides4(t->q), ks = strides4(t->k), vs = strides4(t->v), q2s = strides4(t->q2),
              k2s = strides4(t->k2), os = strides4(t->out);
     cl_long qo = off_of(t->q), ko = off_of(t->k), vo = off_of(t->v), q2o = off_of(t->q2), k2o = off_of(t->k2),
@@ -482,7 +488,7 @@ static tdacl_status run_decode(tdacl_context *ctx, const tdacl_attention_plan *p
     cl_float scale = d->scale, beta = d->kind == TDACL_ATTN_RELA ? 0.0f : d->beta, kappa = d->kappa,
              power = d->power, lambda = d->lambda, eps = d->norm_eps, out_scale = d->out_scale;
     st = tdacl__set_args(ctx, kp, "attention_decode_part", sizeof qm, &qm, sizeof km, &km, sizeof vm, &vm,
-                         sizeof q2m, &q2m, sizeof k2m, &k2m, sizeof opart, &opart, sizeof mlpart, &mlpart,
+                         sizeof q2m, &q2m, sizeof k2m, &k2m, sizeof lm, &lm, sizeof opart, &opart, sizeof mlpart, &mlpart,
                          sizeof stats_mem, &stats_mem, sizeof qs, &qs, sizeof ks, &ks, sizeof vs, &vs,
                          sizeof q2s, &q2s, sizeof k2s, &k2s, sizeof qo, &qo, sizeof ko, &ko, sizeof vo, &vo,
                          sizeof q2o, &q2o, sizeof k2o, &k2o, sizeof H, &H, sizeof Tq, &Tq, sizeof Tk, &Tk,
@@ -492,7 +498,7 @@ static tdacl_status run_decode(tdacl_context *ctx, const tdacl_attention_plan *p
                          sizeof want_i, &want_i, (size_t)0);
     if (!st)
         st = tdacl__set_args(ctx, kr, "attention_decode_reduce", sizeof opart, &opart, sizeof mlpart, &mlpart,
-                             sizeof gm, &gm, sizeof om, &om, sizeof os, &os, sizeof oo, &oo, sizeof H, &H,
+                             sizeof gm, &gm, sizeof lm, &lm, sizeof om, &om, sizeof os, &os, sizeof oo, &oo, sizeof H, &H,
                              sizeof ns, &ns, sizeof dv, &dv, sizeof lambda, &lambda, sizeof norm, &norm,
                              sizeof eps, &eps, sizeof out_scale, &out_scale, (size_t)0);
     cl_event e1 = NULL, e2 = NULL;

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "gemm.h"
 #include "tuner.h"
 
 static double dotd(const float *a, const float *b, int n)
@@ -87,4 +88,18 @@ void tdacl__reference_attention(const tdacl_attention_desc *a, int B, int H, int
         }
     }
     free(w), free(w2), free(o);
+}
+
+void tdacl__reference_gemm(const float *a, const float *w, const float *bias, const float *res, int flags, int M,
+                           int N, int K, float *c)
+{
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            double acc = 0;
+            for (int k = 0; k < K; k++) acc += (double)a[(size_t)m * K + k] * (double)w[(size_t)k * N + n];
+            if (flags & TDACL_EPI_BIAS) acc += bias[n];
+            if (flags & TDACL_EPI_GELU) acc = 0.5 * acc * (1.0 + tanh(0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)));
+            if (flags & TDACL_EPI_RESIDUAL) acc += res[(size_t)m * N + n];
+            c[(size_t)m * N + n] = (float)acc;
+        }
 }

@@ -123,11 +123,48 @@ static const tdacl_param_values decode_ladder[] = {
     {{128, 4}}, {{64, 4}}, {{256, 4}}, {{32, 4}}, {{16, 4}},
 };
 
+/* ---- gemm, cl/layers.cl (the model's matmuls) ---- */
+
+static const tdacl_tunable gemm_params[] = {
+    {"GBM", 1, {32, 64, 128, TDACL_END}, "rows per work-group"},
+    {"GBN", 1, {32, 64, 128, TDACL_END}, "columns per work-group"},
+    {"GTM", 1, {4, 8, TDACL_END}, "rows per work-item (multiple of 4)"},
+    {"GTN", 1, {4, 8, TDACL_END}, "columns per work-item (multiple of 4)"},
+    {"GKC", 1, {8, 16, 32, TDACL_END}, "k-chunk staged in local memory"},
+};
+
+static int gemm_check(const tdacl_device_info *dev, const tdacl_problem *p, const int *v, char *why, size_t n)
+{
+    int bm = v[0], bn = v[1], tm = v[2], tn = v[3], kc = v[4];
+    (void)p;
+    if (bm <= 0 || bn <= 0 || tm <= 0 || tn <= 0 || kc <= 0) return snprintf(why, n, "parameters must be positive"), 1;
+    if (tm % 4 || tn % 4 || kc % 4) return snprintf(why, n, "GTM, GTN and GKC must be multiples of 4"), 1;
+    if (bm % tm || bn % tn) return snprintf(why, n, "GBM/GBN must be multiples of GTM/GTN"), 1;
+    int nt = (bm / tm) * (bn / tn);
+    if ((size_t)nt > dev->max_work_group_size || (size_t)nt > dev->max_work_item_sizes[0])
+        return snprintf(why, n, "%d work-items exceed the work-group limit %zu", nt, dev->max_work_group_size), 1;
+    size_t lb = (size_t)kc * (size_t)(bm + bn) * 4;
+    if (lb > dev->local_mem_bytes) return snprintf(why, n, "needs %zu bytes of local memory", lb), 1;
+    return 0;
+}
+
+static const tdacl_class_default gemm_classes[] = {
+    {"nvidia-", -1, {{128, 128, 8, 8, 16}}},
+    {"amd-", -1, {{128, 128, 8, 8, 16}}},
+    {"pocl-cpu", -1, {{32, 32, 4, 4, 16}}},
+    {NULL, -1, {{0}}},
+};
+
+static const tdacl_param_values gemm_ladder[] = {
+    {{64, 64, 4, 4, 16}}, {{32, 32, 4, 4, 16}}, {{16, 16, 4, 4, 8}}, {{8, 8, 4, 4, 4}}, {{4, 4, 4, 4, 4}},
+};
+
 static const tdacl_kernel_space spaces[] = {
     {"attention", attention_params, 8, attention_check, attention_classes, attention_ladder,
      (int)TDACL_ARRAY_LEN(attention_ladder)},
     {"attention_decode", decode_params, 2, decode_check, decode_classes, decode_ladder,
      (int)TDACL_ARRAY_LEN(decode_ladder)},
+    {"gemm", gemm_params, 5, gemm_check, gemm_classes, gemm_ladder, (int)TDACL_ARRAY_LEN(gemm_ladder)},
 };
 
 const tdacl_kernel_space *tdacl__kernel_space(const char *kernel)

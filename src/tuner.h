@@ -13,6 +13,10 @@ typedef enum tdacl_tune_strategy {
     TDACL_TUNE_ANNEAL = 2
 } tdacl_tune_strategy;
 
+/* Plain double-precision C[M,N] = epilogue(A[M,K] W[K,N]) for the GEMM check (see gemm.h). */
+void tdacl__reference_gemm(const float *a, const float *w, const float *bias, const float *res, int flags, int M,
+                           int N, int K, float *c);
+
 /* Reference attention on host arrays (contiguous [B,H,T,D] floats; q2/k2 NULL for one-view
  * kinds); writes out [B,H,Tq,dv].  `desc` has its defaults resolved (scale, offset). */
 typedef void (*tdacl_reference_fn)(const tdacl_attention_desc *desc, int B, int H, int Tq, int Tk, int d,
@@ -25,11 +29,13 @@ void tdacl__reference_attention(const tdacl_attention_desc *desc, int B, int H, 
                                 const float *k2, float *out);
 
 typedef struct tdacl_tune_job {
-    const char *kernel;     /* "attention" or "attention_decode" */
-    int kind;
-    tdacl_dtype dtype;
-    int d;                  /* head dim (= dv) */
-    int64_t B, H, T;        /* timing shape: prefill Tq = Tk = T; decode Tq = 1, Tk = T */
+    const char *kernel;     /* "attention", "attention_decode" or "gemm" */
+    int kind;               /* attention kind */
+    tdacl_dtype dtype;      /* attention: q/k/v storage; gemm: weight storage */
+    int d;                  /* attention: head dim (= dv) */
+    int64_t B, H, T;        /* attention timing shape: prefill Tq = Tk = T; decode Tq = 1, Tk = T;
+                               gemm: M = T rows */
+    int64_t N, K;           /* gemm timing shape: C[T, N] = A[T, K] W[K, N] */
     tdacl_tune_strategy strategy;
     double budget_s;        /* wall-clock budget for the search (0 = none) */
     unsigned seed;

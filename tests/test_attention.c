@@ -543,7 +543,7 @@ static void dev_run(tdacl_context *ctx, const attn_case *c, const dev_problem *d
     desc.beta = c->beta, desc.kappa = c->kappa, desc.power = c->power, desc.lambda = c->lambda;
     desc.scale = c->scale, desc.normalize = c->normalize, desc.norm = c->norm, desc.norm_eps = c->norm_eps;
     desc.out_scale = c->out_scale, desc.offset = offset, desc.want_stats = 1, desc.path = path;
-    tdacl_attention_tensors ts = {in[TQ], in[TK], in[TV], in[TQ2], in[TK2], dp->gain, out};
+    tdacl_attention_tensors ts = {in[TQ], in[TK], in[TV], in[TQ2], in[TK2], dp->gain, out, NULL};
     if (force) {
         tdacl_attention_plan plan;
         CHECK_OK(ctx, tdacl__attention_plan(ctx, &desc, &ts, &plan));
@@ -1017,7 +1017,7 @@ static void test_empty_query(void **state)
             tdacl_attention_desc desc;
             tdacl_attention_desc_init(&desc);
             desc.kind = KINDS[ki], desc.path = (tdacl_attention_path)path, desc.want_stats = 1;
-            tdacl_attention_tensors ts = {q, k, v, q2, k2, NULL, o};
+            tdacl_attention_tensors ts = {q, k, v, q2, k2, NULL, o, NULL};
             tdacl_attention_stats st;
             memset(&st, 0xab, sizeof st);
             CHECK_OK(ctx, tdacl_attention(ctx, &desc, &ts, &st));
@@ -1122,7 +1122,7 @@ static void test_invalid_arguments(void **state)
     tdacl_attention_desc base, d;
     tdacl_attention_desc_init(&base);
     base.kind = TDACL_ATTN_TRA;
-    const tdacl_attention_tensors good = {q, k, v, NULL, NULL, NULL, o};
+    const tdacl_attention_tensors good = {q, k, v, NULL, NULL, NULL, o, NULL};
     tdacl_attention_tensors t;
 
 #define FIELD_CASE(assign, status, field) \

@@ -120,7 +120,7 @@ int cmd_attention(int argc, char **argv)
     }
     int64_t oshape[4] = {in.a[0].shape[0], in.a[0].shape[1], in.a[0].shape[2], in.a[2].shape[3]};
     if ((st = tdacl_tensor_create(ctx, TDACL_F32, 4, oshape, &out))) { cli_report(ctx, st); goto done; }
-    tdacl_attention_tensors t = {in.t[0], in.t[1], in.t[2], in.t[3], in.t[4], NULL, out};
+    tdacl_attention_tensors t = {in.t[0], in.t[1], in.t[2], in.t[3], in.t[4], NULL, out, NULL};
     desc.want_stats = stats_path != NULL;
     tdacl_attention_stats stats;
     if ((st = tdacl_attention(ctx, &desc, &t, &stats))) { cli_report(ctx, st); goto done; }

@@ -83,8 +83,8 @@ int cmd_prebuild(int argc, char **argv)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: tdacl tune [--kernel attention|attention_decode|all] [--kinds LIST] [--dtype LIST]\n"
-            "                  [--d N] [--T N] [--B N] [--H N] [--budget SECONDS]\n"
+            "usage: tdacl tune [--kernel attention|attention_decode|gemm|all] [--kinds LIST] [--dtype LIST]\n"
+            "                  [--d N] [--T N] [--B N] [--H N] [--N N --K N] [--budget SECONDS]\n"
             "                  [--strategy exhaustive|random|anneal] [--device SEL] [--out FILE]\n"
             "                  [--class-only] [--seed N] [--jobs N] [--quiet]\n"
             "Tunes each (kernel, kind, dtype, d) at a short and a long T (or only --T), checking every\n"
@@ -110,9 +110,9 @@ static int split(const char *s, char out[][16], int max)
 
 int cmd_tune(int argc, char **argv)
 {
-    char kernels[2][24] = {"attention", "attention_decode"}, kinds[8][16], dtypes[4][16];
-    int nkernels = 2, nkinds = 0, ndtypes = 0, d = 64, quiet = 0, class_only = 0;
-    long long T = 0, B = 4, H = 8, seed = 1, jobs = 1;
+    char kernels[3][24] = {"attention", "attention_decode", "gemm"}, kinds[8][16], dtypes[4][16];
+    int nkernels = 3, nkinds = 0, ndtypes = 0, d = 64, quiet = 0, class_only = 0;
+    long long T = 0, B = 4, H = 8, seed = 1, jobs = 1, N = 3072, K = 768;
     double budget = 120;
     tdacl_tune_strategy strategy = TDACL_TUNE_EXHAUSTIVE;
     const char *device = NULL, *out = NULL;
@@ -127,9 +127,9 @@ int cmd_tune(int argc, char **argv)
         double x;
         int bad = 0;
         if (!strcmp(o, "--kernel")) {
-            if (!strcmp(v, "all")) nkernels = 2;
+            if (!strcmp(v, "all")) nkernels = 3;
             else if (tdacl__kernel_space(v)) snprintf(kernels[0], sizeof kernels[0], "%s", v), nkernels = 1;
-            else { fprintf(stderr, "tdacl tune: unknown kernel '%s' (attention, attention_decode, all)\n", v); return 2; }
+            else { fprintf(stderr, "tdacl tune: unknown kernel '%s' (attention, attention_decode, gemm, all)\n", v); return 2; }
         } else if (!strcmp(o, "--kinds")) {
             bad = (nkinds = split(v, kinds, 8)) < 0;
             for (int k = 0; !bad && k < nkinds; k++) bad = tdacl__kind_from_name(kinds[k]) < 0;
@@ -139,6 +139,8 @@ int cmd_tune(int argc, char **argv)
         } else if (!strcmp(o, "--d")) bad = cli_long(v, &n) || n < 1 || n > 256, d = (int)n;
         else if (!strcmp(o, "--T")) bad = cli_long(v, &T) || T < 1;
         else if (!strcmp(o, "--B")) bad = cli_long(v, &B) || B < 1;
+        else if (!strcmp(o, "--N")) bad = cli_long(v, &N) || N < 1;
+        else if (!strcmp(o, "--K")) bad = cli_long(v, &K) || K < 1;
         else if (!strcmp(o, "--H")) bad = cli_long(v, &H) || H < 1;
         else if (!strcmp(o, "--seed")) bad = cli_long(v, &seed) || seed < 0;
         else if (!strcmp(o, "--jobs")) bad = cli_long(v, &jobs) || jobs < 1 || jobs > 64;
@@ -173,18 +175,20 @@ int cmd_tune(int argc, char **argv)
     int gpu = ctx->info.type == TDACL_DEVICE_GPU, rc = 0;
     printf("tuning on %s (%s) -> %s\n", ctx->info.name, ctx->info.arch, path);
     for (int ki = 0; ki < nkernels && !stop_flag; ki++) {
-        int decode = !strcmp(kernels[ki], "attention_decode");
-        /* a short and a long representative length per problem */
+        int decode = !strcmp(kernels[ki], "attention_decode"), gemm = !strcmp(kernels[ki], "gemm");
+        /* a short and a long representative length per problem (gemm: rows = tokens) */
         long long lengths[2] = {decode ? 2048 : 1024, decode ? (gpu ? 32768 : 8192) : (gpu ? 8192 : 2048)};
         int nlen = T ? 1 : 2;
         if (T) lengths[0] = T;
         for (int di = 0; di < ndtypes && !stop_flag; di++)
-            for (int kk = 0; kk < nkinds && !stop_flag; kk++)
+            for (int kk = 0; kk < (gemm ? 1 : nkinds) && !stop_flag; kk++)
                 for (int li = 0; li < nlen && !stop_flag; li++) {
                     tdacl_tune_job job;
                     memset(&job, 0, sizeof job);
                     job.kernel = kernels[ki];
-                    job.kind = tdacl__kind_from_name(kinds[kk]);
+                    job.kind = gemm ? -1 : tdacl__kind_from_name(kinds[kk]);
+                    job.N = N;
+                    job.K = K;
                     job.dtype = (tdacl_dtype)tdacl__dtype_from_name(dtypes[di]);
                     job.d = d;
                     job.B = decode ? 2 * B : B;
@@ -202,8 +206,11 @@ int cmd_tune(int argc, char **argv)
                     job.measure.min_samples = 5;
                     job.measure.min_ms = 30;
                     job.measure.warmup = 1;
-                    fprintf(stderr, "%s %s %s d=%d T=%lld (B=%lld H=%lld)\n", job.kernel, kinds[kk], dtypes[di], d,
-                            (long long)job.T, (long long)job.B, (long long)job.H);
+                    if (gemm)
+                        fprintf(stderr, "gemm %s M=%lld N=%lld K=%lld\n", dtypes[di], (long long)job.T, N, K);
+                    else
+                        fprintf(stderr, "%s %s %s d=%d T=%lld (B=%lld H=%lld)\n", job.kernel, kinds[kk], dtypes[di], d,
+                                (long long)job.T, (long long)job.B, (long long)job.H);
                     tdacl_tune_result res;
                     tdacl_status st = tdacl__tune(&ctx, &job, &res);
                     if (!ctx) return cli_report(NULL, st);

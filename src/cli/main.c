@@ -14,6 +14,11 @@ static void usage(FILE *f)
             "  attention --kind K --q q.npy --k k.npy --v v.npy --out o.npy [...]\n"
             "                                                 run one attention call on .npy inputs\n"
             "  tune [--kernel NAME|all] [--device SEL] [...]  search block sizes for this device\n"
+            "  forward --model DIR --tokens ids --out logits.npy   logits of every position\n"
+            "  generate --model DIR (--prompt TEXT|--tokens ids) [--max-new N] [--temperature T]\n"
+            "           [--top-k K] [--seed S]                 sample a continuation\n"
+            "  make-model --config FILE --out DIR [--seed S] [--dtype f32|bf16|f16]\n"
+            "                                                 checkpoint with seeded random weights\n"
             "  version                                       library version and git revision\n"
             "Run `tdacl COMMAND --help` for a command's options.  TDACL_DEVICE, TDACL_LOG,\n"
             "TDACL_CACHE and TDACL_CACHE_DIR are read from the environment.\n");
@@ -66,6 +71,9 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "attention")) return cmd_attention(argc - 1, argv + 1);
     if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
     if (!strcmp(cmd, "__prebuild")) return cmd_prebuild(argc - 1, argv + 1);
+    if (!strcmp(cmd, "make-model")) return cmd_make_model(argc - 1, argv + 1);
+    if (!strcmp(cmd, "forward")) return cmd_forward(argc - 1, argv + 1);
+    if (!strcmp(cmd, "generate")) return cmd_generate(argc - 1, argv + 1);
     if (!strcmp(cmd, "version")) {
         printf("libtdacl %s (git %s)\n", tdacl_version(), tdacl_git_revision());
         return 0;

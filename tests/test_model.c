@@ -1,0 +1,1161 @@
+/* The GPT-family model API (tdacl_model_*, tdacl_sample) against the double-precision
+ * reference forward pass of tests/ref/gpt_ref.c.
+ *
+ * Every case writes a tiny checkpoint with tdacl__checkpoint_write_random (N(0, 0.02)
+ * weights) and then rewrites its safetensors file so that nothing is trivially neutral:
+ * norm gains 1 + 0.1 N(0,1), biases 0.05 N(0,1), head_norm gains 1 + 0.2 N(0,1), per-layer
+ * beta small enough that a real fraction of the threshold weights survive, per-head lambda
+ * (including values outside [0, 1] so tda's clamp and diff_softmax's lack of one matter),
+ * and an untied lm_head where the spec asks.  Every value written here is rounded to bf16
+ * first, so the same tensors are exact in every storage dtype.
+ *
+ * Models (head dim 32 everywhere, so the attention kernels compile once per kind):
+ *   kind          position     norm  head_norm  C/H    V    lm_head  other
+ *   softmax       learned      LN    none       64/2   97   tied
+ *   softmax       rope 1e3     RMS   rms        128/4  256  untied
+ *   rela          learned      RMS   none       128/4  256  tied
+ *   rela          rope 1e4     LN    rms        64/2   97   tied     "transformer." names
+ *   tra           learned      LN    rms        64/2   256  untied   beta .25/.5, p 2
+ *   tra           rope 1e3     RMS   none       128/4  97   tied     beta .3/.2, p 1, kappa 2
+ *   tda           learned      RMS   none       64/2   97   tied     beta .2/.35, lambda [.7, 1.4]
+ *   tda           rope 1e3     LN    rms        128/4  256  untied   lambda [.3,.8,1.4,-.2]
+ *   diff_softmax  learned      LN    rms        128/4  256  tied     lambda [.6,1.3,-.3,.2]
+ *   diff_softmax  rope 500     RMS   none       64/2   97   untied   lambda .45
+ *   tda           rope NTK x4  RMS   rms        64/2   256  tied     p 1.5, kappa .5
+ * Each runs: prefill of two different 48-token sequences in one batch vs the reference; a
+ * 17-token prefill then 31 decode steps (batch 2) vs the full prefill and the reference;
+ * each sequence alone (batch 1) vs the batch.  Then: bf16 / f16 checkpoints, bf16 device
+ * weights, tdacl_sample, and the error paths.
+ *
+ * TDACL_TEST_VERBOSE=1 prints every measured error next to its bound.
+ */
+#include <math.h>
+#include <sys/stat.h>
+
+#include "checkpoint.h"
+#include "common/testutil.h"
+#include "ref/attention_ref.h"
+#include "ref/gpt_ref.h"
+
+/* ---- error bounds ------------------------------------------------------------------------
+ * Device logits are fp32 computations of a function the reference evaluates in double.
+ * Error model: fp32's unit roundoff is u = 2^-24 = 6e-8.  Each stage (norm, the matmuls
+ * with K <= 4C = 512 terms, attention over <= 48 keys with d = 32, GELU, residual) rounds
+ * its output with a random-sign error of about sqrt(K) u ~ 1.4e-6 relative (worst case
+ * K u = 3e-5), and LayerNorm/RMSNorm keep relative errors relative; a forward pass has 2
+ * layers x 8 stages + ln_f + the head ~ 20 stages, so the logits carry a relative rms
+ * error of about 20 x 1.4e-6 ~ 3e-5 at most, i.e. NMSE ~ 1e-9.  The threshold does not
+ * make this discontinuous: max(s - tau, 0)^p is continuous for p >= 1, so a score that
+ * rounds to the other side of tau changes its weight by at most |s - tau|^p <= the score
+ * error (no need to keep scores off the boundary for the logits; the sparsity counters
+ * are tdacl_attention's business and tested there).  The per-head rms Norm cannot blow up
+ * a tiny output: its eps (1e-5) caps the gain at 1/sqrt(eps) ~ 316, reached only by
+ * outputs of size < 3e-3, whose absolute errors are ~1e-9.
+ *   NMSE_F32 = 1e-8: 10x the estimate.
+ *   MAXABS_F32 = 2e-4 x max|ref|: the largest of ~10^4 errors is ~4 sigma of an rms
+ *   relative error of 3e-5, and max|ref| ~ 4 rms(ref); 2e-4 leaves ~6x.
+ * A real defect is far above these: test_sensitivity_of_bounds-style checks in every
+ * model case perturb the reference by a few percent in one semantic detail (beta,
+ * lambda, power, kappa, RoPE theta, NTK factor) and assert the logits move by more than
+ * 100x NMSE_F32. */
+#define NMSE_F32 1e-8
+#define MAXABS_F32 2e-4
+/* A perturbation of one semantic detail must move the logits this much (NMSE). */
+#define NMSE_SENSITIVE (100.0 * NMSE_F32)
+
+#define T_SEQ 48   /* tokens per test sequence (< n_positions = 64) */
+#define T_PROMPT 17 /* prefill length before the decode steps */
+
+static int g_verbose;
+static double g_worst_ratio; /* largest error / bound over every comparison */
+
+/* ---- deterministic randomness: splitmix64 + Box-Muller -------------------------------- */
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t rng_next(rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+static double rng_uniform(rng *r) { return ((double)(rng_next(r) >> 11) + 0.5) * 0x1p-53; }
+static double rng_normal(rng *r)
+{
+    double u1 = rng_uniform(r), u2 = rng_uniform(r);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+static double bf16_round(double x) { return tdacl_bf16_to_f32(tdacl_f32_to_bf16((float)x)); }
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    assert_non_null(p);
+    return p;
+}
+
+/* ---- the models ------------------------------------------------------------------------ */
+
+typedef struct model_spec {
+    const char *tag;
+    tdacl_attention_kind kind;
+    tdacl_position_kind position;
+    double rope_theta, ntk;      /* ntk: rope_scaling factor, 1 = none */
+    int n_head, n_embd, vocab;
+    int rmsnorm;
+    tdacl_head_norm head_norm;
+    double kappa, power;
+    double beta[2];              /* h.N.attn.beta of layer 0 and 1 (tra / tda) */
+    int lambda_n;                /* 0: scalar lambda; else n_head values */
+    double lambda[4];            /* layer 0; layer 1 uses them rotated by one head */
+    int untied;                  /* add lm_head.weight */
+    int prefix;                  /* store names as "transformer.*" */
+    double ln_eps;
+} model_spec;
+
+#define N_LAYER 2
+#define N_POS 64
+#define QK_GAIN 5.0 /* see make_checkpoint */
+#define V_GAIN 10.0
+
+static const model_spec SPECS[] = {
+    {"softmax_learned", TDACL_ATTN_SOFTMAX, TDACL_POSITION_LEARNED, 10000, 1, 2, 64, 97, 0, TDACL_NORM_NONE, 1, 2,
+     {1, 1}, 0, {0.5}, 0, 0, 1e-5},
+    {"softmax_rope", TDACL_ATTN_SOFTMAX, TDACL_POSITION_ROPE, 1000, 1, 4, 128, 256, 1, TDACL_NORM_RMS, 1, 2,
+     {1, 1}, 0, {0.5}, 1, 0, 1e-6},
+    {"rela_learned", TDACL_ATTN_RELA, TDACL_POSITION_LEARNED, 10000, 1, 4, 128, 256, 1, TDACL_NORM_NONE, 1, 2,
+     {1, 1}, 0, {0.5}, 0, 0, 1e-5},
+    {"rela_rope", TDACL_ATTN_RELA, TDACL_POSITION_ROPE, 10000, 1, 2, 64, 97, 0, TDACL_NORM_RMS, 1, 2, {1, 1}, 0,
+     {0.5}, 0, 1, 1e-6},
+    {"tra_learned", TDACL_ATTN_TRA, TDACL_POSITION_LEARNED, 10000, 1, 2, 64, 256, 0, TDACL_NORM_RMS, 1, 2,
+     {0.25, 0.5}, 0, {0.5}, 1, 0, 1e-5},
+    {"tra_rope", TDACL_ATTN_TRA, TDACL_POSITION_ROPE, 1000, 1, 4, 128, 97, 1, TDACL_NORM_NONE, 2, 1, {0.3, 0.2},
+     0, {0.5}, 0, 0, 1e-5},
+    {"tda_learned", TDACL_ATTN_TDA, TDACL_POSITION_LEARNED, 10000, 1, 2, 64, 97, 1, TDACL_NORM_NONE, 1, 2,
+     {0.2, 0.35}, 2, {0.7, 1.4}, 0, 0, 1e-6},
+    {"tda_rope", TDACL_ATTN_TDA, TDACL_POSITION_ROPE, 1000, 1, 4, 128, 256, 0, TDACL_NORM_RMS, 1, 2, {0.25, 0.15},
+     4, {0.3, 0.8, 1.4, -0.2}, 1, 0, 1e-5},
+    {"diff_softmax_learned", TDACL_ATTN_DIFF_SOFTMAX, TDACL_POSITION_LEARNED, 10000, 1, 4, 128, 256, 0,
+     TDACL_NORM_RMS, 1, 2, {1, 1}, 4, {0.6, 1.3, -0.3, 0.2}, 0, 0, 1e-5},
+    {"diff_softmax_rope", TDACL_ATTN_DIFF_SOFTMAX, TDACL_POSITION_ROPE, 500, 1, 2, 64, 97, 1, TDACL_NORM_NONE, 1,
+     2, {1, 1}, 0, {0.45}, 1, 0, 1e-5},
+    {"tda_rope_ntk", TDACL_ATTN_TDA, TDACL_POSITION_ROPE, 1000, 4, 2, 64, 256, 1, TDACL_NORM_RMS, 0.5, 1.5,
+     {0.2, 0.3}, 0, {0.7}, 0, 0, 1e-5},
+};
+#define N_SPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
+
+static int two_views(tdacl_attention_kind k) { return k == TDACL_ATTN_TDA || k == TDACL_ATTN_DIFF_SOFTMAX; }
+static int thresholded(tdacl_attention_kind k) { return k == TDACL_ATTN_TRA || k == TDACL_ATTN_TDA; }
+
+static const char *kind_name(tdacl_attention_kind k)
+{
+    static const char *names[] = {"softmax", "rela", "tra", "tda", "diff_softmax"};
+    return names[k];
+}
+
+static const model_spec *spec_by_tag(const char *tag)
+{
+    for (int i = 0; i < N_SPECS; i++)
+        if (!strcmp(SPECS[i].tag, tag)) return &SPECS[i];
+    fail_msg("no model spec %s", tag);
+    return NULL;
+}
+
+/* config.json of a spec, in the keys of SPEC section 3. */
+static void config_json(const model_spec *s, char *buf, size_t n)
+{
+    char scaling[96] = "";
+    if (s->ntk != 1.0) snprintf(scaling, sizeof scaling, ",\"rope_scaling\":{\"type\":\"ntk\",\"factor\":%g}", s->ntk);
+    snprintf(buf, n,
+             "{\"model_type\":\"gpt2\",\"n_layer\":%d,\"n_head\":%d,\"n_embd\":%d,\"vocab_size\":%d,"
+             "\"n_positions\":%d,\"layer_norm_epsilon\":%g,%s"
+             "\"attention\":{\"kind\":\"%s\",\"beta\":1,\"kappa\":%g,\"power\":%g,\"head_norm\":\"%s\"},"
+             "\"position\":\"%s\",\"rope_theta\":%g%s}",
+             N_LAYER, s->n_head, s->n_embd, s->vocab, N_POS, s->ln_eps, s->rmsnorm ? "\"norm_type\":\"rmsnorm\"," : "",
+             kind_name(s->kind), s->kappa, s->power, s->head_norm == TDACL_NORM_RMS ? "rms" : "none",
+             s->position == TDACL_POSITION_ROPE ? "rope" : "learned", s->rope_theta, scaling);
+}
+
+/* ---- safetensors rewriting ------------------------------------------------------------
+ * The checkpoint writer makes plain random models; the cases need chosen values in some
+ * tensors, other shapes for lambda, an extra lm_head, other dtypes or prefixed names.  So
+ * the file is parsed (tdacl__safetensors_parse), edited in memory and written back. */
+
+typedef struct st_tensor {
+    char name[160];
+    tdacl_dtype dtype;
+    int ndim;
+    int64_t shape[4];
+    unsigned char *data;
+    size_t nbytes;
+} st_tensor;
+
+typedef struct st_file {
+    st_tensor t[256];
+    int n;
+} st_file;
+
+static int64_t st_numel(const st_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+    return n;
+}
+
+static double st_get(const st_tensor *t, int64_t i)
+{
+    float f;
+    uint16_t h;
+    if (t->dtype == TDACL_F32) {
+        memcpy(&f, t->data + 4 * i, 4);
+        return f;
+    }
+    memcpy(&h, t->data + 2 * i, 2);
+    return t->dtype == TDACL_BF16 ? tdacl_bf16_to_f32(h) : tdacl_f16_to_f32(h);
+}
+
+static void st_put(st_tensor *t, int64_t i, double v)
+{
+    float f = (float)v;
+    uint16_t h;
+    if (t->dtype == TDACL_F32) {
+        memcpy(t->data + 4 * i, &f, 4);
+        return;
+    }
+    h = t->dtype == TDACL_BF16 ? tdacl_f32_to_bf16(f) : tdacl_f32_to_f16(f);
+    memcpy(t->data + 2 * i, &h, 2);
+}
+
+static void st_read(const char *path, st_file *f)
+{
+    size_t len = 0;
+    unsigned char *buf = tu_read_file(path, &len);
+    if (!buf) fail_msg("cannot read %s", path);
+    tdacl_ckpt_tensor *list = NULL;
+    int count = 0;
+    assert_ok(NULL, tdacl__safetensors_parse(buf, len, path, &list, &count));
+    assert_true(count <= (int)(sizeof f->t / sizeof f->t[0]));
+    memset(f, 0, sizeof *f);
+    for (int i = 0; i < count; i++) {
+        st_tensor *t = &f->t[f->n++];
+        snprintf(t->name, sizeof t->name, "%s", list[i].name);
+        t->dtype = list[i].dtype, t->ndim = list[i].ndim;
+        memcpy(t->shape, list[i].shape, sizeof t->shape);
+        t->nbytes = list[i].nbytes;
+        t->data = xcalloc(t->nbytes, 1);
+        memcpy(t->data, list[i].data, t->nbytes);
+        assert_int_equal(t->nbytes, (size_t)st_numel(t) * tdacl_dtype_size(t->dtype));
+    }
+    free(list);
+    free(buf);
+}
+
+static void st_free(st_file *f)
+{
+    for (int i = 0; i < f->n; i++) free(f->t[i].data);
+    f->n = 0;
+}
+
+static st_tensor *st_find(st_file *f, const char *name)
+{
+    for (int i = 0; i < f->n; i++)
+        if (!strcmp(f->t[i].name, name)) return &f->t[i];
+    return NULL;
+}
+
+/* Replaces (or adds) `name` with the given shape in `dtype`, zero-filled. */
+static st_tensor *st_set_shape(st_file *f, const char *name, tdacl_dtype dtype, int ndim, const int64_t *shape)
+{
+    st_tensor *t = st_find(f, name);
+    if (!t) {
+        assert_true(f->n < (int)(sizeof f->t / sizeof f->t[0]));
+        t = &f->t[f->n++];
+        snprintf(t->name, sizeof t->name, "%s", name);
+    } else {
+        free(t->data);
+    }
+    t->dtype = dtype, t->ndim = ndim;
+    memset(t->shape, 0, sizeof t->shape);
+    for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
+    t->nbytes = (size_t)st_numel(t) * tdacl_dtype_size(dtype);
+    t->data = xcalloc(t->nbytes, 1);
+    return t;
+}
+
+/* Every tensor converted to `dtype` (round to nearest even). */
+static void st_convert(st_file *f, tdacl_dtype dtype)
+{
+    for (int i = 0; i < f->n; i++) {
+        st_tensor *t = &f->t[i], old = *t;
+        t->dtype = dtype;
+        t->nbytes = (size_t)st_numel(t) * tdacl_dtype_size(dtype);
+        t->data = xcalloc(t->nbytes, 1);
+        for (int64_t e = 0; e < st_numel(t); e++) st_put(t, e, st_get(&old, e));
+        free(old.data);
+    }
+}
+
+/* Writes the file: 8-byte little-endian header length, JSON header padded with spaces to
+ * a multiple of 8, then the tensors back to back in list order. */
+static void st_write(const char *path, const st_file *f, const char *prefix)
+{
+    static const char *dt[] = {"F32", "BF16", "F16"};
+    size_t cap = 64 + (size_t)f->n * 320, len = 0, off = 0;
+    char *h = xcalloc(cap, 1);
+    len += (size_t)snprintf(h + len, cap - len, "{");
+    for (int i = 0; i < f->n; i++) {
+        const st_tensor *t = &f->t[i];
+        len += (size_t)snprintf(h + len, cap - len, "%s\"%s%s\":{\"dtype\":\"%s\",\"shape\":[", i ? "," : "", prefix,
+                                t->name, dt[t->dtype]);
+        for (int d = 0; d < t->ndim; d++)
+            len += (size_t)snprintf(h + len, cap - len, "%s%lld", d ? "," : "", (long long)t->shape[d]);
+        len += (size_t)snprintf(h + len, cap - len, "],\"data_offsets\":[%zu,%zu]}", off, off + t->nbytes);
+        off += t->nbytes;
+    }
+    len += (size_t)snprintf(h + len, cap - len, "}");
+    assert_true(len + 8 < cap);
+    while (len % 8) h[len++] = ' ';
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    unsigned char n8[8];
+    for (int i = 0; i < 8; i++) n8[i] = (unsigned char)((uint64_t)len >> (8 * i));
+    assert_int_equal(fwrite(n8, 1, 8, fp), 8);
+    assert_int_equal(fwrite(h, 1, len, fp), len);
+    for (int i = 0; i < f->n; i++)
+        if (f->t[i].nbytes) assert_int_equal(fwrite(f->t[i].data, 1, f->t[i].nbytes, fp), f->t[i].nbytes);
+    assert_int_equal(fclose(fp), 0);
+    free(h);
+}
+
+/* ---- suite state --------------------------------------------------------------------- */
+
+static tdacl_context *g_ctx;
+static char *g_root; /* temporary directory of every checkpoint */
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* Makes dir/<tag> from a spec: random weights stored as `file_dtype`, then the edits
+ * listed at the top of this file; `convert` (-1 = none) rewrites every tensor in another
+ * dtype afterwards.  Checks that the checkpoint reads back with the intended config, so
+ * the reference never inherits a misparsed config.  Returns the malloc'ed path. */
+static char *make_checkpoint(const model_spec *s, const char *tag, tdacl_dtype file_dtype, int convert)
+{
+    char *dir = xcalloc(strlen(g_root) + strlen(tag) + 2, 1);
+    sprintf(dir, "%s/%s", g_root, tag);
+    char cfg[1024];
+    config_json(s, cfg, sizeof cfg);
+    uint64_t seed = 0x5eed0000u + (uint64_t)(s - SPECS);
+    assert_ok(NULL, tdacl__checkpoint_write_random(dir, cfg, seed, file_dtype));
+
+    char path[1200];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    st_file *f = xcalloc(1, sizeof *f);
+    st_read(path, f);
+    rng r = {seed * 7 + 1};
+    const int C = s->n_embd, NH = s->n_head;
+    for (int i = 0; i < f->n; i++) {
+        st_tensor *t = &f->t[i];
+        int layer = 0;
+        sscanf(t->name, "h.%d.", &layer);
+        double mean = 0.0, sd = -1.0; /* sd < 0: leave as written */
+        if (ends_with(t->name, ".bias")) mean = 0.0, sd = 0.05;
+        if (ends_with(t->name, "ln_1.weight") || ends_with(t->name, "ln_2.weight") || !strcmp(t->name, "ln_f.weight"))
+            mean = 1.0, sd = 0.1;
+        if (ends_with(t->name, "attn.head_norm.weight")) mean = 1.0, sd = 0.2;
+        if (sd >= 0.0)
+            for (int64_t e = 0; e < st_numel(t); e++) st_put(t, e, bf16_round(mean + sd * rng_normal(&r)));
+        if (ends_with(t->name, "attn.c_attn.weight")) {
+            /* q and k columns x QK_GAIN: softmax / rela scores of std ~1 instead of ~0.03, so
+             * that the attention pattern (and RoPE) matters; cosines (tra / tda) are unchanged.
+             * v columns x V_GAIN for tra / tda without a head Norm: their weights (s - tau)^p
+             * are ~0.01, which would leave the attention sublayer ~0.1% of the logits. */
+            int64_t cols = t->shape[1];
+            for (int64_t e = 0; e < st_numel(t); e++)
+                if (e % cols < cols - C) st_put(t, e, QK_GAIN * st_get(t, e));
+                else if (thresholded(s->kind) && s->head_norm == TDACL_NORM_NONE) st_put(t, e, V_GAIN * st_get(t, e));
+        }
+        if (ends_with(t->name, "attn.beta"))
+            for (int64_t e = 0; e < st_numel(t); e++) st_put(t, e, bf16_round(s->beta[layer]));
+    }
+    if (two_views(s->kind))
+        for (int l = 0; l < N_LAYER; l++) {
+            char name[64];
+            snprintf(name, sizeof name, "h.%d.attn.lambda", l);
+            st_tensor *old = st_find(f, name);
+            assert_non_null(old); /* SPEC 3: two-view layers carry lambda */
+            /* per head: [n_head]; scalar: keep the writer's own scalar shape ([] or [1]) */
+            int64_t shape[4] = {NH};
+            int ndim = 1;
+            if (!s->lambda_n) memcpy(shape, old->shape, sizeof shape), ndim = old->ndim;
+            st_tensor *t = st_set_shape(f, name, old->dtype, ndim, shape);
+            if (s->lambda_n)
+                for (int h = 0; h < NH; h++) st_put(t, h, bf16_round(s->lambda[(h + l) % NH]));
+            else
+                st_put(t, 0, bf16_round(s->lambda[0] + 0.125 * l));
+        }
+    if (s->untied && !st_find(f, "lm_head.weight")) {
+        int64_t shape[2] = {s->vocab, C};
+        st_tensor *t = st_set_shape(f, "lm_head.weight", f->t[0].dtype, 2, shape);
+        for (int64_t e = 0; e < st_numel(t); e++) st_put(t, e, bf16_round(0.02 * rng_normal(&r)));
+    }
+    if (convert >= 0) st_convert(f, (tdacl_dtype)convert);
+    st_write(path, f, s->prefix ? "transformer." : "");
+    st_free(f);
+    free(f);
+
+    /* The parsed config must be the one intended. */
+    tdacl_checkpoint *ck = NULL;
+    assert_ok(NULL, tdacl__checkpoint_open(dir, &ck));
+    const tdacl_model_config *c = tdacl__checkpoint_config(ck);
+    assert_int_equal(c->n_layer, N_LAYER);
+    assert_int_equal(c->n_head, NH);
+    assert_int_equal(c->n_embd, C);
+    assert_int_equal(c->vocab_size, s->vocab);
+    assert_int_equal(c->n_positions, N_POS);
+    assert_true(fabs(c->layer_norm_epsilon - s->ln_eps) <= 1e-6 * s->ln_eps);
+    assert_int_equal(c->norm_type, s->rmsnorm);
+    assert_int_equal(c->attn_kind, s->kind);
+    assert_true(fabs(c->kappa - s->kappa) < 1e-6 && fabs(c->power - s->power) < 1e-6);
+    assert_int_equal(c->head_norm, s->head_norm);
+    assert_int_equal(c->position, s->position);
+    if (s->position == TDACL_POSITION_ROPE) {
+        assert_true(fabs(c->rope_theta - s->rope_theta) <= 1e-6 * s->rope_theta);
+        assert_true(fabs(c->rope_ntk_factor - s->ntk) < 1e-6);
+    }
+    assert_int_equal(c->tie_word_embeddings, !s->untied);
+    tdacl__checkpoint_close(ck);
+    return dir;
+}
+
+static void load_reference(const char *dir, int round_bf16, gpt_ref_model *m)
+{
+    tdacl_checkpoint *ck = NULL;
+    assert_ok(NULL, tdacl__checkpoint_open(dir, &ck));
+    if (gpt_ref_load(ck, round_bf16, m)) fail_msg("gpt_ref_load(%s) failed", dir);
+    tdacl__checkpoint_close(ck);
+}
+
+static void random_tokens(rng *r, int vocab, int n, int32_t *tok)
+{
+    for (int i = 0; i < n; i++) tok[i] = (int32_t)(rng_next(r) % (uint64_t)vocab);
+}
+
+/* ---- comparisons ---------------------------------------------------------------------- */
+
+typedef struct errs {
+    double se, sr;        /* sum of squared errors, of squared reference values */
+    double max_err, max_ref;
+    size_t n;
+} errs;
+
+static void errs_add(errs *e, const float *x, const double *ref_d, const float *ref_f, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double r = ref_d ? ref_d[i] : (double)ref_f[i], d = (double)x[i] - r;
+        if (!isfinite(x[i])) d = INFINITY;
+        e->se += d * d, e->sr += r * r;
+        if (fabs(d) > e->max_err || d != d) e->max_err = fabs(d);
+        if (fabs(r) > e->max_ref) e->max_ref = fabs(r);
+    }
+    e->n += n;
+}
+
+static double errs_nmse(const errs *e) { return e->sr > 0 ? e->se / e->sr : e->se; }
+
+/* Asserts NMSE <= nmse_bound and max |x - ref| <= maxabs_rel * max |ref|. */
+static void errs_check(const errs *e, double nmse_bound, double maxabs_rel, const char *what, const char *tag)
+{
+    double nmse = errs_nmse(e), mabs = maxabs_rel * e->max_ref;
+    double ratio = fmax(nmse / nmse_bound, e->max_err / mabs);
+    if (ratio > g_worst_ratio) g_worst_ratio = ratio;
+    if (g_verbose)
+        print_message("  %-22s %-28s nmse %.3g (bound %.3g)  max|err| %.3g (bound %.3g, max|ref| %.3g)\n", tag, what,
+                      nmse, nmse_bound, e->max_err, mabs, e->max_ref);
+    if (!(nmse <= nmse_bound) || !(e->max_err <= mabs))
+        fail_msg("%s %s: NMSE %.3g (bound %.3g), max |err| %.3g (bound %.3g = %.3g x max|ref| %.3g) over %zu values",
+                 tag, what, nmse, nmse_bound, e->max_err, mabs, maxabs_rel, e->max_ref, e->n);
+}
+
+/* NMSE between two reference logit arrays. */
+static double nmse_dd(const double *a, const double *ref, size_t n)
+{
+    double se = 0, sr = 0;
+    for (size_t i = 0; i < n; i++) se += (a[i] - ref[i]) * (a[i] - ref[i]), sr += ref[i] * ref[i];
+    return se / sr;
+}
+
+/* ---- device helpers --------------------------------------------------------------------- */
+
+static tdacl_model *load_device(const char *dir, tdacl_dtype wdt, int max_batch, int max_context)
+{
+    tdacl_model_desc d;
+    tdacl_model_desc_init(&d);
+    d.path = dir;
+    d.weight_dtype = wdt;
+    d.max_batch = max_batch;
+    d.max_context = max_context;
+    tdacl_model *m = NULL;
+    assert_ok(g_ctx, tdacl_model_load(g_ctx, &d, &m));
+    assert_non_null(m);
+    return m;
+}
+
+static void device_prefill(tdacl_model *m, int B, int T, const int32_t *tok, float *logits, int V)
+{
+    assert_ok(g_ctx, tdacl_model_prefill(m, B, T, tok));
+    int rows = -1;
+    assert_ok(g_ctx, tdacl_model_logits(m, logits, (int64_t)B * T * V, &rows));
+    assert_int_equal(rows, T);
+    int pos = -1;
+    assert_ok(g_ctx, tdacl_model_position(m, &pos));
+    assert_int_equal(pos, T);
+}
+
+/* ---- the reference checked on its own ----------------------------------------------------- */
+
+static void test_reference_by_hand(void **state)
+{
+    (void)state;
+    /* LayerNorm of [1,2,3,4] (mean 2.5, var 1.25), gain 2, bias 1, eps 0. */
+    double x[4] = {1, 2, 3, 4}, w[4] = {2, 2, 2, 2}, b[4] = {1, 1, 1, 1}, y[4];
+    gpt_ref_layernorm(y, x, w, b, 1, 4, 0.0);
+    for (int i = 0; i < 4; i++) assert_float_equal(y[i], (x[i] - 2.5) / sqrt(1.25) * 2 + 1, 1e-15);
+    /* RMSNorm: mean(x^2) = 7.5. */
+    gpt_ref_rmsnorm(y, x, w, 1, 4, 0.0);
+    for (int i = 0; i < 4; i++) assert_float_equal(y[i], x[i] / sqrt(7.5) * 2, 1e-15);
+    /* Conv1D [in, out]: [1,2] @ [[1,2,3],[4,5,6]] + [1,0,0] = [10, 12, 15]. */
+    double in[2] = {1, 2}, W[6] = {1, 2, 3, 4, 5, 6}, bias[3] = {1, 0, 0}, out[3];
+    gpt_ref_matmul(out, in, W, bias, 1, 2, 3);
+    assert_float_equal(out[0], 10, 0), assert_float_equal(out[1], 12, 0), assert_float_equal(out[2], 15, 0);
+    /* gelu_new(1) and gelu_new(-2), values of the tanh formula. */
+    assert_float_equal(gpt_ref_gelu(1.0), 0.8411919906082768, 1e-15);
+    assert_float_equal(gpt_ref_gelu(-2.0), -0.04540230591222, 1e-13);
+    /* RoPE, d = 4, theta 100, pos 3: pair (0,2) turns by 3 rad, pair (1,3) by 3/10 rad. */
+    double v[4] = {1, 2, 3, 4};
+    gpt_ref_rope(v, 4, 3, 100.0);
+    assert_float_equal(v[0], 1 * cos(3.0) - 3 * sin(3.0), 1e-15);
+    assert_float_equal(v[2], 3 * cos(3.0) + 1 * sin(3.0), 1e-15);
+    assert_float_equal(v[1], 2 * cos(0.3) - 4 * sin(0.3), 1e-15);
+    assert_float_equal(v[3], 4 * cos(0.3) + 2 * sin(0.3), 1e-15);
+    /* NTK: theta' = theta factor^(d/(d-2)). */
+    assert_float_equal(gpt_ref_rope_theta(1000, 4, 32), 1000 * pow(4, 32.0 / 30.0), 1e-9);
+    assert_float_equal(gpt_ref_rope_theta(1000, 1, 32), 1000, 0);
+    /* tau(63) = beta sqrt(2 ln 64 / d); tau(0) = 0; kappa 2 keeps tau(0..1) at 0. */
+    assert_float_equal(gpt_ref_tau(63, 0.5, 1, 32), 0.5 * sqrt(2 * log(64.0) / 32), 1e-15);
+    assert_float_equal(gpt_ref_tau(0, 1, 1, 32), 0, 0);
+    assert_float_equal(gpt_ref_tau(1, 1, 2, 32), 0, 0);
+}
+
+/* gpt_ref's attention sublayer (fused [q1|k1|q2|k2|v] columns, head slices) against the
+ * independent attention reference of tests/ref/attention_ref.c, per head, for every kind
+ * with a per-head lambda and the rms head Norm: the two references must read SPEC section
+ * 1 the same way. */
+static void test_reference_attention_agrees(void **state)
+{
+    (void)state;
+    enum { T = 23, NH = 3, D = 16, C = NH * D };
+    rng r = {99};
+    for (int kind = 0; kind < 5; kind++) {
+        int nv = two_views((tdacl_attention_kind)kind) ? 2 : 1, NQ = 2 * nv + 1;
+        gpt_ref_model m;
+        memset(&m, 0, sizeof m);
+        m.n_head = NH, m.n_embd = C, m.head_dim = D, m.kind = (tdacl_attention_kind)kind;
+        m.kappa = 0.75, m.power = 1.5, m.head_norm = TDACL_NORM_RMS, m.head_norm_eps = 1e-5;
+        m.position = TDACL_POSITION_LEARNED; /* no RoPE: attention_ref has none */
+        double lambda[NH] = {0.3, 1.6, -0.4}, gain[D];
+        for (int c = 0; c < D; c++) gain[c] = 1 + 0.3 * rng_normal(&r);
+        gpt_ref_layer L;
+        memset(&L, 0, sizeof L);
+        L.beta = 0.4, L.lambda = lambda, L.head_norm_w = gain;
+        double *qkv = xcalloc((size_t)T * NQ * C, sizeof(double)), *out = xcalloc((size_t)T * C, sizeof(double));
+        for (int i = 0; i < T * NQ * C; i++) qkv[i] = rng_normal(&r);
+        gpt_ref_stats st;
+        memset(&st, 0, sizeof st);
+        st.min_margin = INFINITY;
+        assert_int_equal(gpt_ref_attention(&m, &L, T, qkv, out, &st), 0);
+        double *q[2], *k[2], *v = xcalloc((size_t)T * D, sizeof(double)), *o = xcalloc((size_t)T * D, sizeof(double));
+        for (int i = 0; i < 2; i++) q[i] = xcalloc((size_t)T * D, sizeof(double)), k[i] = xcalloc((size_t)T * D, sizeof(double));
+        for (int h = 0; h < NH; h++) {
+            for (int t = 0; t < T; t++)
+                for (int c = 0; c < D; c++) {
+                    const double *row = qkv + (size_t)t * NQ * C + h * D + c;
+                    for (int vw = 0; vw < nv; vw++) q[vw][t * D + c] = row[2 * vw * C], k[vw][t * D + c] = row[(2 * vw + 1) * C];
+                    v[t * D + c] = row[(NQ - 1) * C];
+                }
+            attn_ref_params p = attn_ref_params_default((tdacl_attention_kind)kind);
+            p.beta = L.beta, p.kappa = m.kappa, p.power = m.power, p.lambda = lambda[h];
+            p.norm = TDACL_NORM_RMS, p.norm_eps = 1e-5, p.gain = gain;
+            attn_ref_shape sh = {1, 1, T, T, D, D};
+            attn_ref_inputs in = {q[0], k[0], v, nv == 2 ? q[1] : NULL, nv == 2 ? k[1] : NULL};
+            attn_ref_outputs ro;
+            memset(&ro, 0, sizeof ro);
+            ro.out = o;
+            attn_ref_counts counts;
+        assert_int_equal(attn_ref_attention(&p, sh, in, ro, &counts), 0);
+            for (int t = 0; t < T; t++)
+                for (int c = 0; c < D; c++)
+                    if (fabs(out[t * C + h * D + c] - o[t * D + c]) > 1e-12 * (1 + fabs(o[t * D + c])))
+                        fail_msg("%s head %d row %d col %d: gpt_ref %.15g attention_ref %.15g", kind_name(m.kind), h, t,
+                                 c, out[t * C + h * D + c], o[t * D + c]);
+        }
+        if (thresholded(m.kind)) assert_true(st.zero_weights > 0 && st.zero_weights < st.visible_pairs);
+        free(qkv), free(out), free(v), free(o);
+        for (int i = 0; i < 2; i++) free(q[i]), free(k[i]);
+    }
+}
+
+/* ---- one model: prefill, decode, batch ------------------------------------------------------ */
+
+/* Perturbs one detail of the reference and asserts that the logits move by more than
+ * NMSE_SENSITIVE: the bounds resolve that detail, so a device that gets it wrong fails. */
+static void check_sensitive(gpt_ref_model *m, const int32_t *tok, const double *ref, const char *what, const char *tag)
+{
+    size_t n = (size_t)T_SEQ * m->vocab_size;
+    double *alt = xcalloc(n, sizeof(double));
+    assert_int_equal(gpt_ref_forward(m, T_SEQ, tok, alt, NULL), 0);
+    double e = nmse_dd(alt, ref, n);
+    if (g_verbose) print_message("  %-22s sensitivity to %-14s nmse %.3g\n", tag, what, e);
+    if (!(e > NMSE_SENSITIVE))
+        fail_msg("%s: changing %s moves the reference logits by NMSE %.3g only (< %.3g): the test would not see it",
+                 tag, what, e, NMSE_SENSITIVE);
+    free(alt);
+}
+
+static void sensitivity(const model_spec *s, gpt_ref_model *m, const int32_t *tok, const double *ref)
+{
+    /* The attention sublayer matters: its output (c_proj of every layer) scaled by 1.01. */
+    size_t nw = (size_t)m->n_embd * m->n_embd;
+    double *saved[N_LAYER];
+    for (int l = 0; l < N_LAYER; l++) {
+        saved[l] = xcalloc(nw, sizeof(double));
+        memcpy(saved[l], m->layers[l].attn_proj_w, nw * sizeof(double));
+        for (size_t i = 0; i < nw; i++) m->layers[l].attn_proj_w[i] *= 1.01;
+    }
+    check_sensitive(m, tok, ref, "attention x1.01", s->tag);
+    for (int l = 0; l < N_LAYER; l++) {
+        memcpy(m->layers[l].attn_proj_w, saved[l], nw * sizeof(double));
+        free(saved[l]);
+    }
+    if (thresholded(s->kind)) {
+        double b = m->layers[0].beta;
+        m->layers[0].beta = b * 1.05;
+        check_sensitive(m, tok, ref, "beta +5%", s->tag);
+        m->layers[0].beta = b;
+        double p = m->power;
+        m->power = p * 1.05;
+        check_sensitive(m, tok, ref, "power +5%", s->tag);
+        m->power = p;
+        double k = m->kappa;
+        if (k != 1.0) { /* (p+1)*kappa instead of (p+1)/kappa */
+            m->kappa = 1.0 / k;
+            check_sensitive(m, tok, ref, "1/kappa", s->tag);
+            m->kappa = k;
+        }
+    }
+    if (two_views(s->kind)) {
+        double l = m->layers[0].lambda[0]; /* an unclamped head (0 < lambda < 1) in every spec */
+        m->layers[0].lambda[0] = l + 0.05;
+        check_sensitive(m, tok, ref, "lambda +0.05", s->tag);
+        m->layers[0].lambda[0] = l;
+    }
+    if (s->position == TDACL_POSITION_ROPE) {
+        double th = m->rope_theta, f = m->rope_ntk_factor;
+        if (f != 1.0) {
+            m->rope_ntk_factor = 1.0;
+            check_sensitive(m, tok, ref, "no NTK scaling", s->tag);
+            m->rope_ntk_factor = f;
+        }
+        m->rope_theta = th * 1.1;
+        check_sensitive(m, tok, ref, "theta +10%", s->tag);
+        m->rope_theta = th;
+    }
+}
+
+static void run_model_case(const model_spec *s)
+{
+    char *dir = make_checkpoint(s, s->tag, TDACL_F32, -1);
+    gpt_ref_model ref;
+    load_reference(dir, 0, &ref);
+    const int V = s->vocab, T = T_SEQ;
+    rng r = {1000 + (uint64_t)(s - SPECS)};
+    int32_t tok[2 * T_SEQ];
+    random_tokens(&r, V, 2 * T, tok);
+
+    /* Reference logits of both sequences, and what the threshold kinds keep. */
+    double *want = xcalloc((size_t)2 * T * V, sizeof(double));
+    gpt_ref_stats st[2];
+    for (int b = 0; b < 2; b++) assert_int_equal(gpt_ref_forward(&ref, T, tok + b * T, want + (size_t)b * T * V, &st[b]), 0);
+    if (thresholded(s->kind) || s->kind == TDACL_ATTN_RELA) {
+        /* A threshold that keeps nothing (or everything) would test little. */
+        double zero = (double)st[0].zero_weights / (double)st[0].visible_pairs;
+        if (g_verbose)
+            print_message("  %-22s reference: %.1f%% zero weights, survivors %.1f%% / %.1f%%\n", s->tag, 100 * zero,
+                          100.0 * (double)st[0].survivors[0] / (double)st[0].visible_pairs,
+                          100.0 * (double)st[0].survivors[1] / (double)st[0].visible_pairs);
+        assert_true(zero > 0.05 && zero < 0.95);
+    }
+    /* Causality of the reference: a different last token changes no earlier logit. */
+    {
+        int32_t alt[T_SEQ];
+        memcpy(alt, tok, sizeof alt);
+        alt[T - 1] = (alt[T - 1] + 1) % V;
+        double *l2 = xcalloc((size_t)T * V, sizeof(double));
+        assert_int_equal(gpt_ref_forward(&ref, T, alt, l2, NULL), 0);
+        assert_memory_equal(l2, want, sizeof(double) * (size_t)(T - 1) * V);
+        free(l2);
+    }
+    sensitivity(s, &ref, tok, want);
+
+    tdacl_model *m = load_device(dir, TDACL_F32, 2, 0);
+    tdacl_model_info info;
+    assert_ok(g_ctx, tdacl_model_get_info(m, &info));
+    assert_int_equal(info.n_layer, N_LAYER);
+    assert_int_equal(info.n_head, s->n_head);
+    assert_int_equal(info.n_embd, s->n_embd);
+    assert_int_equal(info.head_dim, s->n_embd / s->n_head);
+    assert_int_equal(info.vocab_size, V);
+    assert_int_equal(info.attention, s->kind);
+    assert_int_equal(info.position, s->position);
+    assert_int_equal(info.head_norm, s->head_norm);
+    assert_int_equal(info.tied_lm_head, !s->untied);
+    assert_int_equal(info.max_batch, 2);
+    assert_int_equal(info.max_context, N_POS);
+
+    /* 1. Prefill of both sequences in one batch against the reference. */
+    float *got = xcalloc((size_t)2 * T * V, sizeof(float));
+    device_prefill(m, 2, T, tok, got, V);
+    errs e = {0};
+    errs_add(&e, got, want, NULL, (size_t)2 * T * V);
+    errs_check(&e, NMSE_F32, MAXABS_F32, "prefill B=2 vs ref", s->tag);
+
+    /* 2. Each sequence alone equals its row of the batch (and the reference). */
+    float *one = xcalloc((size_t)T * V, sizeof(float));
+    for (int b = 0; b < 2; b++) {
+        device_prefill(m, 1, T, tok + b * T, one, V);
+        errs eb = {0}, er = {0};
+        errs_add(&eb, one, NULL, got + (size_t)b * T * V, (size_t)T * V);
+        errs_add(&er, one, want + (size_t)b * T * V, NULL, (size_t)T * V);
+        errs_check(&eb, NMSE_F32, MAXABS_F32, b ? "single seq 1 vs batch" : "single seq 0 vs batch", s->tag);
+        errs_check(&er, NMSE_F32, MAXABS_F32, b ? "single seq 1 vs ref" : "single seq 0 vs ref", s->tag);
+    }
+
+    /* 3. KV-cache decode: prefill T_PROMPT tokens, then one token at a time; step t's logits
+     * are position t's.  The decode path (split-key attention, M = batch GEMMs) rounds
+     * differently from prefill, so both comparisons use the fp32 budget above: each side is
+     * within it of the exact logits. */
+    int32_t prompt[2 * T_PROMPT];
+    for (int b = 0; b < 2; b++) memcpy(prompt + b * T_PROMPT, tok + b * T, sizeof(int32_t) * T_PROMPT);
+    float *pl = xcalloc((size_t)2 * T_PROMPT * V, sizeof(float));
+    device_prefill(m, 2, T_PROMPT, prompt, pl, V);
+    errs ed = {0}, edr = {0};
+    for (int b = 0; b < 2; b++) {
+        errs_add(&ed, pl + (size_t)b * T_PROMPT * V, NULL, got + (size_t)b * T * V, (size_t)T_PROMPT * V);
+        errs_add(&edr, pl + (size_t)b * T_PROMPT * V, want + (size_t)b * T * V, NULL, (size_t)T_PROMPT * V);
+    }
+    float step[2 * 256];
+    for (int t = T_PROMPT; t < T; t++) {
+        int32_t next[2] = {tok[t], tok[T + t]};
+        assert_ok(g_ctx, tdacl_model_decode(m, 2, next));
+        int rows = -1, pos = -1;
+        assert_ok(g_ctx, tdacl_model_logits(m, step, (int64_t)2 * V, &rows));
+        assert_int_equal(rows, 1);
+        assert_ok(g_ctx, tdacl_model_position(m, &pos));
+        assert_int_equal(pos, t + 1);
+        for (int b = 0; b < 2; b++) {
+            errs_add(&ed, step + b * V, NULL, got + ((size_t)b * T + t) * V, (size_t)V);
+            errs_add(&edr, step + b * V, want + ((size_t)b * T + t) * V, NULL, (size_t)V);
+        }
+    }
+    errs_check(&ed, NMSE_F32, MAXABS_F32, "decode vs prefill", s->tag);
+    errs_check(&edr, NMSE_F32, MAXABS_F32, "decode vs ref", s->tag);
+
+    assert_ok(g_ctx, tdacl_model_destroy(m));
+    free(got), free(one), free(pl), free(want);
+    gpt_ref_free(&ref);
+    free(dir);
+}
+
+#define MODEL_TEST(tag)                                                                                            \
+    static void test_model_##tag(void **state)                                                                     \
+    {                                                                                                              \
+        (void)state;                                                                                               \
+        run_model_case(spec_by_tag(#tag));                                                                         \
+    }
+MODEL_TEST(softmax_learned)
+MODEL_TEST(softmax_rope)
+MODEL_TEST(rela_learned)
+MODEL_TEST(rela_rope)
+MODEL_TEST(tra_learned)
+MODEL_TEST(tra_rope)
+MODEL_TEST(tda_learned)
+MODEL_TEST(tda_rope)
+MODEL_TEST(diff_softmax_learned)
+MODEL_TEST(diff_softmax_rope)
+MODEL_TEST(tda_rope_ntk)
+
+/* ---- storage dtypes --------------------------------------------------------------------- */
+
+/* Prefill of two sequences on `m` against reference logits computed from `ref`. */
+static void prefill_vs_ref(tdacl_model *m, gpt_ref_model *ref, uint64_t seed, double nmse_bound, double maxabs,
+                           const char *what, const char *tag, errs *out)
+{
+    const int V = ref->vocab_size, T = T_SEQ;
+    rng r = {seed};
+    int32_t tok[2 * T_SEQ];
+    random_tokens(&r, V, 2 * T, tok);
+    double *want = xcalloc((size_t)2 * T * V, sizeof(double));
+    for (int b = 0; b < 2; b++) assert_int_equal(gpt_ref_forward(ref, T, tok + b * T, want + (size_t)b * T * V, NULL), 0);
+    float *got = xcalloc((size_t)2 * T * V, sizeof(float));
+    device_prefill(m, 2, T, tok, got, V);
+    errs e = {0};
+    errs_add(&e, got, want, NULL, (size_t)2 * T * V);
+    if (out) *out = e;
+    if (nmse_bound > 0) errs_check(&e, nmse_bound, maxabs, what, tag);
+    free(want), free(got);
+}
+
+/* A checkpoint stored in bf16 (and one in f16): the reference reads the same 16-bit values,
+ * and converting them to fp32 is exact, so the device must meet the fp32 bounds, whether it
+ * keeps the weights as fp32 or as bf16 (bf16 values stored as bf16 lose nothing). */
+static void test_bf16_and_f16_checkpoints(void **state)
+{
+    (void)state;
+    const model_spec *s = spec_by_tag("tda_rope");
+    char *dir = make_checkpoint(s, "tda_rope_bf16file", TDACL_BF16, -1);
+    gpt_ref_model ref;
+    load_reference(dir, 0, &ref);
+    tdacl_model *m = load_device(dir, TDACL_F32, 2, 0);
+    prefill_vs_ref(m, &ref, 7, NMSE_F32, MAXABS_F32, "bf16 file, f32 weights", s->tag, NULL);
+    tdacl_model_info i32, i16;
+    assert_ok(g_ctx, tdacl_model_get_info(m, &i32));
+    assert_ok(g_ctx, tdacl_model_destroy(m));
+    m = load_device(dir, TDACL_BF16, 2, 0);
+    prefill_vs_ref(m, &ref, 7, NMSE_F32, MAXABS_F32, "bf16 file, bf16 weights", s->tag, NULL);
+    assert_ok(g_ctx, tdacl_model_get_info(m, &i16));
+    assert_ok(g_ctx, tdacl_model_destroy(m));
+    /* bf16 storage must really halve the big matrices. */
+    assert_int_equal(i16.parameters, i32.parameters);
+    assert_true(i16.weight_bytes < i32.weight_bytes * 6 / 10);
+    assert_true(i32.weight_bytes >= 4 * i32.parameters);
+    gpt_ref_free(&ref);
+    free(dir);
+
+    const model_spec *s2 = spec_by_tag("softmax_learned");
+    dir = make_checkpoint(s2, "softmax_learned_f16file", TDACL_F32, TDACL_F16);
+    load_reference(dir, 0, &ref);
+    m = load_device(dir, TDACL_F32, 2, 0);
+    prefill_vs_ref(m, &ref, 8, NMSE_F32, MAXABS_F32, "f16 file, f32 weights", s2->tag, NULL);
+    assert_ok(g_ctx, tdacl_model_destroy(m));
+    gpt_ref_free(&ref);
+    free(dir);
+}
+
+/* An fp32 checkpoint loaded with weight_dtype = bf16.  The device rounds the weights to
+ * bf16 (round to nearest even, like tdacl_f32_to_bf16) and computes in fp32, so it must
+ * meet the fp32 bounds against the reference run on bf16-rounded weights.  (Every value
+ * this test's edits wrote is already bf16-exact, so which small tensors the device keeps
+ * in fp32 does not matter; the random N(0, 0.02) matrices are not bf16-exact.)  The
+ * rounding itself must be visible: the bf16-rounded reference differs from the fp32 one
+ * by far more than the bound, and the device is far closer to the former. */
+static void test_bf16_weights(void **state)
+{
+    (void)state;
+    const model_spec *s = spec_by_tag("tra_learned");
+    char *dir = make_checkpoint(s, "tra_learned_bf16w", TDACL_F32, -1);
+    gpt_ref_model ref16, ref32;
+    load_reference(dir, 1, &ref16);
+    load_reference(dir, 0, &ref32);
+    tdacl_model *m = load_device(dir, TDACL_BF16, 2, 0);
+    prefill_vs_ref(m, &ref16, 9, NMSE_F32, MAXABS_F32, "bf16 weights vs bf16 ref", s->tag, NULL);
+    errs e32;
+    prefill_vs_ref(m, &ref32, 9, 0, 0, NULL, s->tag, &e32);
+    if (g_verbose) print_message("  %-22s bf16 weights vs fp32 ref: nmse %.3g\n", s->tag, errs_nmse(&e32));
+    assert_true(errs_nmse(&e32) > NMSE_SENSITIVE);
+    assert_ok(g_ctx, tdacl_model_destroy(m));
+    gpt_ref_free(&ref16);
+    gpt_ref_free(&ref32);
+    free(dir);
+}
+
+/* ---- sampling --------------------------------------------------------------------------- */
+
+static void test_sample(void **state)
+{
+    (void)state;
+    enum { V = 50 };
+    float logits[V];
+    rng r = {4242};
+    for (int i = 0; i < V; i++) logits[i] = (float)rng_normal(&r);
+    int arg = 0;
+    for (int i = 1; i < V; i++)
+        if (logits[i] > logits[arg]) arg = i;
+    int32_t tok = -1;
+    uint64_t seed = 1;
+    /* Greedy: temperature 0 is argmax, whatever top_k and seed. */
+    assert_ok(NULL, tdacl_sample(logits, V, 0.0f, 0, &seed, &tok));
+    assert_int_equal(tok, arg);
+    assert_ok(NULL, tdacl_sample(logits, V, 0.0f, 5, &seed, &tok));
+    assert_int_equal(tok, arg);
+    logits[7] = logits[arg] + 1.0f; /* move the maximum: greedy follows */
+    assert_ok(NULL, tdacl_sample(logits, V, 0.0f, 0, &seed, &tok));
+    assert_int_equal(tok, 7);
+
+    /* Reproducible: the same seed gives the same sequence of draws; the sequence is not
+     * constant (the seed advances). */
+    int32_t a[64], b[64];
+    uint64_t s1 = 123, s2 = 123;
+    for (int i = 0; i < 64; i++) assert_ok(NULL, tdacl_sample(logits, V, 1.5f, 0, &s1, &a[i]));
+    for (int i = 0; i < 64; i++) assert_ok(NULL, tdacl_sample(logits, V, 1.5f, 0, &s2, &b[i]));
+    assert_memory_equal(a, b, sizeof a);
+    int distinct = 0;
+    for (int i = 1; i < 64; i++) distinct += a[i] != a[0];
+    assert_true(distinct > 0);
+
+    /* Frequencies follow softmax(logits / temperature) restricted to the top k (k = 0: all).
+     * 20000 draws: each count is within 5 sigma of n p (sigma = sqrt(n p (1-p))), and tokens
+     * outside the top k never appear. */
+    const float logits5[5] = {1.0f, 0.2f, -0.5f, 2.0f, 0.0f}; /* ranks: 3, 0, 1, 4, 2 */
+    const int order[5] = {3, 0, 1, 4, 2};
+    const float temps[2] = {1.0f, 0.5f};
+    const int ks[3] = {0, 3, 1};
+    for (int ti = 0; ti < 2; ti++)
+        for (int ki = 0; ki < 3; ki++) {
+            int k = ks[ki], keep = k ? k : 5, count[5] = {0};
+            uint64_t sd = 777 + (uint64_t)(ti * 3 + ki);
+            const int n = 20000;
+            for (int i = 0; i < n; i++) {
+                assert_ok(NULL, tdacl_sample(logits5, 5, temps[ti], k, &sd, &tok));
+                assert_true(tok >= 0 && tok < 5);
+                count[tok]++;
+            }
+            double z = 0;
+            for (int j = 0; j < keep; j++) z += exp(logits5[order[j]] / temps[ti]);
+            for (int j = 0; j < 5; j++) {
+                int tk = order[j];
+                double p = j < keep ? exp(logits5[tk] / temps[ti]) / z : 0.0;
+                double sigma = sqrt(n * p * (1 - p));
+                if (fabs(count[tk] - n * p) > 5 * sigma + (p == 0 ? 0 : 1))
+                    fail_msg("temperature %g top_k %d: token %d drawn %d times, expected %.1f +- %.1f", temps[ti], k,
+                             tk, count[tk], n * p, 5 * sigma);
+            }
+        }
+
+    /* Invalid arguments. */
+    seed = 5;
+    assert_int_equal(tdacl_sample(NULL, V, 1.0f, 0, &seed, &tok), TDACL_ERR_INVALID_ARGUMENT);
+    assert_contains(tdacl_last_error(NULL), "tdacl_sample");
+    assert_int_equal(tdacl_sample(logits, 0, 1.0f, 0, &seed, &tok), TDACL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(tdacl_sample(logits, -3, 1.0f, 0, &seed, &tok), TDACL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(tdacl_sample(logits, V, -1.0f, 0, &seed, &tok), TDACL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(tdacl_sample(logits, V, NAN, 0, &seed, &tok), TDACL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(tdacl_sample(logits, V, INFINITY, 0, &seed, &tok), TDACL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(tdacl_sample(logits, V, 1.0f, -1, &seed, &tok), TDACL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(tdacl_sample(logits, V, 1.0f, 0, NULL, &tok), TDACL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(tdacl_sample(logits, V, 1.0f, 0, &seed, NULL), TDACL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(seed, 5); /* a failed call consumes no randomness */
+}
+
+/* ---- error paths ------------------------------------------------------------------------- */
+
+#define EXPECT_FAIL(call, status, needle)                                                                          \
+    do {                                                                                                           \
+        tdacl_status st_ = (call);                                                                                 \
+        if (st_ != (status))                                                                                       \
+            fail_msg("%s returned %d (%s), wanted %d (%s); last error: %s", #call, (int)st_, tdacl_status_str(st_),    \
+                     (int)(status), tdacl_status_str(status), tdacl_last_error(NULL));                           \
+        assert_contains(tdacl_last_error(NULL), needle);                                                           \
+    } while (0)
+
+static void test_errors(void **state)
+{
+    (void)state;
+    const model_spec *s = spec_by_tag("softmax_learned");
+    char *dir = make_checkpoint(s, "errors", TDACL_F32, -1);
+    const int V = s->vocab;
+    tdacl_model_desc d;
+    tdacl_model_desc_init(&d);
+    assert_int_equal(d.weight_dtype, TDACL_F32);
+    assert_int_equal(d.max_batch, 1);
+    assert_int_equal(d.max_context, 0);
+    d.path = dir;
+    tdacl_model *m = NULL;
+
+    /* Loading. */
+    EXPECT_FAIL(tdacl_model_load(NULL, &d, &m), TDACL_ERR_INVALID_ARGUMENT, "tdacl_model_load");
+    EXPECT_FAIL(tdacl_model_load(g_ctx, NULL, &m), TDACL_ERR_INVALID_ARGUMENT, "tdacl_model_load");
+    EXPECT_FAIL(tdacl_model_load(g_ctx, &d, NULL), TDACL_ERR_INVALID_ARGUMENT, "tdacl_model_load");
+    tdacl_model_desc bad = d;
+    bad.path = NULL;
+    EXPECT_FAIL(tdacl_model_load(g_ctx, &bad, &m), TDACL_ERR_INVALID_ARGUMENT, "path");
+    bad = d, bad.weight_dtype = TDACL_F16;
+    EXPECT_FAIL(tdacl_model_load(g_ctx, &bad, &m), TDACL_ERR_DTYPE, "weight_dtype");
+    bad = d, bad.max_batch = 0;
+    EXPECT_FAIL(tdacl_model_load(g_ctx, &bad, &m), TDACL_ERR_INVALID_ARGUMENT, "max_batch");
+    bad = d, bad.max_context = -1;
+    EXPECT_FAIL(tdacl_model_load(g_ctx, &bad, &m), TDACL_ERR_INVALID_ARGUMENT, "max_context");
+    bad = d, bad.max_context = N_POS + 1; /* learned positions end at n_positions */
+    EXPECT_FAIL(tdacl_model_load(g_ctx, &bad, &m), TDACL_ERR_INVALID_ARGUMENT, "max_context");
+    char missing[1200];
+    snprintf(missing, sizeof missing, "%s/does-not-exist", g_root);
+    bad = d, bad.path = missing;
+    EXPECT_FAIL(tdacl_model_load(g_ctx, &bad, &m), TDACL_ERR_IO, "does-not-exist");
+    assert_null(m);
+
+    /* A model with a short cache: 2 sequences of at most 24 tokens. */
+    d.max_batch = 2, d.max_context = 24;
+    assert_ok(g_ctx, tdacl_model_load(g_ctx, &d, &m));
+    tdacl_model_info info;
+    assert_ok(g_ctx, tdacl_model_get_info(m, &info));
+    assert_int_equal(info.max_context, 24);
+    EXPECT_FAIL(tdacl_model_get_info(NULL, &info), TDACL_ERR_INVALID_ARGUMENT, "tdacl_model_get_info");
+    EXPECT_FAIL(tdacl_model_get_info(m, NULL), TDACL_ERR_INVALID_ARGUMENT, "tdacl_model_get_info");
+    int pos = -1;
+    assert_ok(g_ctx, tdacl_model_position(m, &pos));
+    assert_int_equal(pos, 0);
+    EXPECT_FAIL(tdacl_model_position(NULL, &pos), TDACL_ERR_INVALID_ARGUMENT, "tdacl_model_position");
+    EXPECT_FAIL(tdacl_model_position(m, NULL), TDACL_ERR_INVALID_ARGUMENT, "tdacl_model_position");
+
+    int32_t tok[2 * 25];
+    rng r = {31};
+    random_tokens(&r, V, 2 * 25, tok);
+    float *logits = xcalloc((size_t)2 * 25 * V, sizeof(float));
+    int32_t one[2] = {1, 2};
+
+    /* Nothing to decode or read before the first prefill. */
+    EXPECT_FAIL(tdacl_model_decode(m, 2, one), TDACL_ERR_INVALID_ARGUMENT, "prefill");
+    EXPECT_FAIL(tdacl_model_logits(m, logits, (int64_t)2 * V, NULL), TDACL_ERR_INVALID_ARGUMENT, "tdacl_model_logits");
+
+    /* Prefill arguments. */
+    EXPECT_FAIL(tdacl_model_prefill(NULL, 1, 4, tok), TDACL_ERR_INVALID_ARGUMENT, "tdacl_model_prefill");
+    EXPECT_FAIL(tdacl_model_prefill(m, 1, 4, NULL), TDACL_ERR_INVALID_ARGUMENT, "tdacl_model_prefill");
+    EXPECT_FAIL(tdacl_model_prefill(m, 0, 4, tok), TDACL_ERR_INVALID_ARGUMENT, "batch");
+    EXPECT_FAIL(tdacl_model_prefill(m, 3, 4, tok), TDACL_ERR_INVALID_ARGUMENT, "max_batch");
+    EXPECT_FAIL(tdacl_model_prefill(m, 1, 0, tok), TDACL_ERR_INVALID_ARGUMENT, "len");
+    EXPECT_FAIL(tdacl_model_prefill(m, 1, 25, tok), TDACL_ERR_INVALID_ARGUMENT, "context");
+    int32_t saved = tok[3];
+    tok[3] = V; /* one past the vocabulary */
+    EXPECT_FAIL(tdacl_model_prefill(m, 1, 4, tok), TDACL_ERR_INVALID_ARGUMENT, "vocab");
+    tok[3] = -1;
+    EXPECT_FAIL(tdacl_model_prefill(m, 1, 4, tok), TDACL_ERR_INVALID_ARGUMENT, "vocab");
+    tok[3] = saved;
+    assert_ok(g_ctx, tdacl_model_position(m, &pos));
+    assert_int_equal(pos, 0); /* failed calls left no state behind */
+
+    /* A good prefill of 2 x 20, then logits arguments. */
+    int32_t p20[40];
+    for (int b = 0; b < 2; b++) memcpy(p20 + 20 * b, tok + 25 * b, sizeof(int32_t) * 20);
+    assert_ok(g_ctx, tdacl_model_prefill(m, 2, 20, p20));
+    EXPECT_FAIL(tdacl_model_logits(NULL, logits, (int64_t)2 * 20 * V, NULL), TDACL_ERR_INVALID_ARGUMENT,
+                "tdacl_model_logits");
+    EXPECT_FAIL(tdacl_model_logits(m, NULL, (int64_t)2 * 20 * V, NULL), TDACL_ERR_INVALID_ARGUMENT,
+                "tdacl_model_logits");
+    EXPECT_FAIL(tdacl_model_logits(m, logits, (int64_t)2 * 20 * V - 1, NULL), TDACL_ERR_SHAPE, "count");
+    int rows = -1;
+    assert_ok(g_ctx, tdacl_model_logits(m, logits, (int64_t)2 * 20 * V, &rows));
+    assert_int_equal(rows, 20);
+
+    /* Decode arguments. */
+    EXPECT_FAIL(tdacl_model_decode(NULL, 2, one), TDACL_ERR_INVALID_ARGUMENT, "tdacl_model_decode");
+    EXPECT_FAIL(tdacl_model_decode(m, 2, NULL), TDACL_ERR_INVALID_ARGUMENT, "tdacl_model_decode");
+    EXPECT_FAIL(tdacl_model_decode(m, 1, one), TDACL_ERR_INVALID_ARGUMENT, "batch");
+    int32_t badtok[2] = {1, V};
+    EXPECT_FAIL(tdacl_model_decode(m, 2, badtok), TDACL_ERR_INVALID_ARGUMENT, "vocab");
+    assert_ok(g_ctx, tdacl_model_position(m, &pos));
+    assert_int_equal(pos, 20);
+
+    /* Context overflow: 4 decode steps fill the 24-token cache, the 5th fails and changes
+     * nothing (position, logits of the last step). */
+    for (int t = 20; t < 24; t++) {
+        int32_t next[2] = {tok[t], tok[25 + t]};
+        assert_ok(g_ctx, tdacl_model_decode(m, 2, next));
+    }
+    float last[2 * 256], again[2 * 256]; /* V <= 256 */
+    assert_ok(g_ctx, tdacl_model_logits(m, last, (int64_t)2 * V, &rows));
+    assert_int_equal(rows, 1);
+    int32_t next[2] = {tok[24], tok[49]};
+    EXPECT_FAIL(tdacl_model_decode(m, 2, next), TDACL_ERR_INVALID_ARGUMENT, "context");
+    assert_ok(g_ctx, tdacl_model_position(m, &pos));
+    assert_int_equal(pos, 24);
+    assert_ok(g_ctx, tdacl_model_logits(m, again, (int64_t)2 * V, &rows));
+    assert_memory_equal(last, again, sizeof(float) * 2 * V);
+
+    /* The model still works: a new prefill of the full 24 tokens matches the decoded run at
+     * its last position. */
+    int32_t p24[48];
+    for (int b = 0; b < 2; b++) memcpy(p24 + 24 * b, tok + 25 * b, sizeof(int32_t) * 24);
+    assert_ok(g_ctx, tdacl_model_prefill(m, 2, 24, p24));
+    assert_ok(g_ctx, tdacl_model_logits(m, logits, (int64_t)2 * 24 * V, &rows));
+    errs e = {0};
+    for (int b = 0; b < 2; b++) errs_add(&e, last + b * V, NULL, logits + ((size_t)b * 24 + 23) * V, (size_t)V);
+    errs_check(&e, NMSE_F32, MAXABS_F32, "decode at full cache vs prefill", s->tag);
+
+    assert_ok(g_ctx, tdacl_model_destroy(m));
+    assert_ok(g_ctx, tdacl_model_destroy(NULL));
+    free(logits);
+    free(dir);
+}
+
+/* ---- main ---------------------------------------------------------------------------------- */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    tdacl_context_desc cd;
+    tdacl_context_desc_init(&cd);
+    if (tdacl_context_create(&cd, &g_ctx)) {
+        fprintf(stderr, "tdacl_context_create: %s\n", tdacl_last_error(NULL));
+        return -1;
+    }
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base) base = "/tmp";
+    g_root = xcalloc(strlen(base) + 32, 1);
+    sprintf(g_root, "%s/tdacl-model-XXXXXX", base);
+    if (!mkdtemp(g_root)) return -1;
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    tdacl_context_destroy(g_ctx);
+    tu_rm_rf(g_root);
+    free(g_root);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *v = getenv("TDACL_TEST_VERBOSE");
+    g_verbose = v && *v && strcmp(v, "0") != 0;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--filter") && i + 1 < argc) cmocka_set_test_filter(argv[++i]);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reference_by_hand),
+        cmocka_unit_test(test_reference_attention_agrees),
+        cmocka_unit_test(test_sample),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_model_softmax_learned),
+        cmocka_unit_test(test_model_softmax_rope),
+        cmocka_unit_test(test_model_rela_learned),
+        cmocka_unit_test(test_model_rela_rope),
+        cmocka_unit_test(test_model_tra_learned),
+        cmocka_unit_test(test_model_tra_rope),
+        cmocka_unit_test(test_model_tda_learned),
+        cmocka_unit_test(test_model_tda_rope),
+        cmocka_unit_test(test_model_diff_softmax_learned),
+        cmocka_unit_test(test_model_diff_softmax_rope),
+        cmocka_unit_test(test_model_tda_rope_ntk),
+        cmocka_unit_test(test_bf16_and_f16_checkpoints),
+        cmocka_unit_test(test_bf16_weights),
+    };
+    int failed = cmocka_run_group_tests_name("model", tests, group_setup, group_teardown);
+    if (g_verbose) printf("largest error / bound: %.3g\n", g_worst_ratio);
+    return failed;
+}
