@@ -87,6 +87,7 @@ void bench_finish_row(bench_run *run, bench_row *r);
 int bench_suite_peak(bench_run *run, tdacl_context *ctx, int dev);
 int bench_suite_attention(bench_run *run, tdacl_context *ctx, int dev);
 int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev);
+int bench_suite_forward(bench_run *run, tdacl_context *ctx, int dev);
 
 /* reports */
 void bench_print_table(const bench_run *run, FILE *f);

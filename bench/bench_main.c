@@ -13,7 +13,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: tdacl-bench [options]\n"
-            "  --suite LIST       peak,attention,gemm or all (default all)\n"
+            "  --suite LIST       peak,attention,gemm,forward or all (default all)\n"
             "  --device SEL       devices matching SEL (index or name substring); default: all\n"
             "  --quick            a representative subset (under 2 minutes on a 2-core CPU)\n"
             "  --kinds LIST       attention kinds (tra,tda,rela,softmax,diff_softmax)\n"
@@ -82,8 +82,8 @@ static int parse_args(int argc, char **argv, bench_options *o)
             if ((o->nsuites = split_list(v, o->suites, BENCH_MAX_LIST, 16)) < 0) goto bad;
             for (int k = 0; k < o->nsuites; k++)
                 if (strcmp(o->suites[k], "peak") && strcmp(o->suites[k], "attention") &&
-                    strcmp(o->suites[k], "gemm") && strcmp(o->suites[k], "all")) {
-                    fprintf(stderr, "tdacl-bench: unknown suite '%s' (peak, attention, gemm, all)\n", o->suites[k]);
+                    strcmp(o->suites[k], "gemm") && strcmp(o->suites[k], "forward") && strcmp(o->suites[k], "all")) {
+                    fprintf(stderr, "tdacl-bench: unknown suite '%s' (peak, attention, gemm, forward, all)\n", o->suites[k]);
                     return 2;
                 }
         } else if (!strcmp(a, "--device")) { NEED_VALUE(); o->device = v; }
@@ -268,6 +268,7 @@ int main(int argc, char **argv)
         if (wants(&run.opt, "peak")) failures += bench_suite_peak(&run, ctx, dev);
         if (wants(&run.opt, "attention")) failures += bench_suite_attention(&run, ctx, dev);
         if (wants(&run.opt, "gemm")) failures += bench_suite_gemm(&run, ctx, dev);
+        if (wants(&run.opt, "forward")) failures += bench_suite_forward(&run, ctx, dev);
         tdacl_context_destroy(ctx);
     }
     if (run.opt.progress) fprintf(stderr, "\r\033[K");

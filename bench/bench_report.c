@@ -15,7 +15,9 @@ static void shape_text(const bench_row *r, char *buf, size_t n)
     if (!strcmp(r->suite, "attention"))
         snprintf(buf, n, "B%lld H%lld Tq%lld Tk%lld d%d", (long long)r->B, (long long)r->H, (long long)r->Tq,
                  (long long)r->Tk, r->d);
-    else if (!strcmp(r->suite, "gemm") || !strcmp(r->suite, "forward"))
+    else if (!strcmp(r->suite, "forward"))
+        snprintf(buf, n, "B%lld T%lld ctx%lld", (long long)r->B, (long long)r->Tq, (long long)r->Tk);
+    else if (!strcmp(r->suite, "gemm"))
         snprintf(buf, n, "%lldx%lldx%lld", (long long)r->M, (long long)r->N, (long long)r->K);
     else
         buf[0] = 0;
@@ -110,7 +112,7 @@ static cJSON *row_json(const bench_row *r)
     if (r->path[0]) cJSON_AddStringToObject(j, "path", r->path);
     cJSON *shape = cJSON_AddObjectToObject(j, "shape");
 #define NUM(o, k, v) cJSON_AddNumberToObject(o, k, (double)(v))
-    if (!strcmp(r->suite, "attention")) {
+    if (!strcmp(r->suite, "attention") || !strcmp(r->suite, "forward")) {
         NUM(shape, "B", r->B), NUM(shape, "H", r->H), NUM(shape, "Tq", r->Tq), NUM(shape, "Tk", r->Tk);
         NUM(shape, "d", r->d), NUM(shape, "dv", r->dv);
     } else {
@@ -133,6 +135,7 @@ static cJSON *row_json(const bench_row *r)
     NUM(j, "pct_peak_flops", r->pct_peak_flops), NUM(j, "pct_peak_bw", r->pct_peak_bw);
     if (r->bound_ms > 0) NUM(j, "bound_ms", r->bound_ms);
     if (r->sparsity >= 0) NUM(j, "sparsity", r->sparsity);
+    if (r->unit[0]) NUM(j, "value", r->value), cJSON_AddStringToObject(j, "unit", r->unit);
     if (r->note[0]) cJSON_AddStringToObject(j, "note", r->note);
 #undef NUM
     return j;

@@ -7,6 +7,7 @@
 
 #include "attention.h"
 #include "bench.h"
+#include "gemm.h"
 
 static bench_row *new_row(bench_run *run, int dev, const char *suite, const char *name)
 {
@@ -273,6 +274,22 @@ static tdacl_status gemm_once(void *user, double *ms)
     return TDACL_SUCCESS;
 }
 
+typedef struct own_gemm_job {
+    tdacl_context *ctx;
+    tdacl_tensor *a, *w, *bias, *c;
+    int m, n, k;
+} own_gemm_job;
+
+static tdacl_status own_gemm_once(void *user, double *ms)
+{
+    own_gemm_job *j = user;
+    cl_event ev = NULL;
+    tdacl_status st = tdacl__gemm(j->ctx, j->c, j->a, j->w, j->bias, NULL, TDACL_EPI_BIAS, j->m, j->n, j->k, 0, NULL, &ev);
+    if (!st) st = tdacl__event_ms(j->ctx, ev, ms);
+    if (ev) clReleaseEvent(ev);
+    return st;
+}
+
 int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev)
 {
     const bench_options *o = &run->opt;
@@ -285,35 +302,55 @@ int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev)
     for (int mi = 0; mi < nm; mi++) {
         size_t m = gpu ? ms_gpu[mi] : ms_cpu[mi];
         for (int si = 0; si < nshapes; si++) {
-            gemm_job j = {ctx, NULL, NULL, NULL, m, nk[si][0], nk[si][1]};
-            bench_row *r = new_row(run, dev, "gemm", "sgemm");
-            if (!r) return failures + 1;
-            snprintf(r->impl, sizeof r->impl, "clblast");
-            snprintf(r->dtype, sizeof r->dtype, "f32");
-            r->M = (int64_t)j.m, r->N = (int64_t)j.n, r->K = (int64_t)j.k;
-            bench_progress(run, "%s gemm %zux%zux%zu", run->devices[dev].info.name, j.m, j.n, j.k);
-            int64_t sa[2] = {(int64_t)j.m, (int64_t)j.k}, sb[2] = {(int64_t)j.k, (int64_t)j.n},
-                    sc[2] = {(int64_t)j.m, (int64_t)j.n};
-            tdacl_tensor *ta = NULL, *tb = NULL, *tc = NULL;
-            tdacl_status st = tdacl_tensor_create(ctx, TDACL_F32, 2, sa, &ta);
-            if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 2, sb, &tb);
-            if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 2, sc, &tc);
-            if (!st) st = tdacl__tensor_fill_normal(ta, 7, 0, 1);
-            if (!st) st = tdacl__tensor_fill_normal(tb, 8, 0, 1);
-            if (!st) {
-                j.a = ta->storage->mem, j.b = tb->storage->mem, j.c = tc->storage->mem;
-                st = tdacl__measure(gemm_once, &j, &o->measure, &r->s);
+            size_t n = nk[si][0], k = nk[si][1];
+            /* CLBlast SGEMM, then our own GEMM (+bias epilogue) with f32 and bf16 weights */
+            for (int impl = 0; impl < 3; impl++) {
+                bench_row *r = bench_add_row(run);
+                if (!r) return failures + 1;
+                snprintf(r->suite, sizeof r->suite, "gemm");
+                snprintf(r->name, sizeof r->name, "%s", impl ? "gemm_bias" : "sgemm");
+                snprintf(r->impl, sizeof r->impl, "%s", impl ? "tdacl" : "clblast");
+                snprintf(r->device, sizeof r->device, "%s", run->devices[dev].info.name);
+                r->device_index = dev;
+                tdacl_dtype wdt = impl == 2 ? TDACL_BF16 : TDACL_F32;
+                snprintf(r->dtype, sizeof r->dtype, "%s", tdacl_dtype_name(wdt));
+                r->M = (int64_t)m, r->N = (int64_t)n, r->K = (int64_t)k;
+                bench_progress(run, "%s gemm %s %s %zux%zux%zu", run->devices[dev].info.name, r->impl, r->dtype, m, n, k);
+                int64_t sa[2] = {(int64_t)m, (int64_t)k}, sb[2] = {(int64_t)k, (int64_t)n}, sc[2] = {(int64_t)m, (int64_t)n},
+                        sbias[2] = {1, (int64_t)n};
+                tdacl_tensor *ta = NULL, *tb = NULL, *tc = NULL, *tbias = NULL;
+                tdacl_status st = tdacl_tensor_create(ctx, TDACL_F32, 2, sa, &ta);
+                if (!st) st = tdacl_tensor_create(ctx, wdt, 2, sb, &tb);
+                if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 2, sc, &tc);
+                if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 2, sbias, &tbias);
+                if (!st) st = tdacl__tensor_fill_normal(ta, 7, 0, 1);
+                if (!st) st = tdacl__tensor_fill_normal(tb, 8, 0, 1);
+                if (!st) st = tdacl__tensor_fill_normal(tbias, 9, 0, 1);
+                if (!st && impl == 0) {
+                    gemm_job j = {ctx, ta->storage->mem, tb->storage->mem, tc->storage->mem, m, n, k};
+                    st = tdacl__measure(gemm_once, &j, &o->measure, &r->s);
+                } else if (!st) {
+                    own_gemm_job j = {ctx, ta, tb, tbias, tc, (int)m, (int)n, (int)k};
+                    tdacl_problem p = {-1, wdt, 0, 0, (int64_t)m, 0};
+                    tdacl_tuned used;
+                    if (!tdacl__tuned(ctx, "gemm", &p, &used)) {
+                        tdacl__params_text(tdacl__kernel_space("gemm"), &used.values, r->params, sizeof r->params);
+                        snprintf(r->params_source, sizeof r->params_source, "%s", tdacl__tuned_source_name(used.source));
+                        snprintf(r->params_origin, sizeof r->params_origin, "%s", used.origin);
+                    }
+                    st = tdacl__measure(own_gemm_once, &j, &o->measure, &r->s);
+                }
+                if (st) {
+                    snprintf(r->note, sizeof r->note, "failed: %s", tdacl_last_error(ctx));
+                    fprintf(stderr, "\ntdacl-bench: gemm: %s\n", tdacl_last_error(ctx));
+                    failures++;
+                } else {
+                    r->flops = 2.0 * (double)m * (double)n * (double)k;
+                    r->bytes = 4.0 * ((double)m * k + (double)m * n) + (double)tdacl_dtype_size(wdt) * k * n;
+                    bench_finish_row(run, r);
+                }
+                tdacl_tensor_destroy(ta), tdacl_tensor_destroy(tb), tdacl_tensor_destroy(tc), tdacl_tensor_destroy(tbias);
             }
-            if (st) {
-                snprintf(r->note, sizeof r->note, "failed: %s", tdacl_last_error(ctx));
-                fprintf(stderr, "\ntdacl-bench: sgemm: %s\n", tdacl_last_error(ctx));
-                failures++;
-            } else {
-                r->flops = 2.0 * (double)j.m * (double)j.n * (double)j.k;
-                r->bytes = 4.0 * ((double)j.m * j.k + (double)j.k * j.n + (double)j.m * j.n);
-                bench_finish_row(run, r);
-            }
-            tdacl_tensor_destroy(ta), tdacl_tensor_destroy(tb), tdacl_tensor_destroy(tc);
         }
     }
     return failures;

@@ -78,6 +78,7 @@ tdacl_status tdacl_context_create(const tdacl_context_desc *desc_in, tdacl_conte
     make_base_options(ctx);
     tdacl__cache_init(ctx, &desc);
     st = tdacl__tuning_open(ctx, desc.tuning_file);
+    if (!st) tdacl__clblast_overrides(ctx);
     if (st) {
         tdacl_status keep = st;
         char msg[2048];

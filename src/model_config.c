@@ -76,10 +76,12 @@ static tdacl_status get_real(const char *file, const cJSON *obj, const char *pre
     if (!cJSON_IsNumber(v))
         return tdacl__fail(NULL, TDACL_ERR_FORMAT, "%s: key '%s%s' must be a number, found %s", file, prefix, key, type_name(v));
     double x = v->valuedouble;
-    if (!(lo_open ? x > lo : x >= lo) || !(x <= hi))
+    /* the float the model keeps must be in range too: 1e-128 passes as a double but is 0 */
+    float f = (float)(x > hi ? hi : x < -1e30 ? -1e30 : x);
+    if (!(lo_open ? x > lo && f > lo : x >= lo) || !(x <= hi))
         return tdacl__fail(NULL, TDACL_ERR_FORMAT, "%s: key '%s%s' = %g is out of range %s%g, %g]", file, prefix, key, x,
                            lo_open ? "(" : "[", lo, hi);
-    *out = (float)x;
+    *out = f;
     return TDACL_SUCCESS;
 }
 

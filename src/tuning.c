@@ -14,6 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <clblast_c.h>
+#include <cjson/cJSON.h>
+
 #include "tuning.h"
 
 static const char *kind_names[] = {"softmax", "rela", "tra", "tda", "diff_softmax"};
@@ -491,4 +494,118 @@ tdacl_status tdacl__tuned(tdacl_context *ctx, const char *kernel, const tdacl_pr
     return tdacl__fail(ctx, TDACL_ERR_UNSUPPORTED,
                        "kernel %s: no parameter set fits this device (%s) for d=%d dv=%d (%s)",
                        kernel, ctx->info.name, p->d, p->dv, why);
+}
+
+/* ---- CLBlast overrides ----
+ * Entries named clblast_<kernel> (e.g. clblast_xgemm) hold CLBlast's own kernel parameters,
+ * imported from its tuners; the best matching one per kernel and precision is handed to
+ * CLBlastOverrideParameters when a context is created.  CLBlast validates the names and
+ * values; a refusal is logged with the line and CLBlast keeps its own database. */
+
+static const struct { const char *entry, *kernel; } clblast_kernels[] = {
+    {"clblast_xgemm", "Xgemm"}, {"clblast_xgemm_direct", "XgemmDirect"}, {"clblast_xgemv", "Xgemv"},
+    {"clblast_copy", "Copy"}, {"clblast_pad", "Pad"}, {"clblast_transpose", "Transpose"}, {"clblast_padtranspose", "Padtranspose"},
+};
+
+static int clblast_score(const tdacl_tdb_entry *e, const tdacl_device_info *dev)
+{
+    int score = 0;
+    if (e->device[0]) {
+        if (strcmp(e->device, dev->name)) return -1;
+        score += 8;
+    }
+    if (e->driver[0] && !strcmp(e->driver, dev->driver_version)) score += 4;
+    if (e->arch[0]) {
+        if (strcmp(e->arch, dev->arch)) return -1;
+        score += 2;
+    }
+    return e->device[0] || e->arch[0] ? score : -1;
+}
+
+void tdacl__clblast_overrides(tdacl_context *ctx)
+{
+    if (!ctx->tuning || !ctx->use_tuning_db) return;
+    const tdacl_tdb *dbs[2] = {&ctx->tuning->user, &ctx->tuning->shipped};
+    for (size_t k = 0; k < TDACL_ARRAY_LEN(clblast_kernels); k++)
+        for (int prec = 0; prec < 2; prec++) {
+            /* precision from the entry's dtype: f32 -> single (32), f16 -> half (16) */
+            int want_dt = prec == 0 ? TDACL_F32 : TDACL_F16;
+            const tdacl_tdb_entry *best = NULL;
+            const char *where = NULL;
+            int best_score = -1;
+            for (int d = 0; d < 2 && !best; d++)
+                for (int i = 0; i < dbs[d]->count; i++) {
+                    const tdacl_tdb_entry *e = &dbs[d]->entries[i];
+                    if (strcmp(e->kernel, clblast_kernels[k].entry) || (e->dtype >= 0 ? e->dtype : TDACL_F32) != want_dt)
+                        continue;
+                    int sc = clblast_score(e, &ctx->info);
+                    if (sc > best_score) best_score = sc, best = e, where = dbs[d]->path;
+                }
+            if (!best) continue;
+            const char *names[TDACL_MAX_PARAMS];
+            size_t values[TDACL_MAX_PARAMS];
+            for (int i = 0; i < best->nparams; i++) names[i] = best->pname[i], values[i] = (size_t)best->pvalue[i];
+            CLBlastStatusCode rc = CLBlastOverrideParameters(ctx->device, clblast_kernels[k].kernel,
+                                                             prec == 0 ? CLBlastPrecisionSingle : CLBlastPrecisionHalf,
+                                                             (size_t)best->nparams, names, values);
+            if (rc != CLBlastSuccess)
+                tdacl__log(ctx, TDACL_LOG_WARN, "tuning database %s:%d: CLBlast refused the %s parameters (status %d); "
+                           "CLBlast keeps its own", where, best->line, clblast_kernels[k].kernel, (int)rc);
+            else
+                tdacl__log(ctx, TDACL_LOG_INFO, "CLBlast %s parameters from %s:%d", clblast_kernels[k].kernel, where,
+                           best->line);
+        }
+}
+
+tdacl_status tdacl__clblast_import(tdacl_context *ctx, const char *json_path, const char *db_path)
+{
+    size_t len;
+    char *text = read_file(json_path, &len);
+    if (!text) return tdacl__fail(ctx, TDACL_ERR_IO, "cannot read %s: %s", json_path, strerror(errno));
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    free(text);
+    const cJSON *fam = root ? cJSON_GetObjectItemCaseSensitive(root, "kernel_family") : NULL;
+    const cJSON *prec = root ? cJSON_GetObjectItemCaseSensitive(root, "precision") : NULL;
+    const cJSON *best = root ? cJSON_GetObjectItemCaseSensitive(root, "best_parameters") : NULL;
+    const cJSON *tm = root ? cJSON_GetObjectItemCaseSensitive(root, "best_time") : NULL;
+    if (!cJSON_IsString(fam) || !cJSON_IsString(prec) || !cJSON_IsString(best)) {
+        cJSON_Delete(root);
+        return tdacl__fail(ctx, TDACL_ERR_FORMAT, "%s is not a CLBlast tuner result (kernel_family, precision, "
+                           "best_parameters)", json_path);
+    }
+    tdacl_tdb_entry e;
+    memset(&e, 0, sizeof e);
+    e.kind = -1;
+    /* "xgemm_1" -> clblast_xgemm; "xgemm_direct_1" -> clblast_xgemm_direct */
+    char family[40];
+    snprintf(family, sizeof family, "%s", fam->valuestring);
+    char *us = strrchr(family, '_');
+    if (us && us[1] >= '0' && us[1] <= '9') *us = 0;
+    snprintf(e.kernel, sizeof e.kernel, "clblast_%s", family);
+    e.dtype = !strcmp(prec->valuestring, "16") ? TDACL_F16 : TDACL_F32;
+    snprintf(e.device, sizeof e.device, "%s", ctx->info.name);
+    snprintf(e.driver, sizeof e.driver, "%s", ctx->info.driver_version);
+    snprintf(e.arch, sizeof e.arch, "%s", ctx->info.arch);
+    const char *p = best->valuestring;
+    while (*p && e.nparams < TDACL_MAX_PARAMS) {
+        while (*p == ' ') p++;
+        size_t n = strcspn(p, " ");
+        char tok[64];
+        snprintf(tok, sizeof tok, "%.*s", (int)(n < sizeof tok ? n : sizeof tok - 1), p);
+        p += n;
+        char *eq = strchr(tok, '=');
+        if (!eq || !strcmp(tok, "") || !strncmp(tok, "PRECISION=", 10)) continue;
+        *eq = 0;
+        if (strlen(tok) >= sizeof e.pname[0] || parse_int(eq + 1, &e.pvalue[e.nparams])) continue;
+        snprintf(e.pname[e.nparams++], sizeof e.pname[0], "%s", tok);
+    }
+    if (e.nparams >= TDACL_MAX_PARAMS && *p) {
+        cJSON_Delete(root);
+        return tdacl__fail(ctx, TDACL_ERR_FORMAT, "%s: more than %d parameters", json_path, TDACL_MAX_PARAMS);
+    }
+    snprintf(e.comment, sizeof e.comment, "CLBlast tuner %s: %s ms", fam->valuestring,
+             cJSON_IsString(tm) ? tm->valuestring : "?");
+    cJSON_Delete(root);
+    if (!e.nparams) return tdacl__fail(ctx, TDACL_ERR_FORMAT, "%s: no parameters in best_parameters", json_path);
+    return tdacl__tdb_upsert_file(ctx, db_path, &e);
 }

@@ -11,7 +11,7 @@
 
 #include "internal.h"
 
-#define TDACL_MAX_PARAMS 8
+#define TDACL_MAX_PARAMS 20
 #define TDACL_MAX_CANDIDATES 12
 #define TDACL_END (-1)
 
@@ -122,6 +122,10 @@ struct tdacl_tuning_db {
 };
 
 tdacl_status tdacl__tuning_open(tdacl_context *ctx, const char *file);
+/* Applies matching clblast_* entries through CLBlastOverrideParameters. */
+void tdacl__clblast_overrides(tdacl_context *ctx);
+/* Converts a CLBlast tuner result (clblast_xgemm_1_32.json) into an entry of db_path. */
+tdacl_status tdacl__clblast_import(tdacl_context *ctx, const char *json_path, const char *db_path);
 void tdacl__tuning_close(tdacl_context *ctx);
 
 const char *tdacl__kind_name(int kind);

@@ -6,6 +6,8 @@
 #   3. install the Release build into a temporary prefix and build + run examples/hello
 #      against it through find_package(tdacl) and through pkg-config
 #   4. the tests labelled "oclgrind" (kernels under the Oclgrind simulator), if any
+#   5. the libFuzzer targets (tools/fuzz.sh, clang build in build-fuzz/), $FUZZ_SECONDS
+#      (default 30) seconds each on the safetensors and config.json parsers
 # Any failure stops the script with a non-zero status.
 set -euo pipefail
 
@@ -68,6 +70,10 @@ if [ "${n_oclgrind:-0}" -gt 0 ]; then
 else
     echo "no test carries the oclgrind label"
 fi
+
+# ---- 5. fuzzing ----
+step "fuzz the checkpoint parsers (tools/fuzz.sh, ${FUZZ_SECONDS:-30}s per target)"
+tools/fuzz.sh "${FUZZ_SECONDS:-30}"
 
 step "summary"
 for run in release asan oclgrind; do

@@ -46,6 +46,7 @@ import torch.nn.functional as F
 KINDS = ("softmax", "rela", "tra", "tda", "diff_softmax")
 TWO_VIEW = ("tda", "diff_softmax")
 THRESHOLD = ("tra", "tda")
+OOM = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
 
 
 # ---- configuration and weights -------------------------------------------------------------
@@ -368,6 +369,18 @@ def main():
     Ts, Bs, ctxs = ints(a.T), ints(a.B), ints(a.ctx)
     need_pos = max(Ts + ctxs + [64])
     rows, ok = [], True
+
+    def save():  # after every row, so an interrupted run keeps what it measured
+        if not a.out:
+            return
+        out = {"schema": "tdacl-bench/1", "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+               "library": {"version": "anchors", "git": "n/a"},
+               "options": {"torch": torch.__version__, "tf32": a.tf32, "logits": a.logits, "position": a.position,
+                           "checkpoint": a.checkpoint or "random"},
+               "devices": [{"index": 0, "name": dev_name, "type": "gpu" if device.type == "cuda" else "cpu"}], "rows": rows}
+        with open(a.out + ".tmp", "w") as f:
+            json.dump(out, f, indent=1)
+        os.replace(a.out + ".tmp", a.out)
     kinds = [k for k in a.kinds.split(",") if k]
     for kind in kinds:
         if kind not in KINDS:
@@ -404,8 +417,9 @@ def main():
                         t = timed(lambda: model.forward(tok, cache, 0, last_only=a.logits == "last"), device)
                         rows.append(make_row(cfg, kind, "prefill", B, T, T, t, dev_name, a.logits, a.tf32))
                         print(f"{kind} prefill B={B} T={T}: {t['median']:.3f} ms", flush=True)
+                        save()
                         del tok, cache
-                    except torch.OutOfMemoryError as e:
+                    except OOM as e:
                         print(f"{kind} prefill B={B} T={T}: skipped (out of memory: {str(e)[:80]})", flush=True)
                     if device.type == "cuda":
                         torch.cuda.empty_cache()
@@ -421,20 +435,15 @@ def main():
                     t = timed(lambda: model.forward(nxt, cache, ctx - 1), device)  # idempotent: rewrites slot ctx-1
                     rows.append(make_row(cfg, kind, "decode", 1, 1, ctx, t, dev_name, "last", a.tf32))
                     print(f"{kind} decode ctx={ctx}: {t['median']:.3f} ms", flush=True)
+                    save()
                     del tok, cache
-                except torch.OutOfMemoryError as e:
+                except OOM as e:
                     print(f"{kind} decode ctx={ctx}: skipped (out of memory: {str(e)[:80]})", flush=True)
                 if device.type == "cuda":
                     torch.cuda.empty_cache()
         del model, w
+    save()
     if a.out:
-        out = {"schema": "tdacl-bench/1", "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-               "library": {"version": "anchors", "git": "n/a"},
-               "options": {"torch": torch.__version__, "tf32": a.tf32, "logits": a.logits, "position": a.position,
-                           "checkpoint": a.checkpoint or "random"},
-               "devices": [{"index": 0, "name": dev_name, "type": "gpu" if device.type == "cuda" else "cpu"}], "rows": rows}
-        with open(a.out, "w") as f:
-            json.dump(out, f, indent=1)
         print(f"wrote {len(rows)} rows to {a.out}")
     return 0 if ok else 1
 

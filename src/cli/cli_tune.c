@@ -87,11 +87,14 @@ static void usage(FILE *f)
             "                  [--d N] [--T N] [--B N] [--H N] [--N N --K N] [--budget SECONDS]\n"
             "                  [--strategy exhaustive|random|anneal] [--device SEL] [--out FILE]\n"
             "                  [--class-only] [--seed N] [--jobs N] [--quiet]\n"
+            "       tdacl tune --import-clblast clblast_xgemm_1_32.json [--out FILE] [--device SEL]\n"
             "Tunes each (kernel, kind, dtype, d) at a short and a long T (or only --T), checking every\n"
             "candidate against the double-precision reference before timing it.  Entries go to\n"
             "--out or the user database ($TDACL_TUNING_FILE, $XDG_CONFIG_HOME/tdacl/tuning.tdb).\n"
             "--budget is per tuned problem (default 120 s).  --jobs N compiles candidates in N processes\n"
-            "first (timing stays sequential).  Ctrl-C stops and keeps the best found.\n");
+            "first (timing stays sequential).  Ctrl-C stops and keeps the best found.  --import-clblast\n"
+            "stores a CLBlast tuner result (clblast-utils) as a clblast_* entry, which contexts then\n"
+            "apply through CLBlastOverrideParameters.\n");
 }
 
 static int split(const char *s, char out[][16], int max)
@@ -115,7 +118,7 @@ int cmd_tune(int argc, char **argv)
     long long T = 0, B = 4, H = 8, seed = 1, jobs = 1, N = 3072, K = 768;
     double budget = 120;
     tdacl_tune_strategy strategy = TDACL_TUNE_EXHAUSTIVE;
-    const char *device = NULL, *out = NULL;
+    const char *device = NULL, *out = NULL, *import_clblast = NULL;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         if (!strcmp(o, "--help")) { usage(stdout); return 0; }
@@ -152,6 +155,7 @@ int cmd_tune(int argc, char **argv)
             else bad = 1;
         } else if (!strcmp(o, "--device")) device = v;
         else if (!strcmp(o, "--out")) out = v;
+        else if (!strcmp(o, "--import-clblast")) import_clblast = v;
         else { fprintf(stderr, "tdacl tune: unknown option '%s'\n", o); usage(stderr); return 2; }
         if (bad) { fprintf(stderr, "tdacl tune: bad value '%s' for %s\n", v, o); return 2; }
     }
@@ -170,6 +174,13 @@ int cmd_tune(int argc, char **argv)
         fprintf(stderr, "tdacl tune: no database path (set --out or TDACL_TUNING_FILE)\n");
         tdacl_context_destroy(ctx);
         return 2;
+    }
+    if (import_clblast) {
+        tdacl_status ist = tdacl__clblast_import(ctx, import_clblast, path);
+        if (ist) cli_report(ctx, ist);
+        else printf("imported %s into %s\n", import_clblast, path);
+        tdacl_context_destroy(ctx);
+        return ist ? 1 : 0;
     }
     signal(SIGINT, on_sigint);
     int gpu = ctx->info.type == TDACL_DEVICE_GPU, rc = 0;

@@ -1,0 +1,172 @@
+/* The forward suite: GPT-2-small-sized TDA and softmax decoders with random weights,
+ * prefill (T x batch) and per-token decode at a given context, timed by wall clock around a
+ * drained queue (a forward pass is hundreds of kernels).  Decode rows carry the bound
+ * weight bytes / measured bandwidth. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bench.h"
+#include "checkpoint.h"
+#include "model.h"
+
+/* GPT-2 small dimensions with 8320 positions, so one model serves every context (8192 plus
+ * room for the decode steps). */
+static const char *config_of(const char *kind, int quick)
+{
+    if (quick) {
+        if (!strcmp(kind, "tda"))
+            return "{\"n_layer\": 4, \"n_head\": 4, \"n_embd\": 256, \"vocab_size\": 4096, \"n_positions\": 2048,"
+                   " \"attention\": {\"kind\": \"tda\", \"beta\": 1, \"kappa\": 1, \"power\": 2, \"head_norm\": \"rms\"},"
+                   " \"position\": \"rope\", \"rope_theta\": 10000}";
+        return "{\"n_layer\": 4, \"n_head\": 4, \"n_embd\": 256, \"vocab_size\": 4096, \"n_positions\": 2048}";
+    }
+    if (!strcmp(kind, "tda"))
+        return "{\"n_layer\": 12, \"n_head\": 12, \"n_embd\": 768, \"vocab_size\": 50257, \"n_positions\": 8320,"
+               " \"attention\": {\"kind\": \"tda\", \"beta\": 1, \"kappa\": 1, \"power\": 2, \"head_norm\": \"rms\"},"
+               " \"position\": \"rope\", \"rope_theta\": 10000}";
+    return "{\"n_layer\": 12, \"n_head\": 12, \"n_embd\": 768, \"vocab_size\": 50257, \"n_positions\": 8320}";
+}
+
+/* Writes the checkpoint once into $TDACL_BENCH_MODELS (default /tmp/tdacl-bench-models). */
+static int model_dir(const char *kind, int quick, char *dir, size_t n)
+{
+    const char *root = getenv("TDACL_BENCH_MODELS");
+    if (!root || !*root) root = "/tmp/tdacl-bench-models";
+    snprintf(dir, n, "%s/%s-%s", root, quick ? "quick" : "gpt2-small", kind);
+    char probe[600];
+    struct stat sb;
+    snprintf(probe, sizeof probe, "%s/model.safetensors", dir);
+    if (stat(probe, &sb) == 0) return 0;
+    if (tdacl__checkpoint_write_random(dir, config_of(kind, quick), 1, TDACL_F32)) {
+        fprintf(stderr, "\ntdacl-bench: cannot write the %s model to %s: %s\n", kind, dir, tdacl_last_error(NULL));
+        return 1;
+    }
+    return 0;
+}
+
+typedef struct fwd_job {
+    tdacl_context *ctx;
+    tdacl_model *model;
+    int batch, len, context;
+    int32_t *tokens;
+    int decode;
+} fwd_job;
+
+static tdacl_status fwd_once(void *user, double *ms)
+{
+    fwd_job *j = user;
+    tdacl_status st;
+    double t0;
+    if (j->decode) {
+        /* one step; the cache is refilled to `context` when it runs out of room */
+        int pos;
+        tdacl_model_position(j->model, &pos);
+        tdacl_model_info info;
+        tdacl_model_get_info(j->model, &info);
+        if (pos >= info.max_context || pos < j->context - 1) {
+            if ((st = tdacl__model_prefill(j->model, j->batch, j->context - 1, j->tokens, 1))) return st;
+        }
+        if ((st = tdacl_finish(j->ctx))) return st;
+        t0 = tdacl__now();
+        st = tdacl_model_decode(j->model, j->batch, j->tokens);
+    } else {
+        if ((st = tdacl_finish(j->ctx))) return st;
+        t0 = tdacl__now();
+        st = tdacl__model_prefill(j->model, j->batch, j->len, j->tokens, 1);
+    }
+    if (!st) st = tdacl_finish(j->ctx);
+    *ms = (tdacl__now() - t0) * 1e3;
+    return st;
+}
+
+int bench_suite_forward(bench_run *run, tdacl_context *ctx, int dev)
+{
+    const bench_options *o = &run->opt;
+    const bench_device *bd = &run->devices[dev];
+    int gpu = bd->info.type == TDACL_DEVICE_GPU, quick = o->quick;
+    static const char *kinds[] = {"tda", "softmax"};
+    int failures = 0;
+    /* prefill (T, batch) and decode contexts: SPEC-sized on GPUs, one point on CPUs */
+    int prefill[4][2] = {{1024, 1}, {1024, 8}, {4096, 1}, {4096, 8}}, nprefill = gpu ? 4 : 1;
+    int contexts[2] = {1024, 8192}, ncontexts = gpu ? 2 : 1;
+    if (quick) prefill[0][0] = 256, nprefill = 1, contexts[0] = 512, ncontexts = 1;
+    tdacl_measure_opts mo = o->measure;
+    if (!gpu) mo.min_samples = mo.min_samples < 3 ? mo.min_samples : 3, mo.min_ms = 0;
+    for (int ki = 0; ki < 2; ki++) {
+        if (o->nkinds) {
+            int keep = 0;
+            for (int i = 0; i < o->nkinds; i++) keep |= !strcmp(o->kinds[i], kinds[ki]);
+            if (!keep) continue;
+        }
+        char dir[512];
+        bench_progress(run, "%s forward: writing the %s model", bd->info.name, kinds[ki]);
+        if (model_dir(kinds[ki], quick, dir, sizeof dir)) {
+            failures++;
+            continue;
+        }
+        int max_ctx = quick ? 1024 : gpu ? 8320 : 2048, max_batch = gpu && !quick ? 8 : 1;
+        tdacl_model_desc desc;
+        tdacl_model_desc_init(&desc);
+        desc.path = dir;
+        desc.max_batch = max_batch;
+        desc.max_context = max_ctx;
+        tdacl_model *m = NULL;
+        if (tdacl_model_load(ctx, &desc, &m)) {
+            fprintf(stderr, "\ntdacl-bench: %s\n", tdacl_last_error(ctx));
+            failures++;
+            continue;
+        }
+        tdacl_model_info info;
+        tdacl_model_get_info(m, &info);
+        int32_t *tokens = malloc((size_t)max_batch * max_ctx * sizeof *tokens);
+        if (!tokens) {
+            tdacl_model_destroy(m);
+            return failures + 1;
+        }
+        uint64_t s = 7;
+        for (int i = 0; i < max_batch * max_ctx; i++) {
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+            tokens[i] = (int32_t)((s >> 33) % (uint64_t)info.vocab_size);
+        }
+        for (int pi = 0; pi < nprefill + ncontexts; pi++) {
+            int decode = pi >= nprefill;
+            fwd_job j = {ctx, m, decode ? 1 : prefill[pi][1], decode ? 1 : prefill[pi][0],
+                         decode ? contexts[pi - nprefill] : 0, tokens, decode};
+            if (j.len > max_ctx || j.context > max_ctx || j.batch > max_batch) continue;
+            bench_row *r = bench_add_row(run);
+            if (!r) break;
+            snprintf(r->suite, sizeof r->suite, "forward");
+            snprintf(r->name, sizeof r->name, "%s-%s", kinds[ki], decode ? "decode" : "prefill");
+            snprintf(r->device, sizeof r->device, "%s", bd->info.name);
+            r->device_index = dev;
+            snprintf(r->dtype, sizeof r->dtype, "f32");
+            snprintf(r->path, sizeof r->path, "%s", decode ? "decode" : "prefill");
+            r->B = j.batch, r->Tq = decode ? 1 : j.len, r->Tk = decode ? j.context : j.len, r->d = info.head_dim;
+            r->H = info.n_head;
+            bench_progress(run, "%s forward %s B=%d T=%d", bd->info.name, r->name, j.batch, decode ? j.context : j.len);
+            if (tdacl__measure(fwd_once, &j, &mo, &r->s)) {
+                snprintf(r->note, sizeof r->note, "failed: %s", tdacl_last_error(ctx));
+                fprintf(stderr, "\ntdacl-bench: forward %s: %s\n", r->name, tdacl_last_error(ctx));
+                failures++;
+                continue;
+            }
+            /* 2 FLOPs per weight per token, plus the attention products */
+            double tokens_run = (double)j.batch * (decode ? 1 : j.len);
+            r->flops = 2.0 * (double)info.parameters * tokens_run;
+            r->bytes = (double)info.weight_bytes;
+            bench_finish_row(run, r);
+            r->value = tokens_run / (r->s.median * 1e-3);
+            snprintf(r->unit, sizeof r->unit, "tokens/s");
+            if (decode && bd->have_peak && bd->peak.bandwidth_gbs > 0) {
+                /* every weight once, plus the KV cache the new token attends to */
+                double kv = (double)info.n_layer * (info.attention == TDACL_ATTN_TDA ? 3.0 : 2.0) * (double)j.context *
+                            (double)info.n_embd * 4.0;
+                r->bound_ms = ((double)info.weight_bytes + kv) / (bd->peak.bandwidth_gbs * 1e9) * 1e3;
+            }
+        }
+        free(tokens);
+        tdacl_model_destroy(m);
+    }
+    return failures;
+}
