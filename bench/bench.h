@@ -63,6 +63,7 @@ typedef struct bench_options {
     int decode;          /* include decode rows */
     int vs_generic;      /* also time the generic-ladder parameters */
     const char *json, *csv, *plot, *compare;
+    const char *load;    /* report a saved run instead of measuring */
     tdacl_measure_opts measure;
     int progress;        /* progress lines on stderr */
 } bench_options;

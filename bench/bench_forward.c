@@ -59,12 +59,13 @@ static tdacl_status fwd_once(void *user, double *ms)
     tdacl_status st;
     double t0;
     if (j->decode) {
-        /* one step; the cache is refilled to `context` when it runs out of room */
+        /* one step at a context of `context` .. context + 15 keys */
         int pos;
         tdacl_model_position(j->model, &pos);
         tdacl_model_info info;
         tdacl_model_get_info(j->model, &info);
-        if (pos >= info.max_context || pos < j->context - 1) {
+        /* keep the measured context within 16 tokens of the nominal one */
+        if (pos >= info.max_context || pos < j->context - 1 || pos >= j->context + 15) {
             if ((st = tdacl__model_prefill(j->model, j->batch, j->context - 1, j->tokens, 1))) return st;
         }
         if ((st = tdacl_finish(j->ctx))) return st;

@@ -27,6 +27,7 @@ static void usage(FILE *f)
             "  --min-samples N --min-ms X   sampling (default 10 samples and 100 ms per row)\n"
             "  --json FILE --csv FILE --plot FILE.png|FILE.svg\n"
             "  --compare OLD.json print new/old ratios and flag regressions beyond the noise band\n"
+            "  --load RUN.json    report a saved run (table, --csv, --plot, --compare) without measuring\n"
             "  --progress | --no-progress   progress on stderr (default: when stderr is a TTY)\n");
 }
 
@@ -138,6 +139,7 @@ static int parse_args(int argc, char **argv, bench_options *o)
         else if (!strcmp(a, "--csv")) { NEED_VALUE(); o->csv = v; }
         else if (!strcmp(a, "--plot")) { NEED_VALUE(); o->plot = v; }
         else if (!strcmp(a, "--compare")) { NEED_VALUE(); o->compare = v; }
+        else if (!strcmp(a, "--load")) { NEED_VALUE(); o->load = v; }
         else {
             fprintf(stderr, "tdacl-bench: unknown option '%s'\n", a);
             usage(stderr);
@@ -234,6 +236,20 @@ int main(int argc, char **argv)
     memset(&old, 0, sizeof old);
     if (run.opt.compare && bench_load_json(run.opt.compare, &old)) return 2;
 
+    if (run.opt.load) {
+        bench_options keep = run.opt;
+        if (bench_load_json(run.opt.load, &run)) return 2;
+        run.opt = keep;
+        bench_print_table(&run, stdout);
+        int bad = 0;
+        if (run.opt.json && bench_write_json(&run, run.opt.json)) bad = 1;
+        if (run.opt.csv && bench_write_csv(&run, run.opt.csv)) bad = 1;
+        if (run.opt.plot && bench_plot(&run, run.opt.plot)) bad = 1;
+        int regressions = run.opt.compare ? bench_compare(&run, &old, stdout) : 0;
+        bench_free(&run);
+        bench_free(&old);
+        return bad ? 1 : regressions ? 3 : 0;
+    }
     int ndev = 0;
     tdacl_status st = tdacl_device_count(&ndev);
     if (st || ndev == 0) {

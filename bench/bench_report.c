@@ -213,6 +213,17 @@ int bench_load_json(const char *path, bench_run *out)
         if (out->ndevices == BENCH_MAX_DEVICES) break;
         bench_device *bd = &out->devices[out->ndevices++];
         str(d, "name", bd->info.name, sizeof bd->info.name);
+        str(d, "class", bd->info.arch, sizeof bd->info.arch);
+        bd->info.index = (int)num(d, "index", 0);
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(d, "type");
+        bd->info.type = cJSON_IsString(type) && !strcmp(type->valuestring, "gpu") ? TDACL_DEVICE_GPU : TDACL_DEVICE_CPU;
+        const cJSON *pk = cJSON_GetObjectItemCaseSensitive(d, "peak");
+        if (pk) {
+            bd->have_peak = 1;
+            bd->peak.fp32_gflops = num(pk, "fp32_gflops", 0);
+            bd->peak.bandwidth_gbs = num(pk, "bandwidth_gbs", 0);
+            bd->peak.launch_us = num(pk, "launch_us", 0);
+        }
     }
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(root, "rows"), *r;
     cJSON_ArrayForEach(r, rows)
@@ -243,6 +254,9 @@ int bench_load_json(const char *path, bench_run *out)
             if (x->s.n < TDACL_MAX_SAMPLES && cJSON_IsNumber(v)) x->s.ms[x->s.n++] = v->valuedouble;
         }
         x->flops = num(r, "flops", 0), x->tflops = num(r, "tflops", 0), x->gbs = num(r, "gbs", 0);
+        x->bytes = num(r, "bytes", 0), x->pct_peak_flops = num(r, "pct_peak_flops", 0);
+        x->pct_peak_bw = num(r, "pct_peak_bw", 0), x->bound_ms = num(r, "bound_ms", 0);
+        x->s.noisy = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "noisy"));
         const cJSON *tu = cJSON_GetObjectItemCaseSensitive(r, "tuning");
         if (tu) {
             str(tu, "params", x->params, sizeof x->params);
@@ -368,6 +382,8 @@ int bench_same_key(const bench_row *a, const bench_row *b, int loose)
         strcmp(a->path, b->path))
         return 0;
     if (!loose && (strcmp(a->impl, b->impl) || strcmp(a->device, b->device))) return 0;
+    /* a forward row is keyed by batch, new tokens and context (the model is in the name) */
+    if (!strcmp(a->suite, "forward")) return a->B == b->B && a->Tq == b->Tq && a->Tk == b->Tk;
     if (a->B != b->B || a->H != b->H || a->Tq != b->Tq || a->Tk != b->Tk || a->d != b->d) return 0;
     if (a->M != b->M || a->N != b->N || a->K != b->K) return 0;
     if (fabs(a->beta - b->beta) > 1e-9) return 0;

@@ -221,11 +221,12 @@ tdacl_status tdacl_model_load(tdacl_context *ctx, const tdacl_model_desc *desc, 
     i->max_batch = desc->max_batch;
     i->max_context = desc->max_context ? desc->max_context : m->cfg.n_positions;
     if (m->cfg.position == TDACL_POSITION_LEARNED && i->max_context > m->cfg.n_positions) {
+        int npos = m->cfg.n_positions; /* read before m is freed */
         tdacl_model_destroy(m);
         tdacl__checkpoint_close(ck);
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT,
                            "%s: desc.max_context %d exceeds n_positions %d of a learned-position model", call,
-                           desc->max_context, i->n_positions);
+                           desc->max_context, npos);
     }
     m->layers = calloc((size_t)i->n_layer, sizeof *m->layers);
     if (!m->layers) st = tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", call);

@@ -4,17 +4,21 @@ architecture written with plain, naive PyTorch ops (every attention kind materia
 T x T score matrix), timed on one CUDA GPU and written in tdacl-bench's JSON schema
 (tdacl-bench/1), so that `tdacl-bench --compare gpt_eager.json` prints our/anchor ratios.
 
-Model: GPT-2 small by default (12 layers, 12 heads, n_embd 768, vocab 50257), learned
-positions (--position rope for RoPE, --ntk F for NTK-aware scaling), every attention kind
-of SPEC section 1 (--kinds), fp32 weights and activations.  Random N(0, 0.02) weights
+Model: GPT-2 small by default (12 layers, 12 heads, n_embd 768, vocab 50257), every
+attention kind of SPEC section 1 (--kinds), fp32 weights and activations.  Positions and
+head Norm default to "auto", the models of tdacl-bench's forward suite (whose rows these
+are compared with by name, batch and lengths): tda, tra and diff_softmax use RoPE (theta
+10000) and the rms head Norm; softmax (plain GPT-2) and rela use learned positions and no
+head Norm.  --position / --head-norm / --ntk F override that.  Random N(0, 0.02) weights
 (gains 1, biases 0, per-layer beta = --beta, lambda 0.5), or --checkpoint DIR: a directory
 written by `tdacl make-model` or any GPT-2 style config.json + model.safetensors (needs the
 safetensors package; "transformer." prefixes are stripped, BF16/F16 tensors become fp32).
 
 Measured (CUDA events, warm-up, median of >= 10 runs and >= 100 ms, as anchors.py does):
   prefill  batch B in --B (1, 8) x T in --T (1024, 4096): one forward pass of B sequences of
-           T tokens from position 0 that fills a KV cache and computes the logits of every
-           position ([B, T, vocab], as tdacl_model_prefill does; --logits last: only the last)
+           T tokens from position 0 that fills a KV cache and computes the logits of the last
+           position of each sequence (as tdacl-bench's forward suite times it; --logits all:
+           every position, [B, T, vocab], as the public tdacl_model_prefill returns them)
   decode   batch 1, context in --ctx (1024, 8192): one token appended to a KV cache holding
            ctx - 1 tokens (filled by an untimed prefill), i.e. the new token's query sees ctx
            keys; logits [1, 1, vocab]
@@ -29,7 +33,8 @@ Row layout (suite "forward", impl "pytorch-eager", dtype "f32"):
          attention's causal FLOPs of SPEC section 4 (2 products per pair, 3 for two-view kinds)
   also   "time_ms" {min, median, max, mean, spread, noisy, samples}, "tflops", "logits"
          ("all" | "last"), "position", "note" (model and options)
-Rows of learned and rope models share keys, so keep one --position per output file.
+Rows are keyed by name, B, Tq and Tk only (not by position or head Norm): compare files
+made with the same model options.
 
 Other options: --device cpu runs the same code on the CPU (tiny sizes, for testing the
 script); --check also verifies that decoding with the KV cache reproduces the prefill logits
@@ -343,15 +348,15 @@ def main():
     ap.add_argument("--n-head", type=int, default=12)
     ap.add_argument("--n-embd", type=int, default=768)
     ap.add_argument("--vocab", type=int, default=50257)
-    ap.add_argument("--position", choices=("learned", "rope"), default="learned")
+    ap.add_argument("--position", choices=("auto", "learned", "rope"), default="auto")
     ap.add_argument("--rope-theta", type=float, default=10000.0)
     ap.add_argument("--ntk", type=float, default=1.0, help="NTK-aware RoPE scaling factor")
-    ap.add_argument("--head-norm", choices=("none", "rms"), default="none")
+    ap.add_argument("--head-norm", choices=("auto", "none", "rms"), default="auto")
     ap.add_argument("--beta", type=float, default=1.0)
     ap.add_argument("--T", default="1024,4096", help="prefill lengths")
     ap.add_argument("--B", default="1,8", help="prefill batch sizes")
     ap.add_argument("--ctx", default="1024,8192", help="decode contexts (batch 1)")
-    ap.add_argument("--logits", choices=("all", "last"), default="all", help="prefill logits of every position or the last")
+    ap.add_argument("--logits", choices=("all", "last"), default="last", help="prefill logits of every position or the last")
     ap.add_argument("--tf32", action="store_true", help="allow TF32 matmuls (default: true fp32)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--check", action="store_true", help="verify decode == prefill before timing")
@@ -392,8 +397,11 @@ def main():
         if a.checkpoint:
             cfg = ccfg
         else:
-            cfg = Config(a.n_layer, a.n_head, a.n_embd, a.vocab, need_pos, kind=kind, beta=a.beta, head_norm=a.head_norm,
-                         position=a.position, rope_theta=a.rope_theta, ntk=a.ntk)
+            tdacl_like = kind in ("tra", "tda", "diff_softmax")  # "auto": tdacl-bench's forward models
+            position = a.position if a.position != "auto" else ("rope" if tdacl_like else "learned")
+            head_norm = a.head_norm if a.head_norm != "auto" else ("rms" if tdacl_like else "none")
+            cfg = Config(a.n_layer, a.n_head, a.n_embd, a.vocab, need_pos, kind=kind, beta=a.beta, head_norm=head_norm,
+                         position=position, rope_theta=a.rope_theta, ntk=a.ntk)
             w = random_weights(cfg, device)
         model = GPT(cfg, w, device)
         gen = torch.Generator(device="cpu").manual_seed(1)

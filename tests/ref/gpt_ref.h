@@ -8,14 +8,19 @@
  * may also perturb them), gpt_ref_forward() runs one token sequence from position 0 and
  * returns the logits of every position.
  *
- * Choices where SPEC.md is silent (also listed in gpt_ref.c where they are used):
+ * Choices where SPEC.md is silent (also noted in gpt_ref.c where they are used):
  *  - the per-head rms Norm uses eps = 1e-5 (SPEC section 1's default), not
  *    layer_norm_epsilon; LayerNorm / RMSNorm of ln_1, ln_2, ln_f use layer_norm_epsilon;
+ *  - the same norm_type is used for ln_1, ln_2 and ln_f; RMSNorm has no bias;
  *  - h.N.attn.beta, when present, replaces the config's attention.beta for layer N; when
  *    absent the config's beta applies;
- *  - a missing linear bias (c_attn, c_proj, c_fc, mlp.c_proj) counts as zeros;
  *  - h.N.attn.lambda is required for two-view kinds; a scalar applies to every head;
- *  - the same norm_type is used for ln_1, ln_2 and ln_f.
+ *  - a missing linear bias (c_attn, c_proj, c_fc, mlp.c_proj) counts as zeros;
+ *  - in a model tra / tda always L2-normalise q and k (there is no switch) and use scale 1;
+ *    softmax, rela and diff_softmax use 1/sqrt(d); rela ignores power (max(s, 0));
+ *  - no output factor (the Diff Transformer's 1 - lambda_init) is applied;
+ *  - RoPE positions are the absolute token positions from 0; the NTK factor raises the
+ *    base once (static, not "dynamic" NTK); rope models have no position limit.
  */
 #ifndef TDACL_TESTS_GPT_REF_H
 #define TDACL_TESTS_GPT_REF_H
@@ -89,7 +94,8 @@ int gpt_ref_forward(const gpt_ref_model *m, int T, const int32_t *tokens, double
                     gpt_ref_stats *stats);
 
 /* The attention sublayer of layer L alone: qkv [T, NQ*C] (c_attn output) -> out [T, C]
- * (heads concatenated, before c_proj).  stats (may be NULL) accumulate.  0 or -1. */
+ * (heads concatenated, before c_proj).  stats (may be NULL) accumulate: zero them and set
+ * min_margin = INFINITY first.  Returns 0, or -1 out of memory. */
 int gpt_ref_attention(const gpt_ref_model *m, const gpt_ref_layer *L, int T, const double *qkv, double *out,
                       gpt_ref_stats *stats);
 
