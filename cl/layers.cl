@@ -218,28 +218,39 @@ __kernel __attribute__((reqd_work_group_size(GNT, 1, 1))) void gemm(
 }
 
 /* ---- GEMV for decode: C[m, n] for m < GV_M rows of A, B not transposed ----
- * One work-item per output column: the weight row reads are coalesced across work-items,
- * each weight is read once for all GV_M rows. */
+ * A work-group covers GV_COLS columns; its work-items split K into GV_WG / GV_COLS slices
+ * (split-K keeps enough warps in flight for a narrow layer), read each weight once for all
+ * GV_M rows with coalesced row segments, and reduce the slices in local memory. */
+#define GV_COLS 16
+#define GV_KS (GV_WG / GV_COLS)
+
 __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
     __global float *c, __global const float *a, __global const void *b, __global const float *bias,
     __global const float *res, int M, int N, int K, int lda, int ldb, int ldc, int flags)
 {
-    const int n = get_global_id(0);
-    if (n >= N) return;
+    __local float red[GV_KS][GV_M][GV_COLS];
+    const int tid = get_local_id(0), col = tid % GV_COLS, ks = tid / GV_COLS;
+    const int n = get_group_id(0) * GV_COLS + col;
     float acc[GV_M];
 #pragma unroll
     for (int m = 0; m < GV_M; m++) acc[m] = 0.0f;
-    for (int k = 0; k < K; k++) {
-        float w = LOAD(WDT, b, (long)k * ldb + n);
+    if (n < N)
+        for (int k = ks; k < K; k += GV_KS) {
+            float w = LOAD(WDT, b, (long)k * ldb + n);
 #pragma unroll
-        for (int m = 0; m < GV_M; m++)
-            if (m < M) acc[m] = fma(a[(long)m * lda + k], w, acc[m]);
-    }
+            for (int m = 0; m < GV_M; m++)
+                if (m < M) acc[m] = fma(a[(long)m * lda + k], w, acc[m]);
+        }
 #pragma unroll
-    for (int m = 0; m < GV_M; m++) {
-        if (m < M) {
-            long idx = (long)m * ldc + n;
-            c[idx] = epilogue(acc[m], flags, bias, n, res, idx);
+    for (int m = 0; m < GV_M; m++) red[ks][m][col] = acc[m];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid < GV_M * GV_COLS) {
+        const int m = tid / GV_COLS, cc = tid % GV_COLS, nn = get_group_id(0) * GV_COLS + cc;
+        if (m < M && nn < N) {
+            float sum = 0.0f;
+            for (int s = 0; s < GV_KS; s++) sum += red[s][m][cc];
+            long idx = (long)m * ldc + nn;
+            c[idx] = epilogue(sum, flags, bias, nn, res, idx);
         }
     }
 }

@@ -24,7 +24,8 @@ tdacl_status tdacl__gemm(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor
         while (gvm < M) gvm *= 2;
         tdacl__sb_printf(&opts, "-DWDT=%d -DGV_M=%d", (int)w->dtype, gvm);
         name = trans ? "gemv_t" : "gemv";
-        g[0] = trans ? (size_t)N * 128 : (size_t)N, l[0] = 128;
+        /* gemv: 16 columns per work-group (GV_COLS); gemv_t: one column per work-group */
+        g[0] = trans ? (size_t)N * 128 : (size_t)(N + 15) / 16 * 128, l[0] = 128;
         g[1] = 1, l[1] = 1;
     } else {
         tdacl_tuned tp;

@@ -86,10 +86,14 @@ static float scalar(const tdacl_checkpoint *ck, const char *name, int index)
     int64_t n = 1;
     for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
     if (index >= n) index = 0; /* a scalar applies to every head */
+    /* tensor data in a safetensors file need not be aligned: copy bytes */
+    const unsigned char *p = (const unsigned char *)t->data + (size_t)index * tdacl_dtype_size(t->dtype);
+    float f;
+    uint16_t h;
     switch (t->dtype) {
-    case TDACL_F32: return ((const float *)t->data)[index];
-    case TDACL_BF16: return tdacl_bf16_to_f32(((const uint16_t *)t->data)[index]);
-    case TDACL_F16: return tdacl_f16_to_f32(((const uint16_t *)t->data)[index]);
+    case TDACL_F32: memcpy(&f, p, 4); return f;
+    case TDACL_BF16: memcpy(&h, p, 2); return tdacl_bf16_to_f32(h);
+    case TDACL_F16: memcpy(&h, p, 2); return tdacl_f16_to_f32(h);
     }
     return NAN;
 }

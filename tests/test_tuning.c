@@ -177,7 +177,7 @@ static void test_parse_bad_lines(void **state)
         {"attention class=a : BM=99999999", "non-integer value '99999999'"},
         {"attention class=a : BM=", "parameter BM has a non-integer value ''"},
         {"attention class=a : BM", "non-integer value ''"},
-        {"attention class=a : A=1 B=2 C=3 D=4 E=5 F=6 G=7 H=8 I=9", "too many parameters"},
+        {"attention class=a : A=1 B=2 C=3 D=4 E=5 F=6 G=7 H=8 I=9 J=1 K=1 L=1 M=1 N=1 O=1 P=1 Q=1 R=1 S=1 T=1 U=1", "too many parameters"}, /* > TDACL_MAX_PARAMS */
         {"attention device=\"unterminated : BM=16", "unterminated quote"},
         {": BM=16", "expected a kernel name first"},
         {"kernel=attention : BM=16", "expected a kernel name first"},
