@@ -79,6 +79,10 @@ typedef struct bench_run {
     char created[32];
 } bench_run;
 
+/* Parses argv into o (defaults first).  Returns 0, 1 after printing --help, or 2 after
+ * naming the bad argument on stderr. */
+int bench_parse_args(int argc, char **argv, bench_options *o);
+
 bench_row *bench_add_row(bench_run *run);
 void bench_progress(bench_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Fills tflops/gbs/percentages from samples, flops, bytes and the device's peak. */

@@ -1,162 +1,10 @@
 /* tdacl-bench: measures every kernel on every selected device against the device's
  * measured peak; writes a table, JSON, CSV and plots, and compares runs. */
 #include <errno.h>
-#include <stdarg.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "bench.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tdacl-bench [options]\n"
-            "  --suite LIST       peak,attention,gemm,forward or all (default all)\n"
-            "  --device SEL       devices matching SEL (index or name substring); default: all\n"
-            "  --quick            a representative subset (under 2 minutes on a 2-core CPU)\n"
-            "  --kinds LIST       attention kinds (tra,tda,rela,softmax,diff_softmax)\n"
-            "  --T LIST           sequence lengths (default 512..32768 on GPUs, 128..4096 on CPUs)\n"
-            "  --dtype LIST       f32,bf16 (default both)\n"
-            "  --beta LIST        density sweep for tra/tda (default 1,0.5,0.25,0)\n"
-            "  --B N --H N --d N  prefill shape (default 4, 8, 64)\n"
-            "  --decode-B N --decode-H N --decode-Tk N   decode shape (default 8, 16, 32768|4096)\n"
-            "  --no-decode        skip decode rows\n"
-            "  --vs-generic       also time the generic default parameters (tuning gain)\n"
-            "  --min-samples N --min-ms X   sampling (default 10 samples and 100 ms per row)\n"
-            "  --json FILE --csv FILE --plot FILE.png|FILE.svg\n"
-            "  --compare OLD.json print new/old ratios and flag regressions beyond the noise band\n"
-            "  --load RUN.json    report a saved run (table, --csv, --plot, --compare) without measuring\n"
-            "  --progress | --no-progress   progress on stderr (default: when stderr is a TTY)\n");
-}
-
-static int split_list(const char *s, char out[][16], int max, size_t width)
-{
-    int n = 0;
-    while (*s && n < max) {
-        size_t len = strcspn(s, ",");
-        if (len == 0 || len >= width) return -1;
-        memcpy(out[n], s, len);
-        out[n][len] = 0;
-        n++;
-        s += len;
-        if (*s == ',') s++;
-    }
-    return *s ? -1 : n;
-}
-
-static int split_numbers(const char *s, double *out, int max)
-{
-    int n = 0;
-    while (*s && n < max) {
-        char *end;
-        errno = 0;
-        out[n++] = strtod(s, &end);
-        if (end == s || errno || (*end && *end != ',')) return -1;
-        s = *end ? end + 1 : end;
-    }
-    return *s ? -1 : n;
-}
-
-static int parse_args(int argc, char **argv, bench_options *o)
-{
-    memset(o, 0, sizeof *o);
-    o->B = 4, o->H = 8, o->d = 64, o->decode_B = 8, o->decode_H = 16, o->decode = 1;
-    o->progress = isatty(2);
-    tdacl__measure_opts_init(&o->measure);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        const char *v = has ? argv[i + 1] : NULL;
-        double nums[BENCH_MAX_LIST];
-        int n;
-#define NEED_VALUE() do { if (!has) { fprintf(stderr, "tdacl-bench: %s needs a value\n", a); return 2; } i++; } while (0)
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 1; }
-        else if (!strcmp(a, "--quick")) o->quick = 1;
-        else if (!strcmp(a, "--no-decode")) o->decode = 0;
-        else if (!strcmp(a, "--vs-generic")) o->vs_generic = 1;
-        else if (!strcmp(a, "--progress")) o->progress = 1;
-        else if (!strcmp(a, "--no-progress")) o->progress = 0;
-        else if (!strcmp(a, "--suite")) {
-            NEED_VALUE();
-            if ((o->nsuites = split_list(v, o->suites, BENCH_MAX_LIST, 16)) < 0) goto bad;
-            for (int k = 0; k < o->nsuites; k++)
-                if (strcmp(o->suites[k], "peak") && strcmp(o->suites[k], "attention") &&
-                    strcmp(o->suites[k], "gemm") && strcmp(o->suites[k], "forward") && strcmp(o->suites[k], "all")) {
-                    fprintf(stderr, "tdacl-bench: unknown suite '%s' (peak, attention, gemm, forward, all)\n", o->suites[k]);
-                    return 2;
-                }
-        } else if (!strcmp(a, "--device")) { NEED_VALUE(); o->device = v; }
-        else if (!strcmp(a, "--kinds")) {
-            NEED_VALUE();
-            if ((o->nkinds = split_list(v, o->kinds, BENCH_MAX_LIST, 16)) < 0) goto bad;
-            for (int k = 0; k < o->nkinds; k++)
-                if (tdacl__kind_from_name(o->kinds[k]) < 0) {
-                    fprintf(stderr, "tdacl-bench: unknown attention kind '%s'\n", o->kinds[k]);
-                    return 2;
-                }
-        } else if (!strcmp(a, "--dtype")) {
-            NEED_VALUE();
-            char tmp[BENCH_MAX_LIST][16];
-            if ((o->ndtypes = split_list(v, tmp, BENCH_MAX_LIST, 8)) < 0) goto bad;
-            for (int k = 0; k < o->ndtypes; k++) {
-                if (tdacl__dtype_from_name(tmp[k]) < 0) {
-                    fprintf(stderr, "tdacl-bench: unknown dtype '%s'\n", tmp[k]);
-                    return 2;
-                }
-                snprintf(o->dtypes[k], sizeof o->dtypes[k], "%s", tdacl_dtype_name((tdacl_dtype)tdacl__dtype_from_name(tmp[k])));
-            }
-        } else if (!strcmp(a, "--T")) {
-            NEED_VALUE();
-            if ((n = split_numbers(v, nums, BENCH_MAX_LIST)) <= 0) goto bad;
-            for (int k = 0; k < n; k++) {
-                if (nums[k] < 1 || nums[k] > (1 << 24)) goto bad;
-                o->T[k] = (int64_t)nums[k];
-            }
-            o->nT = n;
-        } else if (!strcmp(a, "--beta")) {
-            NEED_VALUE();
-            if ((o->nbetas = split_numbers(v, o->betas, BENCH_MAX_LIST)) <= 0) goto bad;
-            for (int k = 0; k < o->nbetas; k++) if (o->betas[k] < 0) goto bad;
-        } else if (!strcmp(a, "--B") || !strcmp(a, "--H") || !strcmp(a, "--d") || !strcmp(a, "--decode-B") ||
-                   !strcmp(a, "--decode-H") || !strcmp(a, "--decode-Tk") || !strcmp(a, "--min-samples")) {
-            NEED_VALUE();
-            if (split_numbers(v, nums, 1) != 1 || nums[0] < 1 || nums[0] > (1 << 24)) goto bad;
-            int64_t x = (int64_t)nums[0];
-            if (!strcmp(a, "--B")) o->B = x;
-            else if (!strcmp(a, "--H")) o->H = x;
-            else if (!strcmp(a, "--d")) { if (x > 256) goto bad; o->d = (int)x; }
-            else if (!strcmp(a, "--decode-B")) o->decode_B = x;
-            else if (!strcmp(a, "--decode-H")) o->decode_H = x;
-            else if (!strcmp(a, "--decode-Tk")) o->decode_Tk = x;
-            else o->measure.min_samples = (int)x;
-        } else if (!strcmp(a, "--min-ms")) {
-            NEED_VALUE();
-            if (split_numbers(v, nums, 1) != 1 || nums[0] < 0) goto bad;
-            o->measure.min_ms = nums[0];
-        } else if (!strcmp(a, "--json")) { NEED_VALUE(); o->json = v; }
-        else if (!strcmp(a, "--csv")) { NEED_VALUE(); o->csv = v; }
-        else if (!strcmp(a, "--plot")) { NEED_VALUE(); o->plot = v; }
-        else if (!strcmp(a, "--compare")) { NEED_VALUE(); o->compare = v; }
-        else if (!strcmp(a, "--load")) { NEED_VALUE(); o->load = v; }
-        else {
-            fprintf(stderr, "tdacl-bench: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-        continue;
-    bad:
-        fprintf(stderr, "tdacl-bench: bad value '%s' for %s\n", v ? v : "", a);
-        return 2;
-#undef NEED_VALUE
-    }
-    if (o->nsuites == 0) {
-        snprintf(o->suites[0], 16, "all");
-        o->nsuites = 1;
-    }
-    return 0;
-}
 
 static int wants(const bench_options *o, const char *suite)
 {
@@ -165,57 +13,11 @@ static int wants(const bench_options *o, const char *suite)
     return 0;
 }
 
-bench_row *bench_add_row(bench_run *run)
-{
-    if (run->nrows == run->cap) {
-        int cap = run->cap ? 2 * run->cap : 64;
-        bench_row *g = realloc(run->rows, (size_t)cap * sizeof *g);
-        if (!g) return NULL;
-        run->rows = g;
-        run->cap = cap;
-    }
-    bench_row *r = &run->rows[run->nrows++];
-    memset(r, 0, sizeof *r);
-    r->beta = -1;
-    r->sparsity = -1;
-    snprintf(r->impl, sizeof r->impl, "tdacl");
-    return r;
-}
-
-void bench_progress(bench_run *run, const char *fmt, ...)
-{
-    if (!run->opt.progress) return;
-    char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\r\033[K[%5.1fs] %s", tdacl__now() - run->started, msg);
-    fflush(stderr);
-}
-
-void bench_finish_row(bench_run *run, bench_row *r)
-{
-    const bench_device *d = &run->devices[r->device_index];
-    double sec = r->s.median * 1e-3;
-    if (sec > 0 && r->flops > 0) r->tflops = r->flops / sec * 1e-12;
-    if (sec > 0 && r->bytes > 0) r->gbs = r->bytes / sec * 1e-9;
-    if (d->have_peak && d->peak.fp32_gflops > 0) r->pct_peak_flops = 100.0 * r->tflops * 1e3 / d->peak.fp32_gflops;
-    if (d->have_peak && d->peak.bandwidth_gbs > 0) r->pct_peak_bw = 100.0 * r->gbs / d->peak.bandwidth_gbs;
-}
-
-void bench_free(bench_run *run)
-{
-    free(run->rows);
-    run->rows = NULL;
-    run->nrows = run->cap = 0;
-}
-
 int main(int argc, char **argv)
 {
     bench_run run;
     memset(&run, 0, sizeof run);
-    int rc = parse_args(argc, argv, &run.opt);
+    int rc = bench_parse_args(argc, argv, &run.opt);
     if (rc) return rc == 1 ? 0 : rc;
     run.started = tdacl__now();
     time_t now = time(NULL);
