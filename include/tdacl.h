@@ -21,7 +21,8 @@
  *  TDACL_LOG        debug | info | warn | error | off
  *  TDACL_CACHE      off disables the program binary cache
  *  TDACL_CACHE_DIR  cache directory (default $XDG_CACHE_HOME/tdacl or ~/.cache/tdacl)
- *  TDACL_TUNING_FILE  user tuning database (default $XDG_CONFIG_HOME/tdacl/tuning.json)
+ *  TDACL_TUNING_FILE  user tuning database (default $XDG_CONFIG_HOME/tdacl/tuning.tdb or
+ *                     ~/.config/tdacl/tuning.tdb; format in docs/tuning.md)
  */
 #ifndef TDACL_H
 #define TDACL_H
@@ -151,7 +152,7 @@ typedef struct tdacl_context_desc {
     const char *device;      /* selector (see tdacl_device_select); NULL = default */
     int cache;               /* 1 on, 0 off, -1 = $TDACL_CACHE (on unless "off") */
     const char *cache_dir;   /* NULL = $TDACL_CACHE_DIR, $XDG_CACHE_HOME/tdacl, ~/.cache/tdacl */
-    const char *tuning_file; /* NULL = $TDACL_TUNING_FILE or $XDG_CONFIG_HOME/tdacl/tuning.json */
+    const char *tuning_file; /* NULL = $TDACL_TUNING_FILE or $XDG_CONFIG_HOME/tdacl/tuning.tdb */
     int use_tuning_db;       /* 1 (default): consult user + shipped database; 0: defaults only */
     tdacl_log_fn log_fn;     /* NULL = the process-wide sink */
     void *log_user;

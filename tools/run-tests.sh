@@ -37,7 +37,9 @@ run_ctest "$TMP/ctest-release.log" --test-dir build --output-on-failure -j"$JOBS
 
 # ---- 2. sanitizers ----
 step "ASan + UBSan build (build-asan/)"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTDACL_SANITIZE=ON -DTDACL_WERROR=ON
+# the Release run's program cache: kernels (PoCL JIT, not instrumented) compile once
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTDACL_SANITIZE=ON -DTDACL_WERROR=ON \
+    -DTDACL_TEST_CACHE_DIR="$ROOT/build/tests/cache"
 cmake --build build-asan -j"$JOBS"
 
 step "ASan + UBSan tests"

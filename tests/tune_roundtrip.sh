@@ -1,0 +1,47 @@
+#!/bin/bash
+# A tiny tuning run on PoCL writes a database entry that the next process picks up.
+#   tune_roundtrip.sh path/to/tdacl WORKDIR
+# 1. `tdacl tune` searches the decode kernel of tra (f32, d=64, Tk=8192: the long-T bucket
+#    that `tdacl devices --verbose` reports) for a few seconds into a fresh user database;
+# 2. the file must hold one well-formed attention_decode entry for this device;
+# 3. a new process (`tdacl devices --verbose`) must report that entry, from that file,
+#    instead of the shipped or class default.
+set -euo pipefail
+TDACL="$1"
+WORK="$2"
+rm -rf "$WORK"
+mkdir -p "$WORK"
+export TDACL_TUNING_FILE="$WORK/tuning.tdb"
+
+"$TDACL" tune --kernel attention_decode --kinds tra --dtype f32 --d 64 --T 8192 --B 1 --H 2 \
+    --budget 20 --strategy random --seed 7 --quiet 2>"$WORK/tune.log" || {
+    cat "$WORK/tune.log"
+    echo "FAIL: tdacl tune exited non-zero"
+    exit 1
+}
+cat "$WORK/tune.log"
+
+entry="$(grep -E '^attention_decode ' "$TDACL_TUNING_FILE" || true)"
+echo "entry: $entry"
+if [ "$(printf '%s\n' "$entry" | grep -c .)" -ne 1 ]; then
+    echo "FAIL: expected exactly one attention_decode entry in $TDACL_TUNING_FILE"
+    cat "$TDACL_TUNING_FILE"
+    exit 1
+fi
+params="$(printf '%s\n' "$entry" | sed -n 's/.*: *\(NTD=[0-9]* WAVES=[0-9]*\).*/\1/p')"
+if [ -z "$params" ]; then
+    echo "FAIL: the entry has no 'NTD=n WAVES=n' parameters"
+    exit 1
+fi
+
+"$TDACL" devices --verbose >"$WORK/devices.txt" 2>&1
+line="$(grep 'tuning attention_decode tra f32' "$WORK/devices.txt" || true)"
+echo "next process: $line"
+case "$line" in
+*"$params"*"[user: $TDACL_TUNING_FILE"*) echo "PASS: the new entry ($params) is used" ;;
+*)
+    echo "FAIL: the next process did not use the tuned entry ($params) from $TDACL_TUNING_FILE"
+    cat "$WORK/devices.txt"
+    exit 1
+    ;;
+esac

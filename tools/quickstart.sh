@@ -1,0 +1,29 @@
+#!/bin/bash
+# The README's first command: on a fresh Debian 12 machine (as root, or with sudo), install
+# the packages in tools/packages.txt that are missing, build a Release tree in build/, list
+# the OpenCL devices and run the quick benchmark on the default device (the GPU when there
+# is one, PoCL's CPU device otherwise).  Extra arguments go to tdacl-bench.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+mapfile -t PACKAGES < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' tools/packages.txt)
+missing=()
+for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    echo "installing: ${missing[*]}"
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+fi
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j"$(nproc)"
+
+build/tdacl devices
+# default device only: TDACL_DEVICE (if set) or the library's default choice
+sel="${TDACL_DEVICE:-$(build/tdacl devices 2>/dev/null |
+    awk '/^\[[0-9]+\]/ { i = substr($1, 2, length($1) - 2) } /\(default device\)/ { print i; exit }')}"
+build/tdacl-bench --quick --device "${sel:-0}" "$@"
