@@ -207,6 +207,7 @@ int bench_load_json(const char *path, bench_run *out)
         cJSON_Delete(root);
         return 1;
     }
+    str(root, "created", out->created, sizeof out->created);
     const cJSON *devs = cJSON_GetObjectItemCaseSensitive(root, "devices"), *d;
     cJSON_ArrayForEach(d, devs)
     {
@@ -214,6 +215,26 @@ int bench_load_json(const char *path, bench_run *out)
         bench_device *bd = &out->devices[out->ndevices++];
         str(d, "name", bd->info.name, sizeof bd->info.name);
         str(d, "class", bd->info.arch, sizeof bd->info.arch);
+        /* the rest of the capability record, so --load A --json B keeps it */
+        str(d, "platform", bd->info.platform_name, sizeof bd->info.platform_name);
+        str(d, "platform_version", bd->info.platform_version, sizeof bd->info.platform_version);
+        str(d, "vendor", bd->info.vendor, sizeof bd->info.vendor);
+        str(d, "driver_version", bd->info.driver_version, sizeof bd->info.driver_version);
+        str(d, "device_version", bd->info.device_version, sizeof bd->info.device_version);
+        str(d, "opencl_c_version", bd->info.opencl_c_version, sizeof bd->info.opencl_c_version);
+        str(d, "extensions", bd->info.extensions, sizeof bd->info.extensions);
+        bd->info.vendor_id = (uint32_t)num(d, "vendor_id", 0);
+        bd->info.compute_units = (uint32_t)num(d, "compute_units", 0);
+        bd->info.clock_mhz = (uint32_t)num(d, "clock_mhz", 0);
+        bd->info.global_mem_bytes = (uint64_t)num(d, "global_mem_bytes", 0);
+        bd->info.local_mem_bytes = (uint64_t)num(d, "local_mem_bytes", 0);
+        bd->info.max_work_group_size = (size_t)num(d, "max_work_group_size", 0);
+        bd->info.has_fp16 = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(d, "fp16"));
+        bd->info.has_fp64 = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(d, "fp64"));
+        bd->info.has_subgroups = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(d, "subgroups"));
+        char cc[16] = "";
+        str(d, "compute_capability", cc, sizeof cc);
+        if (cc[0]) sscanf(cc, "%d.%d", &bd->info.nv_cc_major, &bd->info.nv_cc_minor);
         bd->info.index = (int)num(d, "index", 0);
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(d, "type");
         bd->info.type = cJSON_IsString(type) && !strcmp(type->valuestring, "gpu") ? TDACL_DEVICE_GPU : TDACL_DEVICE_CPU;
@@ -271,6 +292,17 @@ int bench_load_json(const char *path, bench_run *out)
 
 /* ---- CSV ---- */
 
+/* RFC 4180 field: quoted, a quote inside doubled */
+static void csv_quoted(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
 int bench_write_csv(const bench_run *run, const char *path)
 {
     FILE *f = fopen(path, "w");
@@ -282,13 +314,15 @@ int bench_write_csv(const bench_run *run, const char *path)
                "tflops,gbs,pct_peak_flops,pct_peak_bw,bound_ms,sparsity,value,unit,params,params_source\n");
     for (int i = 0; i < run->nrows; i++) {
         const bench_row *r = &run->rows[i];
-        fprintf(f, "\"%s\",%s,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%d,%d,%lld,%lld,%lld,%g,%.6f,%.6f,%.6f,%.4f,%d,"
-                   "%.4f,%.2f,%.2f,%.2f,%.6f,%.8f,%g,%s,\"%s\",%s\n",
-                r->device, r->suite, r->name, r->impl, r->dtype, r->path, (long long)r->B, (long long)r->H,
+        csv_quoted(f, r->device);
+        fprintf(f, ",%s,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%d,%d,%lld,%lld,%lld,%g,%.6f,%.6f,%.6f,%.4f,%d,"
+                   "%.4f,%.2f,%.2f,%.2f,%.6f,%.8f,%g,%s,",
+                r->suite, r->name, r->impl, r->dtype, r->path, (long long)r->B, (long long)r->H,
                 (long long)r->Tq, (long long)r->Tk, r->d, r->dv, (long long)r->M, (long long)r->N, (long long)r->K,
                 r->beta, r->s.median, r->s.min, r->s.max, r->s.spread, r->s.noisy, r->tflops, r->gbs,
-                r->pct_peak_flops, r->pct_peak_bw, r->bound_ms, r->sparsity, r->value, r->unit, r->params,
-                r->params_source);
+                r->pct_peak_flops, r->pct_peak_bw, r->bound_ms, r->sparsity, r->value, r->unit);
+        csv_quoted(f, r->params);
+        fprintf(f, ",%s\n", r->params_source);
     }
     if (fclose(f)) {
         fprintf(stderr, "tdacl-bench: cannot write %s\n", path);

@@ -263,25 +263,6 @@ inline void load_q_tile(__local float *dst, __global const void *src, long base,
         }                                                                                 \
     } while (0)
 
-/* WV_KEY for the sparse kinds: each row slot's multiply-adds run only for a non-zero weight.
- * The work-items of a warp share a key and hold few distinct rows per slot, so a warp skips
- * whenever those rows all have zero weight: the weight x V work then scales with density
- * (NaN weights are non-zero and propagate). */
-#define WV_KEY_SKIP(o, Wc, c)                                                             \
-    do {                                                                                  \
-        float4 vv_[DVT4];                                                                 \
-        _Pragma("unroll") for (int g_ = 0; g_ < DVT4; g_++) vv_[g_] = Vs4[(c) * VS4 + cg + NCG * g_]; \
-        _Pragma("unroll") for (int i4 = 0; i4 < TM4; i4++) {                              \
-            float4 wv_ = ((__local float4 *)(Wc))[(c) * BM4 + ((rg + NRG * i4) ^ (((c) >> 2) & WSWZ))]; \
-            float w4_[4] = {wv_.s0, wv_.s1, wv_.s2, wv_.s3};                              \
-            _Pragma("unroll") for (int e_ = 0; e_ < 4; e_++)                              \
-                if (w4_[e_] != 0.0f) {                                                    \
-                    _Pragma("unroll") for (int g_ = 0; g_ < DVT4; g_++)                   \
-                        o[4 * i4 + e_][g_] = fma((float4)(w4_[e_]), vv_[g_], o[4 * i4 + e_][g_]); \
-                }                                                                         \
-        }                                                                                 \
-    } while (0)
-
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
     __global const void *q, __global const void *k, __global const void *v,
     __global const void *q2, __global const void *k2,
@@ -458,7 +439,8 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
                     }
                     barrier(CLK_LOCAL_MEM_FENCE);
                     if (dense) {
-                        for (int c = 0; c < VC; c++) WV_KEY_SKIP(o, Ws4, c);
+                        float lunused[TM];
+                        for (int c = 0; c < VC; c++) WV_KEY(o, Ws4, c, lunused, 0);
                     } else {
 #pragma unroll
                         for (int w = 0; w < MASK_WORDS; w++) {
@@ -466,7 +448,8 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
                             while (m) {
                                 int c = 32 * w + (31 - clz(m & (0u - m))) - c0;
                                 m &= m - 1u;
-                                WV_KEY_SKIP(o, Ws4, c);
+                                float lunused[TM];
+                                WV_KEY(o, Ws4, c, lunused, 0);
                             }
                         }
                     }

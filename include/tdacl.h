@@ -21,6 +21,7 @@
  *  TDACL_LOG        debug | info | warn | error | off
  *  TDACL_CACHE      off disables the program binary cache
  *  TDACL_CACHE_DIR  cache directory (default $XDG_CACHE_HOME/tdacl or ~/.cache/tdacl)
+ *  TDACL_PROFILE    1: log each kernel's summed device time (level info) at context destroy
  *  TDACL_TUNING_FILE  user tuning database (default $XDG_CONFIG_HOME/tdacl/tuning.tdb or
  *                     ~/.config/tdacl/tuning.tdb; format in docs/tuning.md)
  */

@@ -244,9 +244,15 @@ static void common_options(const tdacl_attention_plan *p, tdacl_strbuf *sb)
                      p->aligned4 ? " -DALIGNED4" : "");
 }
 
+/* Adds an event's device time to *total, or (total NULL) just releases it: without stats
+ * the call returns with its kernels queued, so a model's layers do not wait on the host. */
 static tdacl_status add_event_ms(tdacl_context *ctx, cl_event ev, double *total)
 {
     if (!ev) return TDACL_SUCCESS;
+    if (!total) {
+        clReleaseEvent(ev);
+        return TDACL_SUCCESS;
+    }
     double ms = 0;
     tdacl_status st = tdacl__event_ms(ctx, ev, &ms);
     clReleaseEvent(ev);
@@ -577,9 +583,9 @@ tdacl_status tdacl__attention_run(tdacl_context *ctx, const tdacl_attention_plan
         return st;
     }
     if (used) *used = tuned;
-    double ms = 0;
-    st = p->path == TDACL_PATH_DECODE ? run_decode(ctx, p, t, &tuned.values, stats, &ms)
-                                      : run_prefill(ctx, p, t, &tuned.values, stats, &ms);
+    double ms = 0, *msp = stats ? &ms : NULL;
+    st = p->path == TDACL_PATH_DECODE ? run_decode(ctx, p, t, &tuned.values, stats, msp)
+                                      : run_prefill(ctx, p, t, &tuned.values, stats, msp);
     if (stats) {
         stats->kernel_ms = ms;
         stats->sparsity = stats->visible_pairs ? (double)stats->zero_weights / (double)stats->visible_pairs : 0.0;

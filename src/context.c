@@ -88,6 +88,7 @@ tdacl_status tdacl_context_create(const tdacl_context_desc *desc_in, tdacl_conte
     }
     tdacl__log(ctx, TDACL_LOG_INFO, "context on [%d] %s / %s (%s)", index, ctx->info.platform_name,
                ctx->info.name, ctx->info.arch);
+    tdacl__profile_init(ctx);
     *out = ctx;
     return TDACL_SUCCESS;
 }
@@ -96,6 +97,7 @@ tdacl_status tdacl_context_destroy(tdacl_context *ctx)
 {
     if (!ctx) return TDACL_SUCCESS;
     if (ctx->queue) clFinish(ctx->queue);
+    tdacl__profile_report(ctx);
     if (ctx->live_tensors)
         tdacl__log(ctx, TDACL_LOG_WARN,
                    "tdacl_context_destroy: %d tensor(s) still alive; their handles are now invalid",

@@ -144,7 +144,14 @@ struct tdacl_context {
     tdacl_tensor *tensors; /* live tensors: tdacl_context_destroy releases any left */
     cl_mem scratch[TDACL_SCRATCH_SLOTS]; /* reusable device scratch, one buffer per use */
     size_t scratch_bytes[TDACL_SCRATCH_SLOTS];
+    struct tdacl_profile *profile; /* TDACL_PROFILE: per-kernel device time (profile.c) */
 };
+
+/* ---- per-kernel profile (profile.c) ---- */
+typedef struct tdacl_profile tdacl_profile;
+void tdacl__profile_init(tdacl_context *ctx);
+void tdacl__profile_add(tdacl_context *ctx, const char *name, cl_event ev);
+void tdacl__profile_report(tdacl_context *ctx); /* logs the summary and frees it */
 
 /* Reusable scratch buffer `slot` of at least `bytes` (grown on demand, owned by ctx). */
 tdacl_status tdacl__scratch(tdacl_context *ctx, int slot, size_t bytes, cl_mem *mem);

@@ -463,7 +463,8 @@ static tdacl_status forward(tdacl_model *m, int B, int T, int pos0, const int32_
         if (!m->tokens) return tdacl__fail_cl(m->ctx, err, "model: token buffer");
         m->tokens_cap = rows;
     }
-    cl_int err = clEnqueueWriteBuffer(m->ctx->queue, m->tokens, CL_FALSE, 0, (size_t)rows * 4, tokens, 0, NULL, NULL);
+    /* blocking: `tokens` is the caller's memory, free to change once we return */
+    cl_int err = clEnqueueWriteBuffer(m->ctx->queue, m->tokens, CL_TRUE, 0, (size_t)rows * 4, tokens, 0, NULL, NULL);
     if (err) return tdacl__fail_cl(m->ctx, err, "model: uploading tokens");
     st = embed(m, rows, T, pos0);
     for (int l = 0; !st && l < m->info.n_layer; l++) {

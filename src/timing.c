@@ -31,7 +31,11 @@ tdacl_status tdacl__launch(tdacl_context *ctx, cl_kernel k, cl_uint dims, const 
         if (g[i] == 0) return TDACL_SUCCESS; /* nothing to do */
         if (local && local[i]) g[i] = (g[i] + local[i] - 1) / local[i] * local[i];
     }
-    cl_int err = clEnqueueNDRangeKernel(ctx->queue, k, dims, NULL, g, local, 0, NULL, ev);
+    cl_event own = NULL;
+    cl_event *evp = ev ? ev : ctx->profile ? &own : NULL;
+    cl_int err = clEnqueueNDRangeKernel(ctx->queue, k, dims, NULL, g, local, 0, NULL, evp);
+    if (!err && evp) tdacl__profile_add(ctx, what, *evp);
+    if (own) clReleaseEvent(own);
     if (err) {
         char shape[128];
         snprintf(shape, sizeof shape, "global %zu x %zu x %zu, local %zu x %zu x %zu", g[0],
