@@ -217,42 +217,72 @@ __kernel __attribute__((reqd_work_group_size(GNT, 1, 1))) void gemm(
     }
 }
 
-/* ---- GEMV for decode: C[m, n] for m < GV_M rows of A, B not transposed ----
- * A work-group covers GV_COLS columns; its work-items split K into GV_WG / GV_COLS slices
- * (split-K keeps enough warps in flight for a narrow layer), read each weight once for all
- * GV_M rows with coalesced row segments, and reduce the slices in local memory. */
-#define GV_COLS 16
+/* ---- GEMV for decode: C[m, n] for m < GV_M rows of A, B [K, N] not transposed ----
+ * Two passes.  gemv_part: work-group (column block, K chunk) covers GV_COLS columns and
+ * k0 <= k < k1; its work-items split the chunk into GV_WG / GV_COLS interleaved rows, so
+ * each weight row segment is read coalesced and once for all GV_M rows.  Splitting K over
+ * work-groups as well is what keeps enough loads in flight for a narrow layer (N = 768 is
+ * 12 column blocks).  gemv_reduce sums the chunks' partials [KSPLIT][GV_M][N] and applies
+ * the epilogue. */
+#define GV_COLS 64
 #define GV_KS (GV_WG / GV_COLS)
 
-__kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
-    __global float *c, __global const float *a, __global const void *b, __global const float *bias,
-    __global const float *res, int M, int N, int K, int lda, int ldb, int ldc, int flags)
+__kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv_part(
+    __global float *part, __global const float *a, __global const void *b, int M, int N, int K, int lda, int ldb,
+    int kchunk)
 {
     __local float red[GV_KS][GV_M][GV_COLS];
     const int tid = get_local_id(0), col = tid % GV_COLS, ks = tid / GV_COLS;
-    const int n = get_group_id(0) * GV_COLS + col;
+    const int n = get_group_id(0) * GV_COLS + col, chunk = get_group_id(1);
+    const int k0 = chunk * kchunk, k1 = min(K, k0 + kchunk);
     float acc[GV_M];
 #pragma unroll
     for (int m = 0; m < GV_M; m++) acc[m] = 0.0f;
-    if (n < N)
-        for (int k = ks; k < K; k += GV_KS) {
+    if (n < N) {
+        int k = k0 + ks;
+        /* four independent weight loads in flight per work-item */
+        for (; k + 3 * GV_KS < k1; k += 4 * GV_KS) {
+            float w0 = LOAD(WDT, b, (long)k * ldb + n), w1 = LOAD(WDT, b, (long)(k + GV_KS) * ldb + n);
+            float w2 = LOAD(WDT, b, (long)(k + 2 * GV_KS) * ldb + n), w3 = LOAD(WDT, b, (long)(k + 3 * GV_KS) * ldb + n);
+#pragma unroll
+            for (int m = 0; m < GV_M; m++)
+                if (m < M) {
+                    __global const float *am = a + (long)m * lda + k;
+                    acc[m] = fma(am[0], w0, acc[m]);
+                    acc[m] = fma(am[GV_KS], w1, acc[m]);
+                    acc[m] = fma(am[2 * GV_KS], w2, acc[m]);
+                    acc[m] = fma(am[3 * GV_KS], w3, acc[m]);
+                }
+        }
+        for (; k < k1; k += GV_KS) {
             float w = LOAD(WDT, b, (long)k * ldb + n);
 #pragma unroll
             for (int m = 0; m < GV_M; m++)
                 if (m < M) acc[m] = fma(a[(long)m * lda + k], w, acc[m]);
         }
+    }
 #pragma unroll
     for (int m = 0; m < GV_M; m++) red[ks][m][col] = acc[m];
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (tid < GV_M * GV_COLS) {
-        const int m = tid / GV_COLS, cc = tid % GV_COLS, nn = get_group_id(0) * GV_COLS + cc;
+    for (int i = tid; i < GV_M * GV_COLS; i += GV_WG) {
+        const int m = i / GV_COLS, cc = i % GV_COLS, nn = get_group_id(0) * GV_COLS + cc;
         if (m < M && nn < N) {
             float sum = 0.0f;
-            for (int s = 0; s < GV_KS; s++) sum += red[s][m][cc];
-            long idx = (long)m * ldc + nn;
-            c[idx] = epilogue(sum, flags, bias, nn, res, idx);
+            for (int s2 = 0; s2 < GV_KS; s2++) sum += red[s2][m][cc];
+            part[((long)chunk * GV_M + m) * N + nn] = sum;
         }
     }
+}
+
+__kernel void gemv_reduce(__global float *c, __global const float *part, __global const float *bias,
+                          __global const float *res, int M, int N, int ldc, int flags, int nchunks)
+{
+    const int n = get_global_id(0), m = get_global_id(1);
+    if (n >= N || m >= M) return;
+    float sum = 0.0f;
+    for (int s = 0; s < nchunks; s++) sum += part[((long)s * GV_M + m) * N + n];
+    long idx = (long)m * ldc + n;
+    c[idx] = epilogue(sum, flags, bias, n, res, idx);
 }
 
 /* ---- GEMV with transposed B (the tied LM head: logits[m, n] = <a[m], wte[n]>) ----

@@ -116,7 +116,7 @@ void tdacl__programs_release(tdacl_context *ctx);
 
 typedef struct tdacl_program_entry tdacl_program_entry;
 enum { TDACL_SCRATCH_STATS, TDACL_SCRATCH_NORMS, TDACL_SCRATCH_PARTIAL, TDACL_SCRATCH_ML,
-       TDACL_SCRATCH_MODEL, TDACL_SCRATCH_SLOTS };
+       TDACL_SCRATCH_MODEL, TDACL_SCRATCH_GEMV, TDACL_SCRATCH_SLOTS };
 struct tdacl_tuning_db;
 
 struct tdacl_context {
