@@ -162,8 +162,9 @@ typedef struct tdacl_context_desc {
 
 TDACL_API void tdacl_context_desc_init(tdacl_context_desc *desc);
 TDACL_API tdacl_status tdacl_context_create(const tdacl_context_desc *desc, tdacl_context **ctx);
-/* Releases every OpenCL object the context owns.  Tensors must be destroyed first;
- * any left are released too and reported in the log. */
+/* Releases every OpenCL object the context owns.  The context owns what is made on it:
+ * models and tensors still alive are destroyed here too (a warning in the log), and their
+ * handles are invalid afterwards -- destroy them before the context, never after. */
 TDACL_API tdacl_status tdacl_context_destroy(tdacl_context *ctx);
 TDACL_API tdacl_status tdacl_context_device_info(const tdacl_context *ctx, tdacl_device_info *info);
 /* Wait for all work queued on the context. */
@@ -266,12 +267,17 @@ typedef struct tdacl_attention_desc {
     tdacl_head_norm norm; /* per-head epilogue over dv */
     float norm_eps;    /* rms epsilon, default 1e-5 */
     float out_scale;   /* multiplies the output after Norm (default 1) */
-    int64_t offset;    /* absolute position of query 0; -1 = Tk - Tq (prefill: 0) */
+    int64_t offset;    /* absolute position of query 0; -1 = Tk - Tq (prefill: 0);
+                          offset + Tq <= TDACL_MAX_POSITION */
     int want_stats;    /* fill tdacl_attention_stats.sparsity etc. (small extra cost) */
     tdacl_attention_path path;
 } tdacl_attention_desc;
 
 TDACL_API void tdacl_attention_desc_init(tdacl_attention_desc *desc);
+
+/* The largest position (offset + Tq, and Tk) attention computes with: kernels hold
+ * positions in 32-bit integers.  Larger ones are refused with TDACL_ERR_INVALID_ARGUMENT. */
+#define TDACL_MAX_POSITION ((int64_t)2147483647)
 
 /* Tensors of one call.  q,k,(q2,k2): [B,H,Tq|Tk,d]; v: [B,H,Tk,dv]; out: [B,H,Tq,dv].
  * Any strides: a token-major [B,T,H,d] buffer is passed as a view with strides

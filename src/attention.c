@@ -144,6 +144,7 @@ tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_des
     tdacl_status st;
     if (t->q->ndim != 4) return check_tensor(ctx, "q", t->q, 0, 0, 0, 0, 0);
     int64_t B = t->q->shape[0], H = t->q->shape[1], Tq = t->q->shape[2], dd = t->q->shape[3];
+    if ((st = check_tensor(ctx, "q", t->q, B, H, Tq, dd, 1))) return st;
     if ((st = check_tensor(ctx, "k", t->k, B, H, 0, 0, 0))) return st;
     int64_t Tk = t->k->shape[2];
     if ((st = check_tensor(ctx, "k", t->k, B, H, Tk, dd, 1))) return st;
@@ -185,6 +186,9 @@ tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_des
         if (d.norm != TDACL_NORM_RMS)
             return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: gain given but desc.norm is not rms", call);
     }
+    if (!tdacl__view_is_injective(t->out))
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT,
+                           "%s: out is a view whose strides map several elements to one place", call);
     const struct { const char *n; const tdacl_tensor *x; } all[] = {{"q", t->q}, {"k", t->k}, {"v", t->v}, {"q2", t->q2}, {"k2", t->k2}, {"gain", t->gain}, {"lambdas", t->lambdas}};
     for (size_t i = 0; i < TDACL_ARRAY_LEN(all); i++)
         if (overlaps(t->out, all[i].x))
@@ -193,6 +197,12 @@ tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_des
     if (offset < 0)
         return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: Tq=%lld exceeds Tk=%lld; pass desc.offset explicitly", call,
                            (long long)Tq, (long long)Tk);
+    /* compared before adding, so the check itself cannot overflow */
+    if (Tq > TDACL_MAX_POSITION || Tk > TDACL_MAX_POSITION || offset > TDACL_MAX_POSITION - Tq)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT,
+                           "%s: desc.offset %lld + Tq %lld (Tk %lld) exceeds the largest position %lld "
+                           "(TDACL_MAX_POSITION)", call, (long long)offset, (long long)Tq, (long long)Tk,
+                           (long long)TDACL_MAX_POSITION);
     if (B * H > 65535 * 1024LL)
         return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: B*H=%lld is too large", call, (long long)(B * H));
     if (isnan(d.scale))

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "fileio.h"
 #include "jsonutil.h"
 
 #define PREFIX "transformer."
@@ -53,8 +54,8 @@ static tdacl_status read_text(const char *path, char **text, size_t *len)
 {
     *text = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return tdacl__fail(NULL, TDACL_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    int fd = tdacl__open_regular(path);
+    if (fd < 0) return tdacl__fail(NULL, TDACL_ERR_IO, "cannot open %s: %s", path, tdacl__file_error(errno));
     struct stat sb;
     if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
         close(fd);
@@ -90,8 +91,8 @@ static tdacl_status read_text(const char *path, char **text, size_t *len)
 /* Maps f->path read-only and validates its safetensors header. */
 static tdacl_status map_file(ckpt_file *f)
 {
-    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return tdacl__fail(NULL, TDACL_ERR_IO, "cannot open %s: %s", f->path, strerror(errno));
+    int fd = tdacl__open_regular(f->path);
+    if (fd < 0) return tdacl__fail(NULL, TDACL_ERR_IO, "cannot open %s: %s", f->path, tdacl__file_error(errno));
     struct stat sb;
     if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
         close(fd);

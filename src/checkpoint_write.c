@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "checkpoint.h"
+#include "fileio.h"
 
 #define CHUNK 8192
 #define MAX_DATA_BYTES 1e15 /* cJSON prints integers exactly below this */
@@ -48,25 +49,6 @@ static double next_normal(normal_rng *r)
     return rad * cos(ang);
 }
 
-static int mkdir_p(const char *dir)
-{
-    size_t n = strlen(dir);
-    char *p = malloc(n + 1);
-    if (!p) return -1;
-    memcpy(p, dir, n + 1);
-    int rc = 0;
-    for (size_t i = 1; i <= n && !rc; i++) {
-        if (p[i] != '/' && p[i] != 0) continue;
-        char c = p[i];
-        p[i] = 0;
-        if (mkdir(p, 0777) && errno != EEXIST) rc = -1;
-        p[i] = c;
-    }
-    struct stat sb;
-    if (!rc && (stat(dir, &sb) || !S_ISDIR(sb.st_mode))) rc = -1, errno = ENOTDIR;
-    free(p);
-    return rc;
-}
 
 /* A temporary file next to `path`, opened for writing; *tmp receives its name. */
 static FILE *open_temp(const char *path, char **tmp)
@@ -245,7 +227,7 @@ tdacl_status tdacl__checkpoint_write_random(const char *dir, const char *config_
         st = tdacl__fail(NULL, TDACL_ERR_TOO_LARGE, "%s: %.3g bytes of weights is too large to write", model_path, bytes);
         goto done;
     }
-    if (mkdir_p(dir)) {
+    if (tdacl__mkdir_p(dir, 0777)) {
         st = tdacl__fail(NULL, TDACL_ERR_IO, "cannot create directory %s: %s", dir, strerror(errno));
         goto done;
     }

@@ -41,6 +41,9 @@ tdacl_status tdacl_context_create(const tdacl_context_desc *desc_in, tdacl_conte
     if (desc.cache < -1 || desc.cache > 1)
         return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT,
                            "tdacl_context_create: desc.cache must be -1, 0 or 1 (got %d)", desc.cache);
+    if (desc.use_tuning_db != 0 && desc.use_tuning_db != 1)
+        return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT,
+                           "tdacl_context_create: desc.use_tuning_db must be 0 or 1 (got %d)", desc.use_tuning_db);
 
     int index;
     tdacl_status st = tdacl_device_select(desc.device, &index);
@@ -102,6 +105,16 @@ tdacl_status tdacl_context_destroy(tdacl_context *ctx)
         tdacl__log(ctx, TDACL_LOG_WARN,
                    "tdacl_context_destroy: %d tensor(s) still alive; their handles are now invalid",
                    ctx->live_tensors);
+    if (ctx->nchildren)
+        tdacl__log(ctx, TDACL_LOG_WARN,
+                   "tdacl_context_destroy: %d model(s) still alive; destroyed now, their handles are invalid",
+                   ctx->nchildren);
+    while (ctx->nchildren) { /* each destroy removes its own entry */
+        struct tdacl_child c = ctx->children[ctx->nchildren - 1];
+        c.destroy(c.obj);
+        if (ctx->nchildren && ctx->children[ctx->nchildren - 1].obj == c.obj) ctx->nchildren--;
+    }
+    free(ctx->children);
     /* release them as documented; their buffers would otherwise keep ctx->cl alive */
     while (ctx->tensors) tdacl_tensor_destroy(ctx->tensors);
     tdacl__programs_release(ctx);
@@ -138,6 +151,28 @@ tdacl_status tdacl_context_cache_stats(const tdacl_context *ctx, tdacl_cache_sta
                            ctx ? "stats" : "ctx");
     *stats = ctx->cache.stats;
     return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl__child_add(tdacl_context *ctx, void *obj, tdacl_status (*destroy)(void *obj))
+{
+    if (ctx->nchildren == ctx->children_cap) {
+        int cap = ctx->children_cap ? 2 * ctx->children_cap : 8;
+        struct tdacl_child *g = realloc(ctx->children, (size_t)cap * sizeof *g);
+        if (!g) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of host memory");
+        ctx->children = g, ctx->children_cap = cap;
+    }
+    ctx->children[ctx->nchildren].obj = obj;
+    ctx->children[ctx->nchildren++].destroy = destroy;
+    return TDACL_SUCCESS;
+}
+
+void tdacl__child_remove(tdacl_context *ctx, void *obj)
+{
+    for (int i = 0; i < ctx->nchildren; i++)
+        if (ctx->children[i].obj == obj) {
+            ctx->children[i] = ctx->children[--ctx->nchildren];
+            return;
+        }
 }
 
 tdacl_status tdacl__scratch(tdacl_context *ctx, int slot, size_t bytes, cl_mem *mem)

@@ -47,6 +47,15 @@ tdacl_status tdacl__devices(const tdacl_device_entry **list, int *count);
 
 uint64_t tdacl__fnv1a64(const void *data, size_t n, uint64_t seed);
 #define TDACL_FNV_SEED 0xcbf29ce484222325ULL
+typedef struct tdacl_sha256 {
+    uint32_t h[8];
+    uint64_t bytes;
+    unsigned char buf[64];
+    size_t fill;
+} tdacl_sha256;
+void tdacl__sha256_init(tdacl_sha256 *s);
+void tdacl__sha256_update(tdacl_sha256 *s, const void *data, size_t n);
+void tdacl__sha256_final(tdacl_sha256 *s, unsigned char out[32]);
 
 /* ---- growable string (strbuf.c) ---- */
 
@@ -69,6 +78,10 @@ typedef struct tdacl_cache {
 void tdacl__cache_init(tdacl_context *ctx, const tdacl_context_desc *desc);
 /* Returns 1 and a malloc'ed binary on a valid entry for `key`, 0 otherwise.  Invalid
  * entries (truncated, corrupted, foreign) are deleted and logged. */
+/* Validates a whole cache entry in memory against `key`: NULL and the payload's place, or
+ * the reason it is refused.  No I/O (the cache-entry fuzz target calls it directly). */
+const char *tdacl__cache_entry_check(const unsigned char *buf, size_t len, const char *key, size_t *payload_at,
+                                     size_t *payload_len);
 int tdacl__cache_load(tdacl_context *ctx, const char *key, unsigned char **bin, size_t *size);
 void tdacl__cache_store(tdacl_context *ctx, const char *key, const unsigned char *bin,
                         size_t size);
@@ -141,7 +154,11 @@ struct tdacl_context {
     int use_tuning_db;
 
     int live_tensors;
+    uint64_t staging_limit; /* bytes of one upload/download staging buffer; 0 = max allocation */
     tdacl_tensor *tensors; /* live tensors: tdacl_context_destroy releases any left */
+    /* higher-level objects made on this context (models): destroyed with it, first */
+    struct tdacl_child { void *obj; tdacl_status (*destroy)(void *obj); } *children;
+    int nchildren, children_cap;
     cl_mem scratch[TDACL_SCRATCH_SLOTS]; /* reusable device scratch, one buffer per use */
     size_t scratch_bytes[TDACL_SCRATCH_SLOTS];
     struct tdacl_profile *profile; /* TDACL_PROFILE: per-kernel device time (profile.c) */
@@ -152,6 +169,11 @@ typedef struct tdacl_profile tdacl_profile;
 void tdacl__profile_init(tdacl_context *ctx);
 void tdacl__profile_add(tdacl_context *ctx, const char *name, cl_event ev);
 void tdacl__profile_report(tdacl_context *ctx); /* logs the summary and frees it */
+
+/* Registers an object that tdacl_context_destroy destroys (before the tensors) if the user
+ * has not; the object's own destroy calls tdacl__child_remove. */
+tdacl_status tdacl__child_add(tdacl_context *ctx, void *obj, tdacl_status (*destroy)(void *obj));
+void tdacl__child_remove(tdacl_context *ctx, void *obj);
 
 /* Reusable scratch buffer `slot` of at least `bytes` (grown on demand, owned by ctx). */
 tdacl_status tdacl__scratch(tdacl_context *ctx, int slot, size_t bytes, cl_mem *mem);
@@ -176,6 +198,8 @@ struct tdacl_tensor {
 };
 
 int tdacl__tensor_is_contiguous(const tdacl_tensor *t);
+/* 1 when no two elements of the view share a storage location (an output must be). */
+int tdacl__view_is_injective(const tdacl_tensor *t);
 int64_t tdacl__numel(const tdacl_tensor *t);
 /* Fills a contiguous tensor with mean + stddev * N(0,1), deterministic in seed (device-side). */
 tdacl_status tdacl__tensor_fill_normal(tdacl_tensor *t, uint32_t seed, float mean, float stddev);

@@ -44,6 +44,16 @@ tdacl_status tdacl__json_parse(const char *text, size_t len, const char *what, c
     /* A NUL would end cJSON's view of the text early and hide whatever follows it. */
     const char *nul = memchr(text, 0, len);
     if (nul) return tdacl__fail(NULL, TDACL_ERR_FORMAT, "%s: NUL byte at offset %zu", what, (size_t)(nul - text));
+    /* An escaped NUL (\u0000) would cut every C string cJSON hands out: "a\u0000evil" would
+     * read as "a".  Escapes occur only inside strings, so a scan of the raw text finds
+     * them all: a backslash that is not itself escaped, then u0000. */
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] != '\\') continue;
+        if (i + 5 < len && text[i + 1] == 'u' && text[i + 2] == '0' && text[i + 3] == '0' && text[i + 4] == '0' &&
+            text[i + 5] == '0')
+            return tdacl__fail(NULL, TDACL_ERR_FORMAT, "%s: escaped NUL (\\u0000) in a string at byte %zu", what, i);
+        i++; /* skip the escaped character: an escaped backslash before u0000 is no NUL */
+    }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len + 1, &end, 0);
     if (!root) {

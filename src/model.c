@@ -36,6 +36,7 @@ typedef struct layer {
 
 struct tdacl_model {
     tdacl_context *ctx;
+    int warned_nonfinite;
     tdacl_model_config cfg;
     tdacl_model_info info;
     tdacl_dtype wdt;
@@ -62,6 +63,24 @@ static void free_tensor(tdacl_tensor **t)
 }
 
 /* A device copy of checkpoint tensor `name` in dtype (or its file dtype when dtype < 0). */
+/* Elements of unaligned checkpoint data whose exponent bits are all ones (Inf or NaN). */
+static int64_t count_nonfinite(const unsigned char *p, tdacl_dtype dt, int64_t n)
+{
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (dt == TDACL_F32) {
+            uint32_t u;
+            memcpy(&u, p + 4 * i, 4);
+            bad += (u & 0x7f800000u) == 0x7f800000u;
+        } else {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            bad += dt == TDACL_BF16 ? (h & 0x7f80u) == 0x7f80u : (h & 0x7c00u) == 0x7c00u;
+        }
+    }
+    return bad;
+}
+
 static tdacl_status upload(tdacl_model *m, const tdacl_checkpoint *ck, const char *name, int dtype,
                            tdacl_tensor **out)
 {
@@ -72,6 +91,14 @@ static tdacl_status upload(tdacl_model *m, const tdacl_checkpoint *ck, const cha
     for (int i = 0; i < nd; i++) shape[i] = ct->ndim ? ct->shape[i] : 1, n *= shape[i];
     tdacl_status st = tdacl_tensor_create(m->ctx, dtype < 0 ? ct->dtype : (tdacl_dtype)dtype, nd, shape, out);
     if (!st) st = tdacl_tensor_upload(*out, ct->data, ct->dtype, n);
+    /* policy (docs/spec.md): non-finite weights are loaded as they are, with one warning
+     * per model, since they make the logits NaN; non-finite scalars are refused */
+    int64_t bad = st ? 0 : count_nonfinite(ct->data, ct->dtype, n);
+    if (bad && !m->warned_nonfinite) {
+        m->warned_nonfinite = 1;
+        tdacl__log(m->ctx, TDACL_LOG_WARN, "tdacl_model_load: tensor %s holds %lld non-finite value(s) (Inf/NaN); "
+                   "the logits will not be finite", name, (long long)bad);
+    }
     if (!st) {
         m->info.parameters += (uint64_t)n;
         m->info.weight_bytes += (uint64_t)n * tdacl_dtype_size((*out)->dtype);
@@ -139,8 +166,7 @@ static tdacl_status load_layer(tdacl_model *m, const tdacl_checkpoint *ck, int l
     L->beta = m->cfg.beta;
     if (kind == TDACL_ATTN_TRA || kind == TDACL_ATTN_TDA) {
         snprintf(n, sizeof n, "h.%d.attn.beta", l);
-        float b = scalar(ck, n, 0);
-        if (!isnan(b)) L->beta = b;
+        if (tdacl__checkpoint_get(ck, n)) L->beta = scalar(ck, n, 0); /* absent: the config's beta */
         if (!(L->beta >= 0) || !isfinite(L->beta))
             return tdacl__fail(m->ctx, TDACL_ERR_FORMAT, "tdacl_model_load: %s = %g is not a finite value >= 0", n, L->beta);
     }
@@ -148,7 +174,14 @@ static tdacl_status load_layer(tdacl_model *m, const tdacl_checkpoint *ck, int l
         snprintf(n, sizeof n, "h.%d.attn.lambda", l);
         float *lam = malloc((size_t)m->H * sizeof *lam);
         if (!lam) return tdacl__fail(m->ctx, TDACL_ERR_OUT_OF_MEMORY, "tdacl_model_load: out of memory");
-        for (int h = 0; h < m->H; h++) lam[h] = scalar(ck, n, h);
+        for (int h = 0; h < m->H; h++) {
+            lam[h] = scalar(ck, n, h);
+            if (!isfinite(lam[h])) {
+                float bad = lam[h];
+                free(lam);
+                return tdacl__fail(m->ctx, TDACL_ERR_FORMAT, "tdacl_model_load: %s[%d] = %g is not finite", n, h, bad);
+            }
+        }
         int64_t hs = m->H;
         st = tdacl_tensor_create(m->ctx, TDACL_F32, 1, &hs, &L->lambdas);
         if (!st) st = tdacl_tensor_upload(L->lambdas, lam, TDACL_F32, hs);
@@ -189,6 +222,8 @@ static tdacl_status rope_tables(tdacl_model *m)
     return st;
 }
 
+static tdacl_status destroy_child(void *m) { return tdacl_model_destroy(m); }
+
 tdacl_status tdacl_model_load(tdacl_context *ctx, const tdacl_model_desc *desc, tdacl_model **out)
 {
     const char *call = "tdacl_model_load";
@@ -211,6 +246,11 @@ tdacl_status tdacl_model_load(tdacl_context *ctx, const tdacl_model_desc *desc, 
         return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
     }
     m->ctx = ctx;
+    if ((st = tdacl__child_add(ctx, m, destroy_child))) {
+        free(m);
+        tdacl__checkpoint_close(ck);
+        return st;
+    }
     m->cfg = *tdacl__checkpoint_config(ck);
     m->wdt = desc->weight_dtype;
     m->C = m->cfg.n_embd;
@@ -257,6 +297,7 @@ tdacl_status tdacl_model_load(tdacl_context *ctx, const tdacl_model_desc *desc, 
 tdacl_status tdacl_model_destroy(tdacl_model *m)
 {
     if (!m) return TDACL_SUCCESS;
+    tdacl__child_remove(m->ctx, m);
     for (int l = 0; m->layers && l < m->info.n_layer; l++) {
         layer *L = &m->layers[l];
         tdacl_tensor **all[] = {&L->ln1_w, &L->ln1_b, &L->attn_w, &L->attn_b, &L->proj_w, &L->proj_b,
@@ -587,6 +628,30 @@ static uint64_t splitmix(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/* a ranks before b: larger logit, then smaller index */
+static int better(const float *l, int a, int b) { return l[a] > l[b] || (l[a] == l[b] && a < b); }
+
+/* min-heap on rank: idx[0] is the worst of those kept */
+static void heap_up(const float *l, int *h, int i)
+{
+    while (i > 0 && better(l, h[(i - 1) / 2], h[i])) {
+        int p = (i - 1) / 2, t = h[p];
+        h[p] = h[i], h[i] = t, i = p;
+    }
+}
+
+static void heap_down(const float *l, int *h, int n, int i)
+{
+    for (;;) {
+        int c = 2 * i + 1, w = i;
+        if (c < n && better(l, h[w], h[c])) w = c;
+        if (c + 1 < n && better(l, h[w], h[c + 1])) w = c + 1;
+        if (w == i) return;
+        int t = h[w];
+        h[w] = h[i], h[i] = t, i = w;
+    }
+}
+
 tdacl_status tdacl_sample(const float *logits, int vocab, float temperature, int top_k, uint64_t *seed, int32_t *token)
 {
     const char *call = "tdacl_sample";
@@ -611,15 +676,26 @@ tdacl_status tdacl_sample(const float *logits, int vocab, float temperature, int
         free(idx), free(p);
         return tdacl__fail(NULL, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
     }
-    for (int i = 0; i < vocab; i++) idx[i] = i;
-    if (k < vocab)
-        for (int i = 0; i < k; i++) { /* partial selection sort: k is small in practice */
-            int m = i;
-            for (int j = i + 1; j < vocab; j++)
-                if (logits[idx[j]] > logits[idx[m]] || (logits[idx[j]] == logits[idx[m]] && idx[j] < idx[m])) m = j;
-            int t = idx[i];
-            idx[i] = idx[m], idx[m] = t;
+    if (k < vocab) {
+        /* the k best by (logit desc, index asc): a min-heap of the k best so far, O(V log k),
+         * then sorted best first, so the draw below is the same as over a full sort */
+        for (int i = 0; i < vocab; i++) {
+            if (i < k) {
+                idx[i] = i;
+                heap_up(logits, idx, i);
+            } else if (better(logits, i, idx[0])) {
+                idx[0] = i;
+                heap_down(logits, idx, k, 0);
+            }
         }
+        for (int end = k - 1; end > 0; end--) { /* heap sort: the worst goes last */
+            int t = idx[0];
+            idx[0] = idx[end], idx[end] = t;
+            heap_down(logits, idx, end, 0);
+        }
+    } else {
+        for (int i = 0; i < vocab; i++) idx[i] = i;
+    }
     double mx = logits[best], sum = 0;
     for (int i = 0; i < k; i++) sum += (p[i] = exp(((double)logits[idx[i]] - mx) / temperature));
     double u = (double)(splitmix(seed) >> 11) / 9007199254740992.0 * sum, acc = 0;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fileio.h"
 #include "npy.h"
 
 #define FAIL(...) return tdacl__fail(NULL, TDACL_ERR_FORMAT, __VA_ARGS__)
@@ -113,8 +114,8 @@ done:
 tdacl_status tdacl__npy_read(const char *path, tdacl_npy *out)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f) return tdacl__fail(NULL, TDACL_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    FILE *f = tdacl__fopen_regular(path);
+    if (!f) return tdacl__fail(NULL, TDACL_ERR_IO, "cannot open %s: %s", path, tdacl__file_error(errno));
     /* a directory opens and seeks to LONG_MAX on Linux: refuse before sizing a buffer */
     struct stat sb;
     if (fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode)) {

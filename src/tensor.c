@@ -45,6 +45,27 @@ int tdacl__tensor_is_contiguous(const tdacl_tensor *t)
     return 1;
 }
 
+int tdacl__view_is_injective(const tdacl_tensor *t)
+{
+    /* sorted by stride, each dimension of extent > 1 must step past everything the smaller
+     * strides can reach; that is sufficient (and for the usual layouts necessary) */
+    int idx[TDACL_MAX_DIMS], n = 0;
+    for (int i = 0; i < t->ndim; i++)
+        if (t->shape[i] > 1) idx[n++] = i;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && t->strides[idx[j]] < t->strides[idx[j - 1]]; j--) {
+            int x = idx[j];
+            idx[j] = idx[j - 1], idx[j - 1] = x;
+        }
+    int64_t reach = 0; /* largest element offset the dimensions so far can add */
+    for (int i = 0; i < n; i++) {
+        int64_t s = t->strides[idx[i]], e = t->shape[idx[i]];
+        if (s <= reach) return 0;
+        reach += s * (e - 1);
+    }
+    return 1;
+}
+
 /* Checks ndim and shape; computes the element count with overflow detection. */
 static tdacl_status check_shape(const tdacl_context *ctx, const char *call, int ndim,
                                 const int64_t *shape, int64_t *numel)
@@ -260,6 +281,56 @@ static tdacl_status check_transfer(const tdacl_tensor *t, const void *host, int 
     return TDACL_SUCCESS;
 }
 
+/* Upload (or download) through a staging buffer in host_dtype and the strided copy kernel.
+ * The staging buffer holds at most ctx->staging_limit bytes (default: the device's largest
+ * allocation), so a bf16 tensor fed from f32 data twice its size still loads: whole slices
+ * along the outermost dimension of extent > 1 go through one at a time. */
+static tdacl_status staged(const tdacl_tensor *t, void *host, tdacl_dtype host_dtype, int64_t count, int up,
+                           const char *call)
+{
+    tdacl_context *ctx = t->ctx;
+    size_t hsize = tdacl_dtype_size(host_dtype);
+    uint64_t limit = ctx->staging_limit ? ctx->staging_limit : ctx->info.max_alloc_bytes;
+    int outer = 0; /* the dimension to slice */
+    while (outer < t->ndim - 1 && t->shape[outer] == 1) outer++;
+    int64_t inner = 1; /* elements of one slice */
+    for (int i = outer + 1; i < t->ndim; i++) inner *= t->shape[i];
+    int64_t rows = t->ndim ? t->shape[outer] : 1;
+    int64_t per = (int64_t)(limit / hsize / (uint64_t)inner);
+    if (per < 1)
+        return tdacl__fail(ctx, TDACL_ERR_TOO_LARGE, "%s: one slice of %lld elements in %s exceeds the staging limit of "
+                           "%llu bytes", call, (long long)inner, tdacl_dtype_name(host_dtype), (unsigned long long)limit);
+    if (per > rows) per = rows;
+    size_t bytes = (size_t)(per * inner) * hsize;
+    cl_int err;
+    cl_mem tmp = clCreateBuffer(ctx->cl, up ? CL_MEM_READ_ONLY : CL_MEM_WRITE_ONLY, bytes, NULL, &err);
+    if (!tmp) return tdacl__fail_cl(ctx, err, "%s: staging clCreateBuffer(%zu bytes)", call, bytes);
+    int64_t cstr[TDACL_MAX_DIMS], shape[TDACL_MAX_DIMS], s = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) cstr[i] = s, s *= t->shape[i], shape[i] = t->shape[i];
+    tdacl_status st = TDACL_SUCCESS;
+    for (int64_t r0 = 0; r0 < rows && !st; r0 += per) {
+        int64_t n = rows - r0 < per ? rows - r0 : per;
+        if (t->ndim) shape[outer] = n;
+        size_t chunk = (size_t)(n * inner) * hsize;
+        char *h = (char *)host + (size_t)(r0 * inner) * hsize;
+        strided tmpv = {tmp, host_dtype, 0, cstr};
+        strided dev = {t->storage->mem, t->dtype, t->offset + (t->ndim ? r0 * t->strides[outer] : 0), t->strides};
+        if (up) {
+            err = clEnqueueWriteBuffer(ctx->queue, tmp, CL_TRUE, 0, chunk, h, 0, NULL, NULL);
+            if (err) st = tdacl__fail_cl(ctx, err, "%s: clEnqueueWriteBuffer", call);
+            if (!st) st = copy_kernel(ctx, call, tmpv, dev, t->ndim, shape, n * inner);
+            if (!st && (err = clFinish(ctx->queue))) st = tdacl__fail_cl(ctx, err, "%s: clFinish", call);
+        } else {
+            st = copy_kernel(ctx, call, dev, tmpv, t->ndim, shape, n * inner);
+            if (!st && (err = clEnqueueReadBuffer(ctx->queue, tmp, CL_TRUE, 0, chunk, h, 0, NULL, NULL)))
+                st = tdacl__fail_cl(ctx, err, "%s: clEnqueueReadBuffer", call);
+        }
+    }
+    clReleaseMemObject(tmp);
+    (void)count;
+    return st;
+}
+
 tdacl_status tdacl_tensor_upload(tdacl_tensor *t, const void *host, tdacl_dtype host_dtype, int64_t count)
 {
     const char *call = "tdacl_tensor_upload";
@@ -273,24 +344,7 @@ tdacl_status tdacl_tensor_upload(tdacl_tensor *t, const void *host, tdacl_dtype 
                                    (size_t)count * hsize, host, 0, NULL, NULL);
         return err ? tdacl__fail_cl(ctx, err, "%s: clEnqueueWriteBuffer", call) : TDACL_SUCCESS;
     }
-    size_t bytes = (size_t)count * hsize;
-    cl_mem tmp = clCreateBuffer(ctx->cl, CL_MEM_READ_ONLY, bytes, NULL, &err);
-    if (!tmp) return tdacl__fail_cl(ctx, err, "%s: staging clCreateBuffer(%zu bytes)", call, bytes);
-    err = clEnqueueWriteBuffer(ctx->queue, tmp, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
-    if (err) {
-        clReleaseMemObject(tmp);
-        return tdacl__fail_cl(ctx, err, "%s: clEnqueueWriteBuffer", call);
-    }
-    int64_t cstr[TDACL_MAX_DIMS], s = 1;
-    for (int i = t->ndim - 1; i >= 0; i--) cstr[i] = s, s *= t->shape[i];
-    strided src = {tmp, host_dtype, 0, cstr}, dst = {t->storage->mem, t->dtype, t->offset, t->strides};
-    st = copy_kernel(ctx, call, src, dst, t->ndim, t->shape, count);
-    if (!st) {
-        err = clFinish(ctx->queue);
-        if (err) st = tdacl__fail_cl(ctx, err, "%s: clFinish", call);
-    }
-    clReleaseMemObject(tmp);
-    return st;
+    return staged(t, (void *)host, host_dtype, count, 1, call);
 }
 
 tdacl_status tdacl_tensor_download(const tdacl_tensor *t, void *host, tdacl_dtype host_dtype, int64_t count)
@@ -306,19 +360,7 @@ tdacl_status tdacl_tensor_download(const tdacl_tensor *t, void *host, tdacl_dtyp
                                   (size_t)count * hsize, host, 0, NULL, NULL);
         return err ? tdacl__fail_cl(ctx, err, "%s: clEnqueueReadBuffer", call) : TDACL_SUCCESS;
     }
-    size_t bytes = (size_t)count * hsize;
-    cl_mem tmp = clCreateBuffer(ctx->cl, CL_MEM_WRITE_ONLY, bytes, NULL, &err);
-    if (!tmp) return tdacl__fail_cl(ctx, err, "%s: staging clCreateBuffer(%zu bytes)", call, bytes);
-    int64_t cstr[TDACL_MAX_DIMS], s = 1;
-    for (int i = t->ndim - 1; i >= 0; i--) cstr[i] = s, s *= t->shape[i];
-    strided src = {t->storage->mem, t->dtype, t->offset, t->strides}, dst = {tmp, host_dtype, 0, cstr};
-    st = copy_kernel(ctx, call, src, dst, t->ndim, t->shape, count);
-    if (!st) {
-        err = clEnqueueReadBuffer(ctx->queue, tmp, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
-        if (err) st = tdacl__fail_cl(ctx, err, "%s: clEnqueueReadBuffer", call);
-    }
-    clReleaseMemObject(tmp);
-    return st;
+    return staged(t, host, host_dtype, count, 0, call);
 }
 
 tdacl_status tdacl_tensor_copy(tdacl_tensor *dst, const tdacl_tensor *src)

@@ -17,6 +17,7 @@
 #include <clblast_c.h>
 #include <cjson/cJSON.h>
 
+#include "fileio.h"
 #include "tuning.h"
 
 static const char *kind_names[] = {"softmax", "rela", "tra", "tda", "diff_softmax"};
@@ -114,12 +115,16 @@ static int next_token(const char **pp, char *key, size_t kn, char *val, size_t v
     return 1;
 }
 
+#define PARAM_LIMIT 1000000
+
+/* 0 ok; -1 not an integer; -2 an integer outside +-PARAM_LIMIT */
 static int parse_int(const char *s, int *out)
 {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < -1000000 || v > 1000000) return -1;
+    if (!*s || *end || (errno && errno != ERANGE)) return -1;
+    if (errno == ERANGE || v < -PARAM_LIMIT || v > PARAM_LIMIT) return -2;
     *out = (int)v;
     return 0;
 }
@@ -147,8 +152,18 @@ static tdacl_status parse_line(const char *line, tdacl_tdb_entry *e, char *why, 
         if (in_params) {
             if (e->nparams >= TDACL_MAX_PARAMS) { snprintf(why, wn, "too many parameters"); return TDACL_ERR_FORMAT; }
             if (strlen(key) >= sizeof e->pname[0] || !key[0]) { snprintf(why, wn, "bad parameter name '%s'", key); return TDACL_ERR_FORMAT; }
-            if (parse_int(val, &e->pvalue[e->nparams])) {
+            for (int i = 0; i < e->nparams; i++)
+                if (!strcmp(e->pname[i], key)) {
+                    snprintf(why, wn, "parameter %s is given twice", key);
+                    return TDACL_ERR_FORMAT;
+                }
+            int pr = parse_int(val, &e->pvalue[e->nparams]);
+            if (pr == -1) {
                 snprintf(why, wn, "parameter %s has a non-integer value '%s'", key, val);
+                return TDACL_ERR_FORMAT;
+            }
+            if (pr == -2) {
+                snprintf(why, wn, "parameter %s=%s is outside -%d..%d", key, val, PARAM_LIMIT, PARAM_LIMIT);
                 return TDACL_ERR_FORMAT;
             }
             snprintf(e->pname[e->nparams++], sizeof e->pname[0], "%s", key);
@@ -192,10 +207,20 @@ tdacl_status tdacl__tdb_parse(const tdacl_context *ctx, const char *text, size_t
     memset(db, 0, sizeof *db);
     snprintf(db->path, sizeof db->path, "%s", path);
     size_t pos = 0;
-    int lineno = 0;
+    int lineno = 0, warned = 0, unwarned = 0;
     char *line = NULL;
     size_t line_cap = 0;
+#define TDB_WARN(...)                                                                  \
+    do {                                                                               \
+        if (warned < TDACL_TDB_MAX_WARNINGS) tdacl__log(ctx, TDACL_LOG_WARN, __VA_ARGS__), warned++; \
+        else unwarned++;                                                               \
+    } while (0)
     while (pos < len) {
+        if (db->count >= TDACL_TDB_MAX_ENTRIES) {
+            tdacl__log(ctx, TDACL_LOG_WARN, "tuning database %s: more than %d entries; the rest from line %d on is ignored",
+                       path, TDACL_TDB_MAX_ENTRIES, lineno + 1);
+            break;
+        }
         size_t end = pos;
         while (end < len && text[end] != '\n') end++;
         lineno++;
@@ -209,13 +234,13 @@ tdacl_status tdacl__tdb_parse(const tdacl_context *ctx, const char *text, size_t
         line[n] = 0;
         pos = end + 1;
         if (memchr(line, 0, n)) {
-            tdacl__log(ctx, TDACL_LOG_WARN, "tuning database %s:%d: NUL byte; line ignored", path, lineno);
+            TDB_WARN("tuning database %s:%d: NUL byte; line ignored", path, lineno);
             continue;
         }
         tdacl_tdb_entry e;
         char why[160] = "";
         if (parse_line(line, &e, why, sizeof why)) {
-            tdacl__log(ctx, TDACL_LOG_WARN, "tuning database %s:%d: %s; line ignored", path, lineno, why);
+            TDB_WARN("tuning database %s:%d: %s; line ignored", path, lineno, why);
             continue;
         }
         if (!e.kernel[0]) continue;
@@ -228,6 +253,9 @@ tdacl_status tdacl__tdb_parse(const tdacl_context *ctx, const char *text, size_t
         }
         db->entries[db->count++] = e;
     }
+#undef TDB_WARN
+    if (unwarned)
+        tdacl__log(ctx, TDACL_LOG_WARN, "tuning database %s: %d more malformed lines ignored", path, unwarned);
     free(line);
     return TDACL_SUCCESS;
 }
@@ -267,29 +295,7 @@ static int same_keys(const tdacl_tdb_entry *a, const tdacl_tdb_entry *b)
            a->d == b->d && a->dv == b->dv && !strcmp(a->tbucket, b->tbucket) && a->tq == b->tq;
 }
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 4096 > cap) {
-            if (cap > ((size_t)64 << 20)) { free(buf); fclose(f); errno = EFBIG; return NULL; }
-            cap = cap ? 2 * cap : 8192;
-            char *g = realloc(buf, cap);
-            if (!g) { free(buf); fclose(f); return NULL; }
-            buf = g;
-        }
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0) break;
-    }
-    fclose(f);
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
+static char *read_file(const char *path, size_t *len) { return tdacl__read_regular(path, (size_t)64 << 20, len); }
 
 void tdacl__tdb_user_path(const char *override, char *buf, size_t n)
 {
@@ -306,14 +312,17 @@ tdacl_status tdacl__tdb_upsert_file(tdacl_context *ctx, const char *path, const 
     size_t len = 0;
     char *old = read_file(path, &len);
     /* make the directory */
-    char dir[512];
+    char dir[TDACL_PATH_LIMIT];
+    if (strlen(path) >= sizeof dir) {
+        free(old);
+        return tdacl__fail(ctx, TDACL_ERR_IO, "tuning database path is %zu characters; at most %zu", strlen(path),
+                           sizeof dir - 1);
+    }
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (slash && slash != dir) {
         *slash = 0;
-        for (char *p = dir + 1; *p; p++)
-            if (*p == '/') { *p = 0; mkdir(dir, 0755); *p = '/'; }
-        mkdir(dir, 0755);
+        tdacl__mkdir_p(dir, 0755); /* a failure shows when the file is opened */
     }
     char tmp[600];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
@@ -360,16 +369,30 @@ tdacl_status tdacl__tuning_open(tdacl_context *ctx, const char *file)
     if (!ctx->use_tuning_db) return TDACL_SUCCESS;
     const tdacl_embedded_source *s = tdacl__find_source("shipped.tdb");
     if (s) tdacl__tdb_parse(ctx, s->text, s->size, "(shipped)", &db->shipped);
-    char path[512];
+    char path[1024];
     tdacl__tdb_user_path(file, path, sizeof path);
+    /* a file the user named (desc.tuning_file or TDACL_TUNING_FILE) must exist; the default
+     * path may well not */
+    const char *env = getenv("TDACL_TUNING_FILE");
+    int named = (file && *file) || (env && *env);
     size_t len;
-    char *text = path[0] ? read_file(path, &len) : NULL;
+    if (strlen(path) >= sizeof db->user.path) {
+        tdacl__log(ctx, TDACL_LOG_WARN, "tuning database path is %zu characters (at most %zu); using defaults",
+                   strlen(path), sizeof db->user.path - 1);
+        return TDACL_SUCCESS;
+    }
+    errno = 0;
+    char *text = path[0] ? tdacl__read_regular(path, TDACL_TDB_MAX_BYTES, &len) : NULL;
     if (text) {
         tdacl__tdb_parse(ctx, text, len, path, &db->user);
         tdacl__log(ctx, TDACL_LOG_DEBUG, "tuning database %s: %d entries", path, db->user.count);
         free(text);
-    } else if (file && *file) {
-        tdacl__log(ctx, TDACL_LOG_WARN, "tuning database %s cannot be read (%s); using defaults", path, strerror(errno));
+    } else if (errno == EFBIG) {
+        tdacl__log(ctx, TDACL_LOG_WARN, "tuning database %s is larger than %zu bytes; ignored, using defaults", path,
+                   TDACL_TDB_MAX_BYTES);
+    } else if (named || (errno && errno != ENOENT)) {
+        tdacl__log(ctx, TDACL_LOG_WARN, "tuning database %s cannot be read (%s); using defaults", path,
+                   tdacl__file_error(errno));
     } else {
         snprintf(db->user.path, sizeof db->user.path, "%s", path);
     }
@@ -432,43 +455,87 @@ static int entry_values(const tdacl_kernel_space *ks, const tdacl_tdb_entry *e, 
     return 0;
 }
 
+typedef struct scored { int score, index; } scored;
+
+static int by_score(const void *a, const void *b)
+{
+    const scored *x = a, *y = b;
+    if (x->score != y->score) return y->score - x->score; /* best first */
+    return x->index - y->index;                           /* then the earlier line */
+}
+
+/* The best applicable entry whose values pass the kernel's constraints; rejected ones are
+ * logged (once per distinct problem: tdacl__tuned remembers the outcome). */
 static int from_db(tdacl_context *ctx, const tdacl_kernel_space *ks, const tdacl_tdb *db,
                    const tdacl_problem *p, tdacl_tuned *out)
 {
-    /* best score first; a rejected entry falls through to the next best.  `used` covers
-     * every entry: a fixed-size one silently ignored all entries past its end. */
-    unsigned char *used = calloc(db->count > 0 ? (size_t)db->count : 1, 1);
-    if (!used) return 0; /* out of memory: the defaults still apply */
-    int found = 0;
-    for (int round = 0; round < db->count && !found; round++) {
-        int best = -1, best_score = -1;
-        for (int i = 0; i < db->count; i++) {
-            if (used[i]) continue;
-            int s = entry_score(&db->entries[i], &ctx->info, ks->kernel, p);
-            if (s > best_score) best_score = s, best = i;
-        }
-        if (best < 0) break;
-        used[best] = 1;
-        const tdacl_tdb_entry *e = &db->entries[best];
+    if (db->count == 0) return 0;
+    scored *cand = malloc((size_t)db->count * sizeof *cand);
+    if (!cand) return 0; /* out of memory: the defaults still apply */
+    int n = 0;
+    for (int i = 0; i < db->count; i++) {
+        int sc = entry_score(&db->entries[i], &ctx->info, ks->kernel, p);
+        if (sc >= 0) cand[n].score = sc, cand[n++].index = i;
+    }
+    qsort(cand, (size_t)n, sizeof *cand, by_score);
+    int found = 0, rejected = 0;
+    for (int c = 0; c < n && !found; c++) {
+        const tdacl_tdb_entry *e = &db->entries[cand[c].index];
         char why[200];
         tdacl_param_values v = {{0}};
         if (entry_values(ks, e, &v, why, sizeof why) ||
             ks->check(&ctx->info, p, v.v, why, sizeof why)) {
-            tdacl__log(ctx, TDACL_LOG_WARN, "tuning database %s:%d: %s; falling back", db->path, e->line, why);
+            if (rejected++ < TDACL_TDB_MAX_WARNINGS)
+                tdacl__log(ctx, TDACL_LOG_WARN, "tuning database %s:%d: %s; falling back", db->path, e->line, why);
             continue;
         }
         out->values = v;
         snprintf(out->origin, sizeof out->origin, "%s:%d", db->path, e->line);
         found = 1;
     }
-    free(used);
+    if (rejected > TDACL_TDB_MAX_WARNINGS)
+        tdacl__log(ctx, TDACL_LOG_WARN, "tuning database %s: %d more entries for kernel %s rejected", db->path,
+                   rejected - TDACL_TDB_MAX_WARNINGS, ks->kernel);
+    free(cand);
     return found;
 }
+
+static int same_problem(const tdacl_problem *a, const tdacl_problem *b)
+{
+    return a->kind == b->kind && a->dtype == b->dtype && a->d == b->d && a->dv == b->dv &&
+           !strcmp(tdacl__t_bucket(a->t), tdacl__t_bucket(b->t)) && a->tq == b->tq;
+}
+
+static tdacl_status tuned_uncached(tdacl_context *ctx, const tdacl_kernel_space *ks, const tdacl_problem *p,
+                                   tdacl_tuned *out);
 
 tdacl_status tdacl__tuned(tdacl_context *ctx, const char *kernel, const tdacl_problem *p, tdacl_tuned *out)
 {
     const tdacl_kernel_space *ks = tdacl__kernel_space(kernel);
     if (!ks) return tdacl__fail(ctx, TDACL_ERR_INTERNAL, "no tunable space for kernel '%s'", kernel);
+    struct tdacl_tuning_db *db = ctx->tuning;
+    if (db)
+        for (int i = 0; i < db->nmemo; i++)
+            if (!strcmp(db->memo[i].kernel, kernel) && same_problem(&db->memo[i].problem, p)) {
+                *out = db->memo[i].tuned;
+                return TDACL_SUCCESS;
+            }
+    tdacl_status st = tuned_uncached(ctx, ks, p, out);
+    if (!st && db) { /* a small ring: a model uses a handful of problems */
+        tdacl_tuned_memo *m = &db->memo[db->next_memo];
+        db->next_memo = (db->next_memo + 1) % TDACL_TUNED_MEMO;
+        if (db->nmemo < TDACL_TUNED_MEMO) db->nmemo++;
+        snprintf(m->kernel, sizeof m->kernel, "%s", kernel);
+        m->problem = *p;
+        m->tuned = *out;
+    }
+    return st;
+}
+
+static tdacl_status tuned_uncached(tdacl_context *ctx, const tdacl_kernel_space *ks, const tdacl_problem *p,
+                                   tdacl_tuned *out)
+{
+    const char *kernel = ks->kernel;
     memset(out, 0, sizeof *out);
     if (ctx->tuning && ctx->use_tuning_db) {
         if (from_db(ctx, ks, &ctx->tuning->user, p, out)) { out->source = TDACL_TUNED_USER; return TDACL_SUCCESS; }

@@ -117,8 +117,25 @@ tdacl_status tdacl__tdb_upsert_file(tdacl_context *ctx, const char *path, const 
 /* Default user database path ($TDACL_TUNING_FILE, $XDG_CONFIG_HOME/tdacl/tuning.tdb, ~/.config/...). */
 void tdacl__tdb_user_path(const char *override, char *buf, size_t n);
 
+/* A user database is read up to this many bytes and entries; the rest is ignored with
+ * one warning, so a huge or hostile file cannot slow every call. */
+#define TDACL_TDB_MAX_BYTES ((size_t)4 << 20)
+#define TDACL_TDB_MAX_ENTRIES 8192
+/* Parse warnings printed per file; the rest are counted in one summary line. */
+#define TDACL_TDB_MAX_WARNINGS 32
+
+/* One remembered lookup: the database is consulted (and warns) once per distinct problem. */
+typedef struct tdacl_tuned_memo {
+    char kernel[48];
+    tdacl_problem problem;
+    tdacl_tuned tuned;
+} tdacl_tuned_memo;
+#define TDACL_TUNED_MEMO 64
+
 struct tdacl_tuning_db {
     tdacl_tdb user, shipped;
+    tdacl_tuned_memo memo[TDACL_TUNED_MEMO];
+    int nmemo, next_memo;
 };
 
 tdacl_status tdacl__tuning_open(tdacl_context *ctx, const char *file);

@@ -1210,9 +1210,11 @@ int main(int argc, char **argv)
 {
     const char *env = getenv("TDACL_TEST_TINY");
     int tiny = env && *env && strcmp(env, "0") != 0;
+    const char *part = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--tiny")) tiny = 1;
         if (!strcmp(argv[i], "--filter") && i + 1 < argc) cmocka_set_test_filter(argv[++i]); /* e.g. "*decode*" */
+        if (!strcmp(argv[i], "--part") && i + 1 < argc) part = argv[++i];
     }
     const struct CMUnitTest full[] = {
         cmocka_unit_test(test_reference_by_hand),
@@ -1235,8 +1237,25 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_empty_query),
         cmocka_unit_test(test_tiny_subset),
     };
+    /* --part splits the suite for ctest (tests/CMakeLists.txt), so that each piece stays well
+     * under five minutes on a cold 2-core machine and the pieces run side by side; the parts
+     * cover `full` exactly once, in its order */
+    static const struct { const char *name; int first, count; } parts[] = {
+        {"basics", 0, 4}, {"layouts", 4, 3}, {"decode", 7, 2}, {"semantics", 9, 4},
+    };
+    int first = 0, count = (int)(sizeof full / sizeof full[0]);
+    if (part) {
+        int found = 0;
+        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+            if (!strcmp(part, parts[i].name)) first = parts[i].first, count = parts[i].count, found = 1;
+        if (!found) {
+            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, decode, semantics)\n", part);
+            return 2;
+        }
+    }
     int failed = tiny ? cmocka_run_group_tests_name("attention (tiny)", small, group_setup, group_teardown)
-                      : cmocka_run_group_tests_name("attention", full, group_setup, group_teardown);
+                      : _cmocka_run_group_tests(part ? part : "attention", full + first, (size_t)count, group_setup,
+                                                group_teardown);
     const char *verbose = getenv("TDACL_TEST_VERBOSE");
     if (verbose && *verbose && strcmp(verbose, "0") != 0)
         printf("largest error / tolerance: f32 outputs %.3g, bf16 outputs %.3g, f16 outputs %.3g\n",

@@ -5,7 +5,9 @@
  * works. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/clcheck.h"
 
@@ -20,6 +22,57 @@ static uint64_t ref_fnv1a64(const void *data, size_t n)
     uint64_t h = 0xcbf29ce484222325ULL;
     for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
     return h;
+}
+
+/* the entry header: magic, format, key length, payload length, SHA-256 */
+#define HDR (8 + 4 + 4 + 8 + 32)
+
+static void sha256_of(const void *data, size_t n, unsigned char out[32])
+{
+    tdacl_sha256 h;
+    tdacl__sha256_init(&h);
+    tdacl__sha256_update(&h, data, n);
+    tdacl__sha256_final(&h, out);
+}
+
+static void hex(const unsigned char *d, char out[65])
+{
+    for (int i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+/* FIPS 180-4 / NIST example vectors, fed whole and in odd-sized pieces. */
+static void test_sha256_vectors(void **state)
+{
+    (void)state;
+    static const struct { const char *msg; const char *digest; } v[] = {
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+    };
+    char got[65];
+    unsigned char d[32];
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        sha256_of(v[i].msg, strlen(v[i].msg), d);
+        hex(d, got);
+        assert_string_equal(got, v[i].digest);
+        tdacl_sha256 h;
+        tdacl__sha256_init(&h);
+        for (size_t k = 0; k < strlen(v[i].msg); k += 3)
+            tdacl__sha256_update(&h, v[i].msg + k, strlen(v[i].msg) - k < 3 ? strlen(v[i].msg) - k : 3);
+        tdacl__sha256_final(&h, d);
+        hex(d, got);
+        assert_string_equal(got, v[i].digest);
+    }
+    /* one million 'a', in 1000-byte pieces */
+    char a[1000];
+    memset(a, 'a', sizeof a);
+    tdacl_sha256 h;
+    tdacl__sha256_init(&h);
+    for (int i = 0; i < 1000; i++) tdacl__sha256_update(&h, a, sizeof a);
+    tdacl__sha256_final(&h, d);
+    hex(d, got);
+    assert_string_equal(got, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 static uint64_t le64(const unsigned char *p)
@@ -154,19 +207,21 @@ static void test_miss_then_hit(void **state)
     size_t len = 0;
     unsigned char *f = tu_read_file(path, &len);
     assert_non_null(f);
-    assert_true(len > 32);
-    assert_memory_equal(f, "TDACLPB1", 8);
-    assert_int_equal(le32(f + 8), 1);
+    assert_true(len > HDR);
+    assert_memory_equal(f, "TDACLPB2", 8);
+    assert_int_equal(le32(f + 8), 2);
     uint32_t klen = le32(f + 12);
-    uint64_t plen = le64(f + 16), sum = le64(f + 24);
-    assert_int_equal(len, 32 + (uint64_t)klen + plen);
+    uint64_t plen = le64(f + 16);
+    assert_int_equal(len, HDR + (uint64_t)klen + plen);
     assert_true(plen > 0);
-    assert_true(sum == ref_fnv1a64(f + 32 + klen, plen));
+    unsigned char want_digest[32];
+    sha256_of(f + HDR, klen + plen, want_digest); /* key and payload are adjacent */
+    assert_memory_equal(f + 24, want_digest, 32);
     /* the stored key names the device, the full options and the source hash, and its
      * hash names the file */
     char *key = calloc(1, klen + 1);
     assert_non_null(key);
-    memcpy(key, f + 32, klen);
+    memcpy(key, f + HDR, klen);
     tdacl_device_info info;
     assert_ok(a, tdacl_context_device_info(a, &info));
     assert_contains(key, info.name);
@@ -279,10 +334,109 @@ static void flip_payload_byte(const char *path, const char *dir)
     unsigned char *f = tu_read_file(path, &len);
     assert_non_null(f);
     uint32_t klen = le32(f + 12);
-    size_t at = 32 + klen + (len - 32 - klen) / 2; /* the middle of the payload */
+    size_t at = HDR + klen + (len - HDR - klen) / 2; /* the middle of the payload */
     f[at] ^= 0x5a;
     tu_write_file(path, f, len);
     free(f);
+}
+
+static void forge_fnv(const char *path, const char *dir)
+{
+    (void)dir;
+    size_t len = 0;
+    unsigned char *f = tu_read_file(path, &len);
+    assert_non_null(f);
+    uint32_t klen = le32(f + 12);
+    f[HDR + klen + 1] ^= 0x01;
+    uint64_t sum = ref_fnv1a64(f + HDR + klen, len - HDR - klen);
+    for (int i = 0; i < 8; i++) f[24 + i] = (unsigned char)(sum >> (8 * i));
+    tu_write_file(path, f, len);
+    free(f);
+}
+
+static void foreign_payload(const char *path, const char *dir)
+{
+    (void)dir;
+    size_t len = 0;
+    unsigned char *f = tu_read_file(path, &len);
+    assert_non_null(f);
+    uint32_t klen = le32(f + 12);
+    unsigned char *p = f + HDR + klen;
+    for (int i = 0; i < 64; i++) p[i] = (unsigned char)(i * 37 + 11);
+    for (int i = 0; i < 8; i++) f[16 + i] = (unsigned char)((uint64_t)64 >> (8 * i));
+    uint64_t sum = ref_fnv1a64(p, 64);
+    for (int i = 0; i < 8; i++) f[24 + i] = (unsigned char)(sum >> (8 * i));
+    tu_write_file(path, f, HDR + klen + 64);
+    free(f);
+}
+
+/* Entries the cache's user could not have written alone: refused, never handed over. */
+static void group_writable(const char *path, const char *dir)
+{
+    (void)dir;
+    assert_int_equal(chmod(path, 0666), 0);
+}
+
+static void owned_by_nobody(const char *path, const char *dir)
+{
+    (void)dir;
+    assert_int_equal(chown(path, 65534, 65534), 0);
+}
+
+/* A FIFO in an entry's place: opening it must not block. */
+static void fifo_entry(const char *path, const char *dir)
+{
+    (void)dir;
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(mkfifo(path, 0600), 0);
+}
+
+static void test_untrusted_entry(void **state)
+{
+    (void)state;
+    damaged_entry("cache-gw", group_writable, "writable by group or others");
+    damaged_entry("cache-fifo", fifo_entry, "not a regular file");
+    /* only root can give a file away; CI runs as root */
+    if (geteuid() == 0) damaged_entry("cache-nobody", owned_by_nobody, "owned by another user");
+    else print_message("not root: the foreign-owner case needs chown and is checked in CI\n");
+}
+
+/* A directory others can write (or that is a regular file, or whose path is too long to be
+ * used whole) turns the cache off once, with one warning, and the builds still work. */
+static void expect_disabled(const char *cache_dir, const char *why)
+{
+    tu_log log = {0};
+    tdacl_context *a = new_ctx(cache_dir, 1, &log);
+    assert_int_equal(stats_of(a).enabled, 0);
+    if (tu_log_find(&log, TDACL_LOG_WARN, "program cache disabled", why, NULL) < 0) {
+        tu_log_dump(&log);
+        fail_msg("no warning '%s'", why);
+    }
+    check_add1(a, build(a, ""));
+    check_add1(a, build(a, "-DSECOND=1"));
+    assert_int_equal(tu_log_find(&log, TDACL_LOG_WARN, "cannot write", NULL), -1);
+    tu_destroy_checked(a);
+    tu_log_clear(&log);
+}
+
+static void test_untrusted_dir(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp("cache-open");
+    assert_int_equal(chmod(dir, 0777), 0);
+    expect_disabled(dir, "writable by group or others");
+    char file[1024];
+    snprintf(file, sizeof file, "%s/plainfile", dir);
+    tu_write_file(file, "x", 1);
+    expect_disabled(file, "Not a directory");
+    char longdir[700];
+    memset(longdir, 'd', sizeof longdir - 1);
+    longdir[0] = '/';
+    longdir[sizeof longdir - 1] = 0;
+    expect_disabled(longdir, "characters; at most");
+    assert_int_equal(tu_count_files(dir, ".bin", 0, NULL, 0), 0);
+    tu_rm_rf(dir);
+    free(dir);
 }
 
 static void truncate_payload(const char *path, const char *dir)
@@ -330,7 +484,11 @@ static void bad_magic(const char *path, const char *dir)
 static void test_corrupt_entry(void **state)
 {
     (void)state;
-    damaged_entry("cache-corrupt", flip_payload_byte, "checksum mismatch");
+    damaged_entry("cache-corrupt", flip_payload_byte, "digest mismatch");
+    /* the outside test's forgery: a flipped byte with a recomputed 64-bit FNV checksum, and
+     * a short foreign payload whose length and FNV checksum were made to match */
+    damaged_entry("cache-forged", forge_fnv, "digest mismatch");
+    damaged_entry("cache-foreign64", foreign_payload, "digest mismatch");
 }
 
 static void test_truncated_entry(void **state)
@@ -633,6 +791,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_corrupt_entry),
         cmocka_unit_test(test_truncated_entry),
         cmocka_unit_test(test_foreign_entry),
+        cmocka_unit_test(test_sha256_vectors),
+        cmocka_unit_test(test_untrusted_entry),
+        cmocka_unit_test(test_untrusted_dir),
         cmocka_unit_test(test_disabled_by_desc),
         cmocka_unit_test(test_disabled_by_env),
         cmocka_unit_test(test_cache_dir_from_env),

@@ -8,6 +8,8 @@
  * that no header value sizes an allocation. */
 #include <math.h>
 #include <glob.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/testutil.h"
 #include "common/ckpt_util.h"
@@ -537,6 +539,10 @@ static void test_safetensors_malformed(void **state)
         {"{\"a\xff\": {}}", 0, TDACL_ERR_FORMAT, "not valid UTF-8", "byte 3"},
         {"{\"\xe2\x82\": {}}", 0, TDACL_ERR_FORMAT, "not valid UTF-8", NULL}, /* truncated sequence */
         {"{\"__metadata__\": []}", 0, TDACL_ERR_FORMAT, "'__metadata__' must be an object", NULL},
+        /* an escaped NUL would cut the name at it: "a\u0000evil" must not load as "a" */
+        {"{\"a\\u0000evil\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4, TDACL_ERR_FORMAT,
+         "escaped NUL", NULL},
+        {"{\"__metadata__\": {\"format\": \"pt\\u0000\"}}", 0, TDACL_ERR_FORMAT, "escaped NUL", NULL},
         {"{\"__metadata__\": {\"format\": 1}}", 0, TDACL_ERR_FORMAT, "'__metadata__' value of 'format'", NULL},
         {"{\"__metadata__\": {}, \"__metadata__\": {}}", 0, TDACL_ERR_FORMAT, "'__metadata__' appears twice", NULL},
         /* one entry's fields */
@@ -1113,6 +1119,48 @@ static void test_sharded_errors(void **state)
     assert_error(tdacl__checkpoint_open(dir, &c), TDACL_ERR_FORMAT, "tensor 'wte.weight' is in both",
                  "model-00001-of-00003.safetensors", "model-00003-of-00003.safetensors");
 
+    /* a shard name with an escaped NUL would open the name before it */
+    snprintf(dir, sizeof dir, "%s", sharded_copy(2, ""));
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    {
+        size_t ilen = 0;
+        char *idx = (char *)tu_read_file(path, &ilen);
+        assert_non_null(idx);
+        const char *shard = "model-00001-of-00002.safetensors\"";
+        char *at = strstr(idx, shard);
+        assert_non_null(at);
+        char *edited = malloc(ilen + 16);
+        assert_non_null(edited);
+        size_t head = (size_t)(at - idx) + strlen(shard) - 1;
+        memcpy(edited, idx, head);
+        memcpy(edited + head, "\\u0000x", 7);
+        memcpy(edited + head + 7, idx + head, ilen - head);
+        tu_write_file(path, edited, ilen + 7);
+        free(edited);
+        free(idx);
+        assert_error(tdacl__checkpoint_open(dir, &c), TDACL_ERR_FORMAT, "model.safetensors.index.json", "escaped NUL");
+        assert_null(c);
+    }
+
+    /* a shard that is a FIFO is refused at once (a plain open would wait for a writer),
+     * while a shard that is a symbolic link (the Hugging Face hub's snapshots/ -> blobs/
+     * layout) keeps loading */
+    snprintf(dir, sizeof dir, "%s", sharded_copy(2, ""));
+    snprintf(path, sizeof path, "%s/model-00002-of-00002.safetensors", dir);
+    {
+        char blob[1300];
+        snprintf(blob, sizeof blob, "%s/blob-2", dir);
+        assert_int_equal(rename(path, blob), 0);
+        assert_int_equal(symlink(blob, path), 0);
+        assert_ok(NULL, tdacl__checkpoint_open(dir, &c));
+        tdacl__checkpoint_close(c);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(mkfifo(path, 0600), 0);
+        assert_error(tdacl__checkpoint_open(dir, &c), TDACL_ERR_IO, "model-00002-of-00002.safetensors",
+                     "not a regular file");
+        assert_null(c);
+    }
+
     /* an index that is not one */
     snprintf(dir, sizeof dir, "%s", sharded_copy(2, ""));
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
@@ -1392,6 +1440,10 @@ static void test_file_errors(void **state)
     assert_int_equal(mkdir(model, 0755), 0);
     assert_error(tdacl__checkpoint_open(d, &c), TDACL_ERR_IO, model, "not a regular file");
     assert_int_equal(rmdir(model), 0);
+    /* a FIFO: refused without blocking */
+    assert_int_equal(mkfifo(model, 0600), 0);
+    assert_error(tdacl__checkpoint_open(d, &c), TDACL_ERR_IO, model, "not a regular file");
+    assert_int_equal(unlink(model), 0);
     assert_error(tdacl__checkpoint_open(d, &c), TDACL_ERR_IO, d, "neither model.safetensors nor model.safetensors.index.json");
     tu_write_file(model, orig, len);
     free(orig);
@@ -1405,6 +1457,9 @@ static void test_file_errors(void **state)
     assert_non_null(cfg);
     assert_int_equal(unlink(path), 0);
     assert_error(tdacl__checkpoint_open(d, &c), TDACL_ERR_IO, path, "No such file");
+    assert_int_equal(mkfifo(path, 0600), 0);
+    assert_error(tdacl__checkpoint_open(d, &c), TDACL_ERR_IO, path, "not a regular file");
+    assert_int_equal(unlink(path), 0);
     const char *no_vocab = "{\"n_layer\": 2, \"n_head\": 2, \"n_embd\": 64, \"n_positions\": 128}";
     tu_write_file(path, no_vocab, strlen(no_vocab));
     assert_error(tdacl__checkpoint_open(d, &c), TDACL_ERR_FORMAT, path, "missing key 'vocab_size'");

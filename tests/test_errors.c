@@ -253,6 +253,10 @@ static void test_context_calls(void **state)
     assert_contains(tdacl_last_error(NULL), "desc.cache");
     desc.cache = -2;
     assert_status(NULL, tdacl_context_create(&desc, &c), TDACL_ERR_INVALID_ARGUMENT);
+    tdacl_context_desc_init(&desc);
+    desc.use_tuning_db = 7;
+    assert_status(NULL, tdacl_context_create(&desc, &c), TDACL_ERR_INVALID_ARGUMENT);
+    assert_contains(tdacl_last_error(NULL), "desc.use_tuning_db must be 0 or 1 (got 7)");
     /* NULL desc means the defaults */
     assert_ok(NULL, tdacl_context_create(NULL, &c));
     assert_non_null(c);
@@ -468,6 +472,25 @@ static void test_attention_bad_tensors(void **state)
     tdacl_tensor *k4 = MAKE(TDACL_F32, 1, 2, 4, 16), *v4 = MAKE(TDACL_F32, 1, 2, 4, 16);
     u = t, u.k = k4, u.v = v4;
     EXPECT_ATTN(&d, &u, TDACL_ERR_SHAPE, "desc.offset");
+    /* positions: offset + Tq must fit the kernels' 32-bit positions; no overflow on the way */
+    tdacl_attention_desc big = d;
+    big.offset = INT64_MAX;
+    EXPECT_ATTN(&big, &t, TDACL_ERR_INVALID_ARGUMENT, "exceeds the largest position");
+    big.offset = TDACL_MAX_POSITION - 8 + 1; /* Tq = 8 */
+    EXPECT_ATTN(&big, &t, TDACL_ERR_INVALID_ARGUMENT, "exceeds the largest position");
+    big.path = TDACL_PATH_DECODE;
+    EXPECT_ATTN(&big, &t, TDACL_ERR_INVALID_ARGUMENT, "exceeds the largest position");
+    /* an output view whose strides send several elements to one place */
+    const int64_t oshape[4] = {1, 2, 8, 16}, zero[4] = {0, 0, 0, 0}, rowdup[4] = {256, 128, 0, 1};
+    tdacl_tensor *ozero = NULL, *odup = NULL, *obase = MAKE(TDACL_F32, 1, 2, 8, 16);
+    assert_ok(ctx, tdacl_tensor_view(obase, 4, oshape, zero, 0, &ozero));
+    assert_ok(ctx, tdacl_tensor_view(obase, 4, oshape, rowdup, 0, &odup));
+    made[nmade++] = ozero;
+    made[nmade++] = odup;
+    u = t, u.out = ozero;
+    EXPECT_ATTN(&d, &u, TDACL_ERR_INVALID_ARGUMENT, "out is a view whose strides map several elements");
+    u = t, u.out = odup;
+    EXPECT_ATTN(&d, &u, TDACL_ERR_INVALID_ARGUMENT, "out is a view whose strides map several elements");
     /* out may not overlap an input */
     u = t, u.out = q;
     EXPECT_ATTN(&d, &u, TDACL_ERR_INVALID_ARGUMENT, "out overlaps the storage of q");
@@ -500,6 +523,13 @@ static void test_attention_bad_tensors(void **state)
     tdacl_tensor *kx = tensor4(other, TDACL_F32, 1, 2, 8, 16);
     u = t, u.k = kx;
     EXPECT_ATTN(&d, &u, TDACL_ERR_INVALID_ARGUMENT, "tensor k belongs to another context");
+    /* q too (it was once taken on trust), and every other role */
+    u = t, u.q = kx;
+    EXPECT_ATTN(&d, &u, TDACL_ERR_INVALID_ARGUMENT, "tensor q belongs to another context");
+    u = t, u.v = kx;
+    EXPECT_ATTN(&d, &u, TDACL_ERR_INVALID_ARGUMENT, "tensor v belongs to another context");
+    u = t, u.out = kx;
+    EXPECT_ATTN(&d, &u, TDACL_ERR_INVALID_ARGUMENT, "tensor out belongs to another context");
     assert_ok(other, tdacl_tensor_destroy(kx));
     tdacl_context_destroy(other);
 #undef MAKE

@@ -1029,6 +1029,44 @@ static void test_sample(void **state)
             }
         }
 
+    /* The top-k set over a large vocabulary with ties at the cut: drawn tokens are exactly
+     * the k best by (logit desc, index asc), checked against a full sort.  At temperature
+     * 1e6 the k survivors are near-uniform, so 40 k draws see every one of them. */
+    {
+        enum { BV = 5000 };
+        static float big[BV];
+        static int ref_order[BV], seen[BV];
+        rng br = {99};
+        for (int i = 0; i < BV; i++) big[i] = (float)(int)(rng_normal(&br) * 4.0) * 0.25f; /* many ties */
+        for (int i = 0; i < BV; i++) ref_order[i] = i;
+        for (int i = 1; i < BV; i++) /* insertion sort by (logit desc, index asc) */
+            for (int j = i; j > 0 && (big[ref_order[j]] > big[ref_order[j - 1]] ||
+                                      (big[ref_order[j]] == big[ref_order[j - 1]] && ref_order[j] < ref_order[j - 1]));
+                 j--) {
+                int t = ref_order[j];
+                ref_order[j] = ref_order[j - 1], ref_order[j - 1] = t;
+            }
+        const int kk[3] = {7, 64, 4990};
+        for (int ki = 0; ki < 3; ki++) {
+            int k = kk[ki];
+            memset(seen, 0, sizeof seen);
+            uint64_t sd = 31337 + (uint64_t)k;
+            int draws = k < 100 ? 40 * k : 20 * k;
+            for (int i = 0; i < draws; i++) {
+                assert_ok(NULL, tdacl_sample(big, BV, 1e6f, k, &sd, &tok));
+                seen[tok]++;
+            }
+            int inside = 0;
+            for (int j = 0; j < BV; j++) {
+                int in_topk = 0;
+                for (int q = 0; q < k; q++) in_topk |= ref_order[q] == j;
+                if (!in_topk && seen[j]) fail_msg("top_k %d: token %d (logit %g) is outside the top k", k, j, big[j]);
+                inside += in_topk && seen[j];
+            }
+            if (k < 100) assert_int_equal(inside, k);
+        }
+    }
+
     /* Invalid arguments. */
     seed = 5;
     assert_int_equal(tdacl_sample(NULL, V, 1.0f, 0, &seed, &tok), TDACL_ERR_INVALID_ARGUMENT);
@@ -1184,6 +1222,72 @@ static void test_errors(void **state)
     free(dir);
 }
 
+/* One policy for non-finite numbers in a checkpoint: a NaN or infinite beta or lambda is
+ * refused with the tensor's name (a NaN beta was once silently replaced by the config's);
+ * non-finite weights load with one warning, since they make the logits NaN.  A model left
+ * alive when its context is destroyed is destroyed with it (no leak, no double free). */
+static void test_nonfinite_and_ownership(void **state)
+{
+    (void)state;
+    const model_spec *s = spec_by_tag("tda_learned");
+    const struct { const char *tensor; int index; float value; const char *needle; } bad[] = {
+        {"h.1.attn.beta", 0, NAN, "h.1.attn.beta = nan is not a finite value >= 0"},
+        {"h.0.attn.beta", 0, INFINITY, "h.0.attn.beta = inf"},
+        {"h.0.attn.lambda", 1, NAN, "h.0.attn.lambda[1] = nan is not finite"},
+        {"h.1.attn.lambda", 0, -INFINITY, "h.1.attn.lambda[0] = -inf is not finite"},
+    };
+    char path[1300];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char tag[32];
+        snprintf(tag, sizeof tag, "nonfinite%zu", i);
+        char *dir = make_checkpoint(s, tag, TDACL_F32, -1);
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        st_file f = {0};
+        st_read(path, &f);
+        st_tensor *t = st_find(&f, bad[i].tensor);
+        assert_non_null(t);
+        st_put(t, bad[i].index, bad[i].value);
+        st_write(path, &f, "");
+        st_free(&f);
+        tdacl_model_desc d;
+        tdacl_model_desc_init(&d);
+        d.path = dir;
+        tdacl_model *m = NULL;
+        EXPECT_FAIL(tdacl_model_load(g_ctx, &d, &m), TDACL_ERR_FORMAT, bad[i].needle);
+        assert_null(m);
+        free(dir);
+    }
+    /* a NaN weight: loads, one warning naming the tensor */
+    char *dir = make_checkpoint(s, "nanweight", TDACL_F32, -1);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    st_file f = {0};
+    st_read(path, &f);
+    st_put(st_find(&f, "h.0.mlp.c_fc.weight"), 5, NAN);
+    st_put(st_find(&f, "h.1.mlp.c_fc.weight"), 6, INFINITY);
+    st_write(path, &f, "");
+    st_free(&f);
+    tu_log log = {0};
+    tdacl_context_desc cd;
+    tdacl_context_desc_init(&cd);
+    cd.log_fn = tu_log_fn;
+    cd.log_user = &log;
+    cd.log_level = TDACL_LOG_WARN;
+    tdacl_context *c2 = NULL;
+    assert_ok(NULL, tdacl_context_create(&cd, &c2));
+    tdacl_model_desc d;
+    tdacl_model_desc_init(&d);
+    d.path = dir;
+    tdacl_model *m = NULL;
+    assert_ok(c2, tdacl_model_load(c2, &d, &m));
+    assert_true(tu_log_find(&log, TDACL_LOG_WARN, "h.0.mlp.c_fc.weight", "1 non-finite value", NULL) >= 0);
+    assert_int_equal(tu_log_find(&log, TDACL_LOG_WARN, "h.1.mlp.c_fc.weight", NULL), -1); /* once per model */
+    /* the context owns the model: destroying it first releases the model too */
+    assert_ok(NULL, tdacl_context_destroy(c2));
+    assert_true(tu_log_find(&log, TDACL_LOG_WARN, "1 model(s) still alive", NULL) >= 0);
+    tu_log_clear(&log);
+    free(dir);
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 static int group_setup(void **state)
@@ -1231,6 +1335,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_reference_attention_agrees),
         cmocka_unit_test(test_sample),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_nonfinite_and_ownership),
         cmocka_unit_test(test_model_softmax_learned),
         cmocka_unit_test(test_model_softmax_rope),
         cmocka_unit_test(test_model_rela_learned),

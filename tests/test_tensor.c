@@ -453,6 +453,49 @@ static void test_views_offset_and_strides(void **state)
     assert_ok(ctx, tdacl_tensor_destroy(base));
 }
 
+/* A conversion whose f32 staging buffer would not fit one allocation goes through in
+ * slices: with the staging limit cut to 2 KiB, a [5,3,7,11] bf16 tensor (a 4.6 KiB f32
+ * source) and a permuted view of it (slices of 385 floats) load and read back exactly,
+ * and a slice that cannot fit even alone is refused with a message. */
+static void test_staging_in_slices(void **state)
+{
+    (void)state;
+    enum { SA = 5, SB = 3, SC = 7, SD = 11, NE = SA * SB * SC * SD };
+    const int64_t shape[4] = {SA, SB, SC, SD};
+    tdacl_tensor *t = make_tensor(TDACL_BF16, 4, shape);
+    static float x[NE], back[NE];
+    for (int i = 0; i < NE; i++) x[i] = (float)(i % 97) * 0.37f - 11.0f + (float)i * 1e-3f;
+    uint64_t saved = ctx->staging_limit;
+    ctx->staging_limit = 2048; /* slices of 2, 2 and 1 rows of SB*SC*SD = 231 floats */
+    assert_ok(ctx, tdacl_tensor_upload(t, x, TDACL_F32, NE));
+    assert_ok(ctx, tdacl_tensor_download(t, back, TDACL_F32, NE));
+    for (int i = 0; i < NE; i++)
+        if (back[i] != tdacl_bf16_to_f32(tdacl_f32_to_bf16(x[i])))
+            fail_msg("element %d: %g, expected %g", i, back[i], tdacl_bf16_to_f32(tdacl_f32_to_bf16(x[i])));
+    /* a permuted view: slices along its own outermost dimension */
+    const int64_t vshape[4] = {SB, SA, SC, SD}, vstr[4] = {SC * SD, SB * SC * SD, SD, 1};
+    tdacl_tensor *v = NULL;
+    assert_ok(ctx, tdacl_tensor_view(t, 4, vshape, vstr, 0, &v));
+    static float vx[NE], vb[NE];
+    for (int i = 0; i < NE; i++) vx[i] = -(float)i * 0.5f;
+    assert_ok(ctx, tdacl_tensor_upload(v, vx, TDACL_F32, NE));
+    assert_ok(ctx, tdacl_tensor_download(t, back, TDACL_F32, NE));
+    for (int b = 0; b < SB; b++)
+        for (int a = 0; a < SA; a++)
+            for (int k = 0; k < SC * SD; k++) {
+                float want = tdacl_bf16_to_f32(tdacl_f32_to_bf16(vx[(b * SA + a) * SC * SD + k]));
+                if (back[(a * SB + b) * SC * SD + k] != want) fail_msg("view [%d,%d,%d] wrong", b, a, k);
+            }
+    assert_ok(ctx, tdacl_tensor_download(v, vb, TDACL_F32, NE));
+    for (int i = 0; i < NE; i++) assert_true(vb[i] == tdacl_bf16_to_f32(tdacl_f32_to_bf16(vx[i])));
+    ctx->staging_limit = 64; /* one slice of 231 floats needs 924 bytes */
+    assert_status(ctx, tdacl_tensor_upload(t, x, TDACL_F32, NE), TDACL_ERR_TOO_LARGE);
+    assert_contains(tdacl_last_error(ctx), "exceeds the staging limit");
+    ctx->staging_limit = saved;
+    assert_ok(ctx, tdacl_tensor_destroy(v));
+    assert_ok(ctx, tdacl_tensor_destroy(t));
+}
+
 /* tdacl_tensor_copy between dtypes and layouts: contiguous f32 [B,H,T,D] into a bf16
  * token-major view and back into an f16 tensor. */
 static void test_copy(void **state)
@@ -791,6 +834,7 @@ int main(void)
         cmocka_unit_test(test_views_token_major),
         cmocka_unit_test(test_views_offset_and_strides),
         cmocka_unit_test(test_copy),
+        cmocka_unit_test(test_staging_in_slices),
         cmocka_unit_test(test_zero_elements_and_scalars),
         cmocka_unit_test(test_create_errors),
         cmocka_unit_test(test_too_large),

@@ -174,7 +174,9 @@ static void test_parse_bad_lines(void **state)
         {"attention class=a :", "no ': PARAM=value' part"},
         {"attention class=a : BM=16 : BN=8", "second ':'"},
         {"attention class=a : BM=sixteen", "parameter BM has a non-integer value 'sixteen'"},
-        {"attention class=a : BM=99999999", "non-integer value '99999999'"},
+        {"attention class=a : BM=99999999", "parameter BM=99999999 is outside -1000000..1000000"},
+        {"attention class=a : BM=1048576", "parameter BM=1048576 is outside"},
+        {"attention class=a : BM=99999999999999999999", "is outside"},
         {"attention class=a : BM=", "parameter BM has a non-integer value ''"},
         {"attention class=a : BM", "non-integer value ''"},
         {"attention class=a : A=1 B=2 C=3 D=4 E=5 F=6 G=7 H=8 I=9 J=1 K=1 L=1 M=1 N=1 O=1 P=1 Q=1 R=1 S=1 T=1 U=1", "too many parameters"}, /* > TDACL_MAX_PARAMS */
@@ -184,6 +186,7 @@ static void test_parse_bad_lines(void **state)
         {"attention class=a : AVERYLONGPARAMNAME=3", "bad parameter name 'AVERYLONGPARAMNAME'"},
         {"attention_decode class=b : NTD=64 WAVES=4", NULL}, /* good */
         {"   # indented comment", NULL},
+        {"attention class=a : BM=16 BN=16 BM=32", "parameter BM is given twice"},
     };
     enum { NB = sizeof bad / sizeof *bad };
     char text[4096] = "";
@@ -201,7 +204,7 @@ static void test_parse_bad_lines(void **state)
     assert_int_equal(db.count, 2);
     assert_int_equal(db.entries[0].line, 1);
     assert_string_equal(db.entries[1].kernel, "attention_decode");
-    assert_int_equal(db.entries[1].line, 21);
+    assert_int_equal(db.entries[1].line, 23);
     int nwarn = 0;
     for (int i = 0; i < NB; i++) {
         if (!bad[i].why) continue;
@@ -507,9 +510,23 @@ static void test_lookup_invalid_entries_fall_back(void **state)
     char missing[64];
     snprintf(missing, sizeof missing, "parameter %s missing", ks->params[ks->nparams - 1].name);
     expect_fallback(e, missing);
-    entry_line(e, sizeof e, keys, ks, &good[0]);
-    strcat(e, " BM=0"); /* a repeated name: the last value counts */
-    expect_fallback(e, "positive");
+    /* a repeated name is a malformed line (it once silently let the last value win) */
+    {
+        char rpath[1024], rtext[1024];
+        entry_line(e, sizeof e, keys, ks, &good[0]);
+        strcat(e, " BM=0");
+        snprintf(rpath, sizeof rpath, "%s/repeated.tdb", dir);
+        snprintf(rtext, sizeof rtext, "%s\n", e);
+        write_text(rpath, rtext);
+        tu_log rlog = {0};
+        tdacl_context *rctx = make_ctx(rpath, 1, &rlog);
+        assert_true(tu_log_find(&rlog, TDACL_LOG_WARN, "repeated.tdb:1:", "parameter BM is given twice", "line ignored",
+                                NULL) >= 0);
+        tdacl_tuned rt = lookup(rctx, "attention", &PROBLEM), rref = fallback_for("attention", &PROBLEM);
+        assert_int_equal(rt.source, rref.source);
+        tdacl_context_destroy(rctx);
+        tu_log_clear(&rlog);
+    }
 
     /* a rejected specific entry falls through to a valid general one of the same file */
     char path[1024], text[2048], l1[512], l2[512], k1[256];
@@ -790,12 +807,34 @@ static void test_missing_or_odd_files(void **state)
     assert_true(t.source != TDACL_TUNED_USER);
     tdacl_context_destroy(ctx);
     tu_log_clear(&log);
-    /* a directory or a binary file as the database: warnings at most, never a failure */
-    ctx = make_ctx(dir, 1, &log);
-    t = lookup(ctx, "attention", &PROBLEM);
-    assert_true(t.source != TDACL_TUNED_USER);
+    /* a directory, a device or a FIFO as the database: one warning, never a failure or a
+     * hang (a FIFO with no writer would block a plain open) */
+    char fifo[1100];
+    snprintf(fifo, sizeof fifo, "%s/fifo.tdb", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    const char *odd[] = {dir, "/dev/zero", fifo};
+    for (int i = 0; i < 3; i++) {
+        ctx = make_ctx(odd[i], 1, &log);
+        if (tu_log_find(&log, TDACL_LOG_WARN, odd[i], "not a regular file", "using defaults", NULL) < 0) {
+            tu_log_dump(&log);
+            fail_msg("no warning for %s", odd[i]);
+        }
+        t = lookup(ctx, "attention", &PROBLEM);
+        assert_true(t.source != TDACL_TUNED_USER);
+        tdacl_context_destroy(ctx);
+        tu_log_clear(&log);
+    }
+    unlink(fifo);
+    /* the same through $TDACL_TUNING_FILE (it once said nothing) */
+    char *saved = getenv("TDACL_TUNING_FILE") ? strdup(getenv("TDACL_TUNING_FILE")) : NULL;
+    setenv("TDACL_TUNING_FILE", path, 1); /* absent.tdb */
+    ctx = make_ctx(NULL, 1, &log);
+    assert_true(tu_log_find(&log, TDACL_LOG_WARN, path, "cannot be read", NULL) >= 0);
     tdacl_context_destroy(ctx);
     tu_log_clear(&log);
+    if (saved) setenv("TDACL_TUNING_FILE", saved, 1);
+    else unsetenv("TDACL_TUNING_FILE");
+    free(saved);
     unsigned char junk[4096];
     for (size_t i = 0; i < sizeof junk; i++) junk[i] = (unsigned char)(i * 131 + 7);
     snprintf(path, sizeof path, "%s/junk.tdb", dir);
@@ -804,6 +843,48 @@ static void test_missing_or_odd_files(void **state)
     t = lookup(ctx, "attention", &PROBLEM);
     assert_true(t.source != TDACL_TUNED_USER);
     assert_true(log.count > 0);
+    tdacl_context_destroy(ctx);
+    tu_log_clear(&log);
+}
+
+/* 20,000 applicable but rejected entries and 20,000 malformed lines: the file is parsed
+ * once per context, the lookup sorts the candidates once (it was quadratic), warnings are
+ * capped with a summary, and a second lookup of the same problem warns no more. */
+static void test_many_rejected_entries(void **state)
+{
+    (void)state;
+    const tdacl_kernel_space *ks = space("attention");
+    int bm = pidx(ks, "BM"), tm = pidx(ks, "TM");
+    tdacl_param_values good[2];
+    assert_true(valid_sets(ks, &dev, NULL, good, 2) > 0);
+    tdacl_param_values bad = good[0];
+    bad.v[bm] += bad.v[tm] / 2; /* not a multiple of TM */
+    char keys[256], line[512], path[1024];
+    snprintf(keys, sizeof keys, "class=%s", dev.arch);
+    entry_line(line, sizeof line, keys, ks, &bad);
+    enum { REJECTED = 20000, MALFORMED = 20000 };
+    size_t cap = (size_t)REJECTED * (strlen(line) + 1) + (size_t)MALFORMED * 40 + 64, off = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    for (int i = 0; i < REJECTED; i++) off += (size_t)snprintf(text + off, cap - off, "%s\n", line);
+    for (int i = 0; i < MALFORMED; i++) off += (size_t)snprintf(text + off, cap - off, "attention class=x : BM=oops\n");
+    snprintf(path, sizeof path, "%s/many.tdb", dir);
+    tu_write_file(path, text, off);
+    free(text);
+    tu_log log = {0};
+    tdacl_context *ctx = make_ctx(path, 1, &log);
+    /* parse: the entry cap, then at most TDACL_TDB_MAX_WARNINGS line warnings + summaries */
+    assert_true(tu_log_find(&log, TDACL_LOG_WARN, "more than", "entries; the rest", NULL) >= 0);
+    int after_parse = log.count;
+    assert_true(after_parse <= TDACL_TDB_MAX_WARNINGS + 2);
+    tdacl_tuned t = lookup(ctx, "attention", &PROBLEM), ref = fallback_for("attention", &PROBLEM);
+    assert_int_equal(t.source, ref.source);
+    assert_memory_equal(&t.values, &ref.values, sizeof t.values);
+    int after_first = log.count;
+    assert_true(after_first - after_parse <= TDACL_TDB_MAX_WARNINGS + 1);
+    assert_true(tu_log_find(&log, TDACL_LOG_WARN, "more entries for kernel attention rejected", NULL) >= 0);
+    for (int i = 0; i < 100; i++) lookup(ctx, "attention", &PROBLEM);
+    assert_int_equal(log.count, after_first);
     tdacl_context_destroy(ctx);
     tu_log_clear(&log);
 }
@@ -912,6 +993,7 @@ int main(void)
         cmocka_unit_test(test_small_helpers),
         cmocka_unit_test(test_user_path),
         cmocka_unit_test(test_missing_or_odd_files),
+        cmocka_unit_test(test_many_rejected_entries),
         cmocka_unit_test(test_upsert),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -24,19 +24,22 @@ fi
 
 cmake -S . -B "$BUILD" -DCMAKE_C_COMPILER="$CC_FUZZ" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTDACL_FUZZ=ON \
       -DTDACL_WERROR=ON -DTDACL_BUILD_TESTS=OFF -DTDACL_BUILD_BENCH=OFF -DTDACL_BUILD_SHARED=OFF >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target fuzz_safetensors fuzz_config
+TARGETS=(safetensors config npy tdb cache_entry cli)
+cmake --build "$BUILD" -j"$(nproc)" --target "${TARGETS[@]/#/fuzz_}"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/tdacl-fuzz.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 
-for name in safetensors config; do
+for name in "${TARGETS[@]}"; do
+    dict=()
+    [ -f "fuzz/$name.dict" ] && dict=(-dict="fuzz/$name.dict")
     mkdir -p "$WORK/$name" "$BUILD/artifacts/$name"
     echo "==== fuzz_$name for ${SECS}s"
     # The first corpus directory receives new inputs; the seed corpus is only read.
     if ! "$BUILD/fuzz/fuzz_$name" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 \
-            -malloc_limit_mb=8 -max_len=65536 -dict="fuzz/$name.dict" -print_final_stats=1 \
+            -malloc_limit_mb=8 -max_len=65536 "${dict[@]}" -print_final_stats=1 \
             -artifact_prefix="$BUILD/artifacts/$name/" "$WORK/$name" "fuzz/corpus/$name" \
             >"$WORK/$name.log" 2>&1; then
         tail -n 60 "$WORK/$name.log" >&2

@@ -2,15 +2,14 @@
 #ifndef TDACL_CLI_H
 #define TDACL_CLI_H
 
+#include "cli_parse.h"
 #include "internal.h"
 
 /* Prints "tdacl: <status>: <message>" (and the build log for build failures); returns 1. */
 int cli_report(const tdacl_context *ctx, tdacl_status st);
 /* Opens a context on `device` (NULL = default) or reports the failure. */
 tdacl_status cli_open(const char *device, tdacl_context **ctx);
-/* Strict number parsing: returns 0 on success. */
-int cli_double(const char *s, double *out);
-int cli_long(const char *s, long long *out);
+
 
 int cmd_devices(int argc, char **argv);
 int cmd_attention(int argc, char **argv);

@@ -108,6 +108,10 @@ int cmd_attention(int argc, char **argv)
             fprintf(stderr, "tdacl attention: %s has %d dims; expected [B,H,T,D]\n", files[f], in.a[f].ndim);
             goto done;
         }
+        int64_t bad = 0;
+        for (int64_t i = 0; i < in.a[f].count; i++) bad += !isfinite(in.a[f].data[i]);
+        if (bad) /* computed as given (the output will not be finite), but said once */
+            fprintf(stderr, "tdacl attention: warning: %s holds %lld non-finite value(s)\n", files[f], (long long)bad);
     }
     if (cli_open(device, &ctx)) goto done;
     for (int f = 0; f < 5; f++) {

@@ -8,6 +8,7 @@
 
 #include "checkpoint.h"
 #include "cli.h"
+#include "fileio.h"
 
 static void usage(FILE *f)
 {
@@ -22,9 +23,9 @@ static void usage(FILE *f)
 /* Whole text file (NUL-terminated); NULL with a message on failure. */
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = tdacl__fopen_regular(path);
     if (!f) {
-        fprintf(stderr, "tdacl make-model: cannot open %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "tdacl make-model: cannot open --config %s: %s\n", path, tdacl__file_error(errno));
         return NULL;
     }
     size_t n = 0, cap = 4096;
@@ -100,7 +101,10 @@ int cmd_make_model(int argc, char **argv)
     }
     char *text = slurp(config);
     if (!text) return 1;
-    tdacl_status st = tdacl__checkpoint_write_random(out, text, seed, dtype);
+    /* checked under its own name first, so a bad file is blamed, not the copy in --out */
+    tdacl_model_config parsed;
+    tdacl_status st = tdacl__config_parse(text, strlen(text), config, &parsed);
+    if (!st) st = tdacl__checkpoint_write_random(out, text, seed, dtype);
     free(text);
     if (st) return cli_report(NULL, st);
     tdacl_checkpoint *c = NULL;

@@ -1,5 +1,7 @@
 /* tdacl forward / tdacl generate: run a checkpoint. */
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,36 +11,6 @@
 #include "npy.h"
 #include "tuning.h"
 
-/* "15,42,7" -> tokens (malloc'ed). */
-static int parse_tokens(const char *s, int32_t **out, int *n)
-{
-    int cap = 16, k = 0;
-    int32_t *t = malloc((size_t)cap * sizeof *t);
-    if (!t) return -1;
-    while (*s) {
-        char *end;
-        errno = 0;
-        long v = strtol(s, &end, 10);
-        if (end == s || errno || v < 0 || v > 0x7fffffff || (*end && *end != ',')) {
-            free(t);
-            return -1;
-        }
-        if (k == cap) {
-            int32_t *g = realloc(t, (size_t)(cap *= 2) * sizeof *t);
-            if (!g) {
-                free(t);
-                return -1;
-            }
-            t = g;
-        }
-        t[k++] = (int32_t)v;
-        s = *end ? end + 1 : end;
-    }
-    *out = t;
-    *n = k;
-    return k > 0 ? 0 : -1;
-}
-
 typedef struct run_opts {
     const char *model, *tokens, *prompt, *out, *device;
     tdacl_dtype dtype;
@@ -46,7 +18,24 @@ typedef struct run_opts {
     double temperature;
 } run_opts;
 
-static int parse(int argc, char **argv, run_opts *o, const char *cmd)
+/* The options each command takes; any other is an error, not silently ignored. */
+enum {
+    OPT_MODEL = 1 << 0, OPT_TOKENS = 1 << 1, OPT_PROMPT = 1 << 2, OPT_OUT = 1 << 3, OPT_DEVICE = 1 << 4,
+    OPT_DTYPE = 1 << 5, OPT_MAX_NEW = 1 << 6, OPT_TOP_K = 1 << 7, OPT_SEED = 1 << 8, OPT_CONTEXT = 1 << 9,
+    OPT_TEMPERATURE = 1 << 10
+};
+#define FORWARD_OPTS (OPT_MODEL | OPT_TOKENS | OPT_OUT | OPT_DEVICE | OPT_DTYPE | OPT_CONTEXT)
+#define GENERATE_OPTS (OPT_MODEL | OPT_TOKENS | OPT_PROMPT | OPT_DEVICE | OPT_DTYPE | OPT_MAX_NEW | OPT_TOP_K | \
+                       OPT_SEED | OPT_CONTEXT | OPT_TEMPERATURE)
+
+static const struct { const char *name; int bit; } run_options[] = {
+    {"--model", OPT_MODEL}, {"--tokens", OPT_TOKENS}, {"--prompt", OPT_PROMPT}, {"--out", OPT_OUT},
+    {"--device", OPT_DEVICE}, {"--dtype", OPT_DTYPE}, {"--max-new", OPT_MAX_NEW}, {"--top-k", OPT_TOP_K},
+    {"--seed", OPT_SEED}, {"--context", OPT_CONTEXT}, {"--temperature", OPT_TEMPERATURE},
+};
+
+/* Every value is checked here, before any model is loaded or any kernel runs. */
+static int parse(int argc, char **argv, run_opts *o, const char *cmd, int allowed)
 {
     memset(o, 0, sizeof *o);
     o->dtype = TDACL_F32;
@@ -54,32 +43,56 @@ static int parse(int argc, char **argv, run_opts *o, const char *cmd)
     o->seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int bit = 0;
+        for (size_t k = 0; k < sizeof run_options / sizeof run_options[0]; k++)
+            if (!strcmp(a, run_options[k].name)) bit = run_options[k].bit;
+        if (!bit) {
+            fprintf(stderr, "tdacl %s: unknown option '%s' (see tdacl %s --help)\n", cmd, a, cmd);
+            return 2;
+        }
+        if (!(bit & allowed)) {
+            fprintf(stderr, "tdacl %s: option %s does not apply to this command\n", cmd, a);
+            return 2;
+        }
         if (i + 1 >= argc) {
             fprintf(stderr, "tdacl %s: option %s needs a value\n", cmd, a);
             return 2;
         }
         const char *v = argv[++i];
-        int bad = 0;
-        if (!strcmp(a, "--model")) o->model = v;
-        else if (!strcmp(a, "--tokens")) o->tokens = v;
-        else if (!strcmp(a, "--prompt")) o->prompt = v;
-        else if (!strcmp(a, "--out")) o->out = v;
-        else if (!strcmp(a, "--device")) o->device = v;
-        else if (!strcmp(a, "--dtype")) {
+        const char *why = NULL;
+        switch (bit) {
+        case OPT_MODEL: o->model = v; break;
+        case OPT_TOKENS: o->tokens = v; break;
+        case OPT_PROMPT: o->prompt = v; break;
+        case OPT_OUT: o->out = v; break;
+        case OPT_DEVICE: o->device = v; break;
+        case OPT_DTYPE: {
             int dt = tdacl__dtype_from_name(v);
-            bad = dt != TDACL_F32 && dt != TDACL_BF16;
-            o->dtype = (tdacl_dtype)dt;
-        } else if (!strcmp(a, "--max-new")) bad = cli_long(v, &o->max_new) || o->max_new < 0;
-        else if (!strcmp(a, "--top-k")) bad = cli_long(v, &o->top_k) || o->top_k < 0;
-        else if (!strcmp(a, "--seed")) bad = cli_long(v, &o->seed) || o->seed < 0;
-        else if (!strcmp(a, "--context")) bad = cli_long(v, &o->context) || o->context < 0;
-        else if (!strcmp(a, "--temperature")) bad = cli_double(v, &o->temperature) || o->temperature < 0;
-        else {
-            fprintf(stderr, "tdacl %s: unknown option '%s'\n", cmd, a);
-            return 2;
+            if (dt != TDACL_F32 && dt != TDACL_BF16) why = "expected f32 or bf16";
+            else o->dtype = (tdacl_dtype)dt;
+            break;
         }
-        if (bad) {
-            fprintf(stderr, "tdacl %s: bad value '%s' for %s\n", cmd, v, a);
+        case OPT_MAX_NEW:
+            if (cli_long(v, &o->max_new) || o->max_new < 0 || o->max_new > INT_MAX) why = "expected an integer 0..2147483647";
+            break;
+        case OPT_TOP_K:
+            if (cli_long(v, &o->top_k) || o->top_k < 0 || o->top_k > INT_MAX)
+                why = "expected an integer 0..2147483647 (0 = no top-k cut)";
+            break;
+        case OPT_SEED:
+            if (cli_long(v, &o->seed) || o->seed < 0) why = "expected a non-negative integer";
+            break;
+        case OPT_CONTEXT:
+            if (cli_long(v, &o->context) || o->context < 1 || o->context > INT_MAX) why = "expected an integer 1..2147483647";
+            break;
+        case OPT_TEMPERATURE:
+            /* the sampler computes in float: a value that overflows float is refused too */
+            if (cli_double(v, &o->temperature) || o->temperature < 0 || !isfinite((float)o->temperature))
+                why = "expected a finite number >= 0 (0 = greedy)";
+            break;
+        }
+        if (why) {
+            fprintf(stderr, "tdacl %s: bad value '%s' for %s: %s\n", cmd, v, a, why);
             return 2;
         }
     }
@@ -90,28 +103,45 @@ static int parse(int argc, char **argv, run_opts *o, const char *cmd)
     return 0;
 }
 
-static int open_model(const run_opts *o, int context, tdacl_context **ctx, tdacl_model **m)
+/* Loads the model with a KV cache of `need` positions (what this run uses) or of --context
+ * when given, so a model with a huge n_positions costs only what the run needs. */
+static int open_model(const run_opts *o, long long need, const char *cmd, tdacl_context **ctx, tdacl_model **m)
 {
+    if (o->context && o->context < need) {
+        fprintf(stderr, "tdacl %s: --context %lld is smaller than the %lld positions this run needs\n", cmd,
+                o->context, need);
+        return 2;
+    }
+    long long context = o->context ? o->context : need;
+    if (context > INT_MAX) {
+        fprintf(stderr, "tdacl %s: this run needs %lld positions; at most %d are possible\n", cmd, context, INT_MAX);
+        return 2;
+    }
     if (cli_open(o->device, ctx)) return 1;
     tdacl_model_desc desc;
     tdacl_model_desc_init(&desc);
     desc.path = o->model;
     desc.weight_dtype = o->dtype;
-    desc.max_context = context;
+    desc.max_context = (int)context;
     tdacl_status st = tdacl_model_load(*ctx, &desc, m);
-    if (st) return cli_report(*ctx, st);
+    if (st) {
+        fprintf(stderr, "tdacl %s: this run needs a context of %lld positions\n", cmd, context);
+        return cli_report(*ctx, st);
+    }
     return 0;
 }
 
 int cmd_forward(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--help")) {
-        printf("usage: tdacl forward --model DIR --tokens 15,42,7,... --out logits.npy [--dtype f32|bf16] [--device SEL]\n"
-               "Writes float32 logits [T, vocab] for every position of one sequence.\n");
+        printf("usage: tdacl forward --model DIR --tokens 15,42,7,... --out logits.npy [--dtype f32|bf16]\n"
+               "                     [--context N] [--device SEL]\n"
+               "Writes float32 logits [T, vocab] for every position of one sequence.  The KV cache\n"
+               "holds T positions, or N with --context (N >= T).\n");
         return 0;
     }
     run_opts o;
-    int rc = parse(argc, argv, &o, "forward");
+    int rc = parse(argc, argv, &o, "forward", FORWARD_OPTS);
     if (rc) return rc;
     if (!o.tokens || !o.out) {
         fprintf(stderr, "tdacl forward: --tokens and --out are required\n");
@@ -119,15 +149,15 @@ int cmd_forward(int argc, char **argv)
     }
     int32_t *tokens;
     int n;
-    if (parse_tokens(o.tokens, &tokens, &n)) {
-        fprintf(stderr, "tdacl forward: --tokens must be a comma-separated list of token ids\n");
+    if (cli_parse_ids(o.tokens, &tokens, &n)) {
+        fprintf(stderr, "tdacl forward: bad value '%s' for --tokens: expected token ids like 15,42,7\n", o.tokens);
         return 2;
     }
     tdacl_context *ctx = NULL;
     tdacl_model *m = NULL;
     float *logits = NULL;
+    if ((rc = open_model(&o, n, "forward", &ctx, &m))) goto done;
     rc = 1;
-    if (open_model(&o, 0, &ctx, &m)) goto done;
     tdacl_model_info info;
     tdacl_model_get_info(m, &info);
     tdacl_status st = tdacl_model_prefill(m, 1, n, tokens);
@@ -165,12 +195,15 @@ int cmd_generate(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "--help")) {
         printf("usage: tdacl generate --model DIR (--prompt TEXT | --tokens ids) [--max-new N]\n"
                "                      [--temperature T] [--top-k K] [--seed S] [--dtype f32|bf16]\n"
-               "Byte-level text for vocabulary-256 models, token ids otherwise.  Prints prefill time,\n"
-               "decode tokens/s and per-token latency on stderr.\n");
+               "                      [--context N] [--device SEL]\n"
+               "--prompt: byte-level text in and out (vocabulary-256 models).  --tokens: token ids in,\n"
+               "the prompt ids and then the generated ids out, comma-separated.  The KV cache holds\n"
+               "prompt + N positions, or --context positions.  Prints prefill time, decode tokens/s\n"
+               "and per-token latency on stderr.\n");
         return 0;
     }
     run_opts o;
-    int rc = parse(argc, argv, &o, "generate");
+    int rc = parse(argc, argv, &o, "generate", GENERATE_OPTS);
     if (rc) return rc;
     if (!!o.prompt == !!o.tokens) {
         fprintf(stderr, "tdacl generate: give exactly one of --prompt and --tokens\n");
@@ -181,31 +214,32 @@ int cmd_generate(int argc, char **argv)
     tdacl_context *ctx = NULL;
     tdacl_model *m = NULL;
     float *logits = NULL;
-    rc = 1;
-    if (o.tokens && parse_tokens(o.tokens, &tokens, &n)) {
-        fprintf(stderr, "tdacl generate: --tokens must be a comma-separated list of token ids\n");
+    if (o.tokens && cli_parse_ids(o.tokens, &tokens, &n)) {
+        fprintf(stderr, "tdacl generate: bad value '%s' for --tokens: expected token ids like 15,42,7\n", o.tokens);
         return 2;
     }
-    if (open_model(&o, 0, &ctx, &m)) goto done;
-    tdacl_model_info info;
-    tdacl_model_get_info(m, &info);
-    const int bytes = info.vocab_size == 256;
     if (o.prompt) {
-        if (!bytes) {
-            fprintf(stderr, "tdacl generate: --prompt needs a byte-level (vocab 256) model; use --tokens\n");
-            goto done;
-        }
-        n = (int)strlen(o.prompt);
-        tokens = malloc((size_t)(n ? n : 1) * sizeof *tokens);
-        if (!tokens || n == 0) {
+        n = (int)strnlen(o.prompt, INT_MAX - 1);
+        if (n == 0) {
             fprintf(stderr, "tdacl generate: empty prompt\n");
-            goto done;
+            return 2;
+        }
+        tokens = malloc((size_t)n * sizeof *tokens);
+        if (!tokens) {
+            fprintf(stderr, "tdacl generate: out of memory\n");
+            return 1;
         }
         for (int i = 0; i < n; i++) tokens[i] = (unsigned char)o.prompt[i];
     }
-    if (n + o.max_new > info.max_context) {
-        fprintf(stderr, "tdacl generate: prompt (%d) + --max-new (%lld) exceed the context of %d\n", n, o.max_new,
-                info.max_context);
+    /* the prompt and every generated token but the last enter the KV cache */
+    long long need = (long long)n + (o.max_new > 0 ? o.max_new - 1 : 0);
+    if ((rc = open_model(&o, need, "generate", &ctx, &m))) goto done;
+    rc = 1;
+    tdacl_model_info info;
+    tdacl_model_get_info(m, &info);
+    const int text = o.prompt != NULL; /* bytes in, bytes out */
+    if (text && info.vocab_size != 256) {
+        fprintf(stderr, "tdacl generate: --prompt needs a byte-level (vocab 256) model; use --tokens\n");
         goto done;
     }
     logits = malloc((size_t)info.vocab_size * sizeof *logits);
@@ -218,14 +252,16 @@ int cmd_generate(int argc, char **argv)
         cli_report(ctx, st);
         goto done;
     }
-    if (bytes) fwrite(o.prompt, 1, (size_t)n, stdout);
+    if (text) fwrite(o.prompt, 1, (size_t)n, stdout);
+    else
+        for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", tokens[i]);
     uint64_t seed = (uint64_t)o.seed;
     double t1 = tdacl__now();
     for (long long i = 0; i < o.max_new; i++) {
         int32_t next;
         if ((st = tdacl_sample(logits, info.vocab_size, (float)o.temperature, (int)o.top_k, &seed, &next))) break;
-        if (bytes) putchar(next);
-        else printf("%s%d", i || n ? "," : "", next);
+        if (text) putchar(next);
+        else printf(",%d", next);
         fflush(stdout);
         if (i + 1 == o.max_new) break;
         if ((st = tdacl_model_decode(m, 1, &next)) || (st = tdacl_model_logits(m, logits, info.vocab_size, NULL)))

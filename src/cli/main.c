@@ -42,24 +42,6 @@ tdacl_status cli_open(const char *device, tdacl_context **ctx)
     return st;
 }
 
-int cli_double(const char *s, double *out)
-{
-    if (!s || !*s) return -1;
-    char *end;
-    errno = 0;
-    *out = strtod(s, &end);
-    return (*end || errno) ? -1 : 0;
-}
-
-int cli_long(const char *s, long long *out)
-{
-    if (!s || !*s) return -1;
-    char *end;
-    errno = 0;
-    *out = strtoll(s, &end, 10);
-    return (*end || errno) ? -1 : 0;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {

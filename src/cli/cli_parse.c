@@ -1,0 +1,63 @@
+/* Strict number and id-list parsing for the command line (also fuzzed: fuzz/fuzz_cli.c). */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "cli_parse.h"
+
+/* strtod/strtoll skip leading blanks and take a '+': a number here starts with a digit,
+ * '-' or '.', so " 5" and "+5" are refused like any other stray character. */
+static int starts_like_number(const char *s)
+{
+    return s && ((*s >= '0' && *s <= '9') || *s == '-' || *s == '.');
+}
+
+int cli_double(const char *s, double *out)
+{
+    if (!starts_like_number(s)) return -1;
+    char *end;
+    errno = 0;
+    *out = strtod(s, &end);
+    return (*end || errno || !isfinite(*out)) ? -1 : 0;
+}
+
+int cli_long(const char *s, long long *out)
+{
+    if (!starts_like_number(s) || *s == '.') return -1;
+    char *end;
+    errno = 0;
+    *out = strtoll(s, &end, 10);
+    return (*end || errno) ? -1 : 0;
+}
+
+int cli_parse_ids(const char *s, int32_t **out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!s || !*s) return -1;
+    int cap = 16, k = 0;
+    int32_t *t = malloc((size_t)cap * sizeof *t);
+    if (!t) return -1;
+    for (;;) {
+        /* one id: digits only, at most 10 of them, <= INT32_MAX */
+        long long v = 0;
+        int digits = 0;
+        while (*s >= '0' && *s <= '9' && digits < 11) v = v * 10 + (*s++ - '0'), digits++;
+        if (!digits || digits > 10 || v > 0x7fffffff || (*s && *s != ',')) break;
+        if (k == cap) {
+            int32_t *g = cap < (1 << 24) ? realloc(t, (size_t)(cap *= 2) * sizeof *t) : NULL;
+            if (!g) break;
+            t = g;
+        }
+        t[k++] = (int32_t)v;
+        if (!*s) {
+            *out = t;
+            *n = k;
+            return 0;
+        }
+        s++; /* the comma: another id must follow */
+    }
+    free(t);
+    return -1;
+}

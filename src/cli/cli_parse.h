@@ -1,0 +1,14 @@
+/* Strict parsers of the `tdacl` command line; no library state, so fuzz targets link them. */
+#ifndef TDACL_CLI_PARSE_H
+#define TDACL_CLI_PARSE_H
+
+#include <stdint.h>
+
+/* A whole string as a number: returns 0 on success, -1 on anything else (empty, blanks,
+ * a sign '+', trailing characters, out of range). */
+int cli_double(const char *s, double *out);
+int cli_long(const char *s, long long *out);
+/* "15,42,7" -> ids (malloc'ed): digits and single commas only, each id <= INT32_MAX. */
+int cli_parse_ids(const char *s, int32_t **out, int *n);
+
+#endif

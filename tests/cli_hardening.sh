@@ -1,0 +1,115 @@
+#!/bin/bash
+# The `tdacl` command line against hostile and careless input (issue: hardening).  Every
+# case ran once as a crash, a hang, a silently wrong answer or an empty message; each must
+# now end with the stated exit status and a message naming the problem, within a timeout.
+#   cli_hardening.sh path/to/tdacl SOURCE_DIR WORKDIR
+set -uo pipefail
+TDACL="$1"
+SRC="$2"
+WORK="$3"
+rm -rf "$WORK"
+mkdir -p "$WORK"
+fails=0
+n=0
+
+# expect NAME RC REGEX -- command...   (REGEX is matched against stdout+stderr; RC "nz" = non-zero)
+expect() {
+    local name="$1" want="$2" regex="$3"
+    shift 4
+    n=$((n + 1))
+    timeout 120 "$@" >"$WORK/out" 2>&1
+    local rc=$?
+    local ok=1
+    if [ "$want" = nz ]; then [ "$rc" -ne 0 ] || ok=0; else [ "$rc" -eq "$want" ] || ok=0; fi
+    [ "$rc" -ge 124 ] && ok=0 # timeout, or killed by a signal (a crash is 128 + signal)
+    grep -Eq -- "$regex" "$WORK/out" || ok=0
+    if [ "$ok" = 1 ]; then
+        echo "ok   $name (rc $rc)"
+    else
+        echo "FAIL $name: rc $rc (wanted $want), output:"
+        sed 's/^/     | /' "$WORK/out" | head -20
+        echo "     (wanted /$regex/)"
+        fails=$((fails + 1))
+    fi
+}
+
+M="$WORK/tiny"           # learned positions, vocabulary 256
+R="$WORK/rope-huge"      # RoPE with n_positions 16,777,216
+"$TDACL" make-model --config "$SRC/examples/models/tiny-softmax.json" --seed 1 --out "$M" >/dev/null || exit 1
+sed 's/"n_positions": 128/"n_positions": 16777216/' "$SRC/examples/models/tiny-tda-rope.json" >"$WORK/rope.json"
+"$TDACL" make-model --config "$WORK/rope.json" --seed 2 --out "$R" >/dev/null || exit 1
+
+# 1. --tokens on a byte-level model once segfaulted (fwrite of a NULL prompt); the ids come
+#    back as ids, the prompt's first
+expect tokens-byte-model 0 '^104,105,[0-9]+,[0-9]+$' -- \
+    sh -c '"$0" generate --model "$1" --tokens 104,105 --max-new 2 2>/dev/null' "$TDACL" "$M"
+expect prompt-text 0 '^hi' -- "$TDACL" generate --model "$M" --prompt hi --max-new 2
+# 4. --max-new near INT64_MAX overflowed the bound check
+expect max-new-huge 2 "bad value '9223372036854775807' for --max-new" -- \
+    "$TDACL" generate --model "$M" --tokens 1 --max-new 9223372036854775807
+expect max-new-context 1 'needs a context of 2147483647 positions' -- \
+    "$TDACL" generate --model "$M" --tokens 1,2 --max-new 2147483646
+# 8. sampling parameters are checked before any work, with a message
+for t in nan inf -inf 1e300 -1 ''; do
+    expect "temperature-$t" 2 "bad value '$t' for --temperature: expected a finite number" -- \
+        "$TDACL" generate --model "$M" --tokens 1 --temperature "$t"
+done
+# 9. --top-k beyond int was truncated (4294967297 became 1)
+for k in 2147483648 4294967297 -1; do
+    expect "top-k-$k" 2 "bad value '$k' for --top-k" -- "$TDACL" generate --model "$M" --tokens 1 --top-k "$k"
+done
+# 15. token lists are parsed strictly
+for t in '1,2,' '1, 2' '+5' ',1' '1,,2' '' '99999999999' '0x10'; do
+    expect "tokens-'$t'" 2 "bad value '.*' for --tokens" -- "$TDACL" forward --model "$M" --tokens "$t" --out "$WORK/l.npy"
+done
+# 10. an option a command does not use is an error; --context is real
+expect forward-max-new 2 'option --max-new does not apply' -- \
+    "$TDACL" forward --model "$M" --tokens 1,2 --out "$WORK/l.npy" --max-new 3
+expect generate-out 2 'option --out does not apply' -- "$TDACL" generate --model "$M" --tokens 1 --out "$WORK/x"
+expect context-small 2 'context 2 is smaller than the 3 positions' -- \
+    "$TDACL" forward --model "$M" --tokens 1,2,3 --out "$WORK/l.npy" --context 2
+expect context-learned 1 'exceeds n_positions 128' -- \
+    "$TDACL" forward --model "$M" --tokens 1,2,3 --out "$WORK/l.npy" --context 129
+#     a RoPE model with 16M positions sizes its cache by the run (it allocated 2.2 GB up front)
+expect rope-huge-positions 0 'logits \[3, 256\]' -- "$TDACL" forward --model "$R" --tokens 1,2,3 --out "$WORK/l.npy"
+# 14. make-model blames the file it was given
+expect make-model-bad-config 1 '/etc/passwd' -- "$TDACL" make-model --config /etc/passwd --out "$WORK/mm1"
+[ -e "$WORK/mm1/config.json" ] && { echo "FAIL make-model wrote $WORK/mm1/config.json from a bad config"; fails=$((fails + 1)); }
+# 6. a FIFO in place of the weights is refused at once, not waited on
+mkdir -p "$WORK/fifo"
+cp "$M/config.json" "$WORK/fifo/"
+mkfifo "$WORK/fifo/model.safetensors"
+expect fifo-weights 1 'not a regular file' -- "$TDACL" forward --model "$WORK/fifo" --tokens 1 --out "$WORK/l.npy"
+# 2. attention positions: offset + Tq must fit
+python3 - "$WORK" <<'EOF'
+import struct, sys
+def npy(path, shape):
+    n = 1
+    for s in shape: n *= s
+    hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % "".join("%d, " % s for s in shape)
+    hdr += " " * (63 - (10 + len(hdr)) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
+        f.write(struct.pack("<%df" % n, *[((i * 37) % 11 - 5) * 0.1 for i in range(n)]))
+for x in ("q", "k", "v"):
+    npy(sys.argv[1] + "/%s.npy" % x, (1, 2, 4, 8))
+with open(sys.argv[1] + "/q.npy", "rb") as f:
+    b = bytearray(f.read())
+b[-4:] = struct.pack("<f", float("nan"))
+with open(sys.argv[1] + "/qnan.npy", "wb") as f:
+    f.write(b)
+EOF
+A=(attention --kind tra --q "$WORK/q.npy" --k "$WORK/k.npy" --v "$WORK/v.npy" --out "$WORK/o.npy")
+expect offset-int64-max 1 'exceeds the largest position' -- "$TDACL" "${A[@]}" --offset 9223372036854775807
+expect offset-decode 1 'exceeds the largest position' -- "$TDACL" "${A[@]}" --offset 2147483645 --path decode
+expect offset-fine 0 'written to' -- "$TDACL" "${A[@]}" --offset 1000
+# 12. non-finite inputs are computed as given, with one warning
+expect nan-input 0 'warning: .*qnan.npy holds 1 non-finite value' -- \
+    "$TDACL" attention --kind tra --q "$WORK/qnan.npy" --k "$WORK/k.npy" --v "$WORK/v.npy" --out "$WORK/o.npy"
+# 14. a tuning file named by the user that cannot be read is reported
+TDACL_TUNING_FILE=/dev/zero expect tuning-dev-zero 0 'tuning database /dev/zero cannot be read \(not a regular file\)' -- \
+    "$TDACL" "${A[@]}"
+TDACL_TUNING_FILE="$WORK/none.tdb" expect tuning-missing 0 'none.tdb cannot be read' -- "$TDACL" "${A[@]}"
+
+echo "$((n - fails)) passed, $fails failed"
+[ "$fails" -eq 0 ]
