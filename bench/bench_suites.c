@@ -138,7 +138,11 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, tdacl
         job.plan.desc.want_stats = 0;
         if (!st) {
             r->sparsity = s.sparsity;
+            /* the kernel variant that ran names the implementation */
+            if (s.variant == 1) snprintf(r->impl, sizeof r->impl, "tdacl-mma");
             tdacl__params_text(ks, &used.values, r->params, sizeof r->params);
+            if (s.variant == 1) snprintf(r->params, sizeof r->params, "BN=%d NWARPS=%d%s", job.plan.mma_bn, job.plan.mma_nwarps,
+                                         job.plan.mma_native ? "" : " emulated");
             snprintf(r->params_source, sizeof r->params_source, "%s", generic ? "generic" : tdacl__tuned_source_name(used.source));
             snprintf(r->params_origin, sizeof r->params_origin, "%s", generic ? "generic ladder" : used.origin);
         }
@@ -157,7 +161,7 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, tdacl
     const bench_device *bd = &run->devices[dev];
     if (path == TDACL_PATH_DECODE && bd->have_peak && bd->peak.bandwidth_gbs > 0)
         r->bound_ms = (double)(B * H * Tk * d) * (double)el * (two ? 2.0 : 1.0) / (bd->peak.bandwidth_gbs * 1e9) * 1e3;
-    if (bd->have_peak && r->tflops * 1e3 > bd->peak.fp32_gflops)
+    if (bd->have_peak && r->tflops * 1e3 > bd->peak.fp32_gflops && strcmp(r->impl, "tdacl-mma"))
         snprintf(r->note, sizeof r->note, "effective rate above the FP32 peak: zero tiles skipped");
     return 0;
 }

@@ -88,28 +88,6 @@
 #define REGION_FLOAT4 (K_FLOAT4 > WV_FLOAT4 ? K_FLOAT4 : WV_FLOAT4)
 #define MASK_WORDS ((BN + 31) / 32)
 
-/* Float <-> int mapping that preserves order, for local atomic_max on scores. */
-inline int ord_int(float f)
-{
-    int i = as_int(f);
-    return i >= 0 ? i : i ^ 0x7fffffff;
-}
-inline float ord_float(int i) { return as_float(i >= 0 ? i : i ^ 0x7fffffff); }
-
-/* Threshold tau(p) = beta * sqrt(max(0, 2 ln((p+1)/kappa)) / d). */
-inline float tau_of(long pos, float beta, float kappa, int d)
-{
-    float l = 2.0f * log(((float)pos + 1.0f) / kappa);
-    return beta * sqrt(fmax(l, 0.0f) / (float)d);
-}
-
-/* Rectified power with fast paths: pmode 1 -> x, 2 -> x*x, else pow(x, p).  NaN passes. */
-inline float rect_pow(float x, int pmode, float p)
-{
-    if (x <= 0.0f) return 0.0f;
-    return pmode == 2 ? x * x : pmode == 1 ? x : pow(x, p);
-}
-
 /* Four consecutive elements (4*c4..) of row `row` of a [.., T, d] view, zero outside. */
 inline float4 load4(__global const void *x, long base, long st, long sd, long row, long rows, int c4, int d)
 {

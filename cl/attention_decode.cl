@@ -41,25 +41,6 @@
 #define DV4 (DV / 4)
 #define KPART (NTD / DV4) /* key partitions of the accumulation phase (NTD >= DV4) */
 
-inline int ord_int(float f)
-{
-    int i = as_int(f);
-    return i >= 0 ? i : i ^ 0x7fffffff;
-}
-inline float ord_float(int i) { return as_float(i >= 0 ? i : i ^ 0x7fffffff); }
-
-inline float tau_of(long pos, float beta, float kappa, int d)
-{
-    float l = 2.0f * log(((float)pos + 1.0f) / kappa);
-    return beta * sqrt(fmax(l, 0.0f) / (float)d);
-}
-
-inline float rect_pow(float x, int pmode, float p)
-{
-    if (x <= 0.0f) return 0.0f;
-    return pmode == 2 ? x * x : pmode == 1 ? x : pow(x, p);
-}
-
 /* Row r of a [B,H,T,d] view as float4s, zero beyond d. */
 inline float4 load4(__global const void *x, long p, long sd, int c4, int d)
 {

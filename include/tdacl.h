@@ -302,6 +302,8 @@ typedef struct tdacl_attention_stats {
     uint64_t tiles_visited;   /* key tiles (or decode chunks) computed */
     uint64_t tiles_skipped_v; /* of those, tiles whose V loads and weight x V were skipped */
     int path;                 /* tdacl_attention_path actually taken */
+    int variant;              /* kernel that ran: 0 SIMT (FP32 lanes), 1 matrix units (mma);
+                                 TDACL_LOG=debug says why */
 } tdacl_attention_stats;
 
 /* out = Attention(q, k, v) for every batch and head.  Tq == 0 is a no-op.

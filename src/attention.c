@@ -233,6 +233,7 @@ tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_des
     plan->problem.t = Tk;
     plan->problem.tq = (int)(Tq < DECODE_MAX_TQ ? Tq : DECODE_MAX_TQ);
     if (plan->problem.tq < 1) plan->problem.tq = 1;
+    tdacl__attention_choose_variant(ctx, plan, t);
     return TDACL_SUCCESS;
 }
 
@@ -321,19 +322,33 @@ tdacl_status tdacl__attention_build(tdacl_context *ctx, const tdacl_attention_pl
     return st;
 }
 
+/* One prefill launch: which program and kernel, with what options, work-group size and
+ * tile (both prefill kernels take the same arguments). */
+typedef struct prefill_launch {
+    const char *program, *kernel;
+    int nt, bm, bn;
+} prefill_launch;
+
 static tdacl_status run_prefill(tdacl_context *ctx, const tdacl_attention_plan *p,
                                 const tdacl_attention_tensors *t, const tdacl_param_values *v,
                                 tdacl_attention_stats *stats, double *ms)
 {
     const tdacl_attention_desc *d = &p->desc;
-    int bm = v->v[0], bn = v->v[1], tm = v->v[2], tn = v->v[3];
-    int nt = (bm / tm) * (bn / tn);
-    int64_t bh = p->B * p->H, nqb = (p->Tq + bm - 1) / bm;
+    prefill_launch L;
     tdacl_strbuf opts = {0};
-    tdacl__attention_options(p, v, &opts);
+    if (p->variant == TDACL_VARIANT_MMA) {
+        L = (prefill_launch){"attention_mma", "attention_mma_fwd", tdacl__attention_mma_threads(p),
+                             tdacl__attention_mma_rows(p), p->mma_bn};
+        tdacl__attention_mma_options(p, &opts);
+    } else {
+        L = (prefill_launch){"attention", "attention_fwd", (v->v[0] / v->v[2]) * (v->v[1] / v->v[3]), v->v[0], v->v[1]};
+        tdacl__attention_options(p, v, &opts);
+    }
+    const int nt = L.nt, bm = L.bm, bn = L.bn;
+    int64_t bh = p->B * p->H, nqb = (p->Tq + bm - 1) / bm;
     cl_kernel k;
     tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
-                               : tdacl__kernel_get(ctx, "attention", opts.data, "attention_fwd", &k);
+                               : tdacl__kernel_get(ctx, L.program, opts.data, L.kernel, &k);
     tdacl__sb_free(&opts);
     if (st) return st;
 
@@ -393,7 +408,7 @@ static tdacl_status run_prefill(tdacl_context *ctx, const tdacl_attention_plan *
         cl_long Tq = p->Tq, Tk = p->Tk, offset = p->offset;
         cl_float scale = d->scale, beta = d->kind == TDACL_ATTN_RELA ? 0.0f : d->beta, kappa = d->kappa,
                  power = d->power, lambda = d->lambda, eps = d->norm_eps, out_scale = d->out_scale;
-        st = tdacl__set_args(ctx, k, "attention_fwd", sizeof qm, &qm, sizeof km, &km, sizeof vm, &vm,
+        st = tdacl__set_args(ctx, k, L.kernel, sizeof qm, &qm, sizeof km, &km, sizeof vm, &vm,
                              sizeof q2m, &q2m, sizeof k2m, &k2m, sizeof qinv, &qinv, sizeof kinv, &kinv,
                              sizeof q2inv, &q2inv, sizeof k2inv, &k2inv, sizeof gm, &gm, sizeof lm, &lm, sizeof om, &om,
                              sizeof stats_mem, &stats_mem, sizeof qs, &qs, sizeof ks, &ks, sizeof vs, &vs,
@@ -407,7 +422,7 @@ static tdacl_status run_prefill(tdacl_context *ctx, const tdacl_attention_plan *
                              (size_t)0);
         if (!st) {
             size_t global[3] = {(size_t)nt, (size_t)bh, (size_t)nqb}, local[3] = {(size_t)nt, 1, 1};
-            st = tdacl__launch(ctx, k, 3, global, local, &ev, "attention_fwd");
+            st = tdacl__launch(ctx, k, 3, global, local, &ev, L.kernel);
         }
     }
     for (int i = 0; i < 4; i++) {
@@ -574,6 +589,7 @@ tdacl_status tdacl__attention_run(tdacl_context *ctx, const tdacl_attention_plan
     if (stats) {
         memset(stats, 0, sizeof *stats);
         stats->path = p->path;
+        stats->variant = p->variant;
         stats->visible_pairs = tdacl__visible_pairs(p->Tq, p->Tk, p->offset) * (uint64_t)(p->B * p->H);
     }
     if (p->Tq == 0 || p->B * p->H == 0) return TDACL_SUCCESS;

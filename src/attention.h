@@ -14,7 +14,22 @@ typedef struct tdacl_attention_plan {
     int path;       /* TDACL_PATH_PREFILL or TDACL_PATH_DECODE */
     int pmode;      /* 1, 2 or 0 (general power) */
     tdacl_problem problem;
+    int variant;    /* tdacl_variant: which kernel runs (attention_mma.c decides) */
+    int mma_native, mma_bn, mma_nwarps, aligned16;
+    char variant_why[192];
 } tdacl_attention_plan;
+
+typedef enum tdacl_variant {
+    TDACL_VARIANT_SIMT = 0, /* cl/attention.cl, cl/attention_decode.cl: the FP32 lanes */
+    TDACL_VARIANT_MMA = 1   /* cl/attention_mma.cl: matrix units through cl/mma.cl */
+} tdacl_variant;
+
+/* attention_mma.c: sets plan->variant (and its tile) for this device and call. */
+void tdacl__attention_choose_variant(tdacl_context *ctx, tdacl_attention_plan *p, const tdacl_attention_tensors *t);
+void tdacl__attention_mma_options(const tdacl_attention_plan *p, tdacl_strbuf *sb);
+size_t tdacl__attention_mma_local_bytes(int kind, int d, int dv, int bn, int nwarps, int native);
+int tdacl__attention_mma_rows(const tdacl_attention_plan *p);
+int tdacl__attention_mma_threads(const tdacl_attention_plan *p);
 
 tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_desc *desc,
                                    const tdacl_attention_tensors *t, tdacl_attention_plan *plan);

@@ -12,8 +12,9 @@ static const tdacl_program_def program_table[] = {
     {"tensor", {"common.cl", "tensor.cl"}},
     {"peak", {"peak.cl"}},
     {"attention_prep", {"common.cl", "attention_prep.cl"}},
-    {"attention", {"common.cl", "attention.cl"}},
-    {"attention_decode", {"common.cl", "attention_decode.cl"}},
+    {"attention", {"common.cl", "attention_math.cl", "attention.cl"}},
+    {"attention_decode", {"common.cl", "attention_math.cl", "attention_decode.cl"}},
+    {"attention_mma", {"common.cl", "attention_math.cl", "mma.cl", "attention_mma.cl"}},
     {"layers", {"common.cl", "layers.cl"}},
 };
 

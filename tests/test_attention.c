@@ -377,6 +377,12 @@ static double bits_to_double(tdacl_dtype dt, const void *bits, size_t i)
     return tdacl_f16_to_f32(((const uint16_t *)bits)[i]);
 }
 
+/* The kernel variant of the last call (tdacl_attention_stats.variant): the tensor-core
+ * variant rounds each weight to the 16-bit input type before the W x V product, which adds
+ * u_in * sum_j |a_ij| |v_jc| (= u_in * mag) to the error model; and whether a test expects
+ * that variant to have run. */
+static int g_variant, g_expect_mma;
+
 static tdacl_context *ctx_of(void **state) { return (tdacl_context *)*state; }
 
 #define CHECK_OK(ctx, call)                                                                        \
@@ -552,6 +558,12 @@ static void dev_run(tdacl_context *ctx, const attn_case *c, const dev_problem *d
     } else {
         CHECK_OK(ctx, tdacl_attention(ctx, &desc, &ts, stats));
     }
+    g_variant = stats->variant;
+    if (g_expect_mma && path == TDACL_PATH_PREFILL && stats->variant != 1) {
+        char cs[512];
+        case_str(c, cs, sizeof cs);
+        fail_msg("the tensor-core variant did not run [%s] (TDACL_LOG=debug says why)", cs);
+    }
 
     void *bits = xcalloc((size_t)n_out, tdacl_dtype_size(c->odtype));
     CHECK_OK(ctx, tdacl_tensor_download(obase, bits, c->odtype, n_out));
@@ -579,7 +591,8 @@ static void dev_run(tdacl_context *ctx, const attn_case *c, const dev_problem *d
 static void tolerance(const attn_case *c, int Tq, const ref_out *r, const double *gain, double *tol)
 {
     const int dv = c->dv, rows = c->B * c->H * Tq;
-    const double eps_acc = (c->Tk + 32.0) * U32, eps_s = eps_score(c->d);
+    const double u_in = g_variant != 1 ? 0.0 : c->dtype == TDACL_BF16 ? 0x1p-8 : 0x1p-11;
+    const double eps_acc = (c->Tk + 32.0) * U32 + u_in, eps_s = eps_score(c->d);
     const double u_out = c->odtype == TDACL_BF16 ? 0x1p-8 : c->odtype == TDACL_F16 ? 0x1p-11 : 0.0;
     double *tx = xcalloc((size_t)dv, sizeof(double));
     for (int row = 0; row < rows; row++) {
@@ -853,6 +866,39 @@ static void test_variant_d_f16_d128(void **state)
     /* offset 40 > Tk - Tq: every row sees every key, thresholds of positions 40..44 */
     static const int shapes[2][3] = {{300, 300, -1}, {5, 17, 40}};
     sweep_variant(state, VAR_D, shapes);
+}
+
+/* ---- the tensor-core variant ------------------------------------------------------------------ */
+
+/* Every kind through cl/attention_mma.cl: natively on NVIDIA sm_80+, through the portable
+ * fragment body with TDACL_MMA_EMULATE=1 (CI, PoCL); on other devices the SIMT variant
+ * answers the same cases.  Shapes straddle the 16-row warp slices, the 64-row blocks and the
+ * 16/32/64-key tiles; d 32, 64 and 128 (and 96 with dv 40 padded to 64), both 16-bit
+ * dtypes, contiguous, token-major and fused (16-byte cp.async and element loads), offsets,
+ * every parameter set. */
+static void test_mma_variant(void **state)
+{
+    tdacl_device_info info;
+    CHECK_OK(ctx_of(state), tdacl_context_device_info(ctx_of(state), &info));
+    const char *emu = getenv("TDACL_MMA_EMULATE");
+    g_expect_mma = info.nv_cc_major >= 8 || (emu && !strcmp(emu, "1"));
+    static const struct { int d, dv, Tq, Tk, off; layout lay; tdacl_dtype dt; } shapes[] = {
+        {64, 64, 65, 65, -1, LAYOUT_BHTD, TDACL_BF16},   /* one row past a block, one key past a tile */
+        {32, 32, 17, 130, 113, LAYOUT_BTHD, TDACL_F16},  /* decode-like rows at the end, padded out rows */
+        {128, 128, 33, 33, -1, LAYOUT_BHTD, TDACL_BF16}, /* 32-key tiles */
+        {96, 40, 20, 70, 5, LAYOUT_FUSED, TDACL_BF16},   /* keys 25..69 seen by no row; element loads */
+    };
+    for (int ki = 0; ki < 5; ki++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            attn_case c = make_case(KINDS[ki], VAR_TINY_BF16, shapes[s].Tq, shapes[s].Tk, shapes[s].off);
+            c.d = shapes[s].d, c.dv = shapes[s].dv, c.lay = shapes[s].lay;
+            c.dtype = c.odtype = shapes[s].dt;
+            c.B = 1, c.H = 2;
+            c.seed += 77 * s;
+            apply_pset(&c, &PSETS[(ki + (int)s) % 6]);
+            check_case(state, &c, TDACL_PATH_PREFILL);
+        }
+    g_expect_mma = 0;
 }
 
 /* ---- decode ------------------------------------------------------------------------------------- */
@@ -1230,6 +1276,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_authors_triton_semantics),
         cmocka_unit_test(test_no_survivors),
         cmocka_unit_test(test_nan_inputs),
+        cmocka_unit_test(test_mma_variant),
     };
     const struct CMUnitTest small[] = {
         cmocka_unit_test(test_reference_by_hand),
@@ -1241,7 +1288,7 @@ int main(int argc, char **argv)
      * under five minutes on a cold 2-core machine and the pieces run side by side; the parts
      * cover `full` exactly once, in its order */
     static const struct { const char *name; int first, count; } parts[] = {
-        {"basics", 0, 4}, {"layouts", 4, 3}, {"decode", 7, 2}, {"semantics", 9, 4},
+        {"basics", 0, 4}, {"layouts", 4, 3}, {"decode", 7, 2}, {"semantics", 9, 4}, {"mma", 13, 1},
     };
     int first = 0, count = (int)(sizeof full / sizeof full[0]);
     if (part) {
@@ -1249,7 +1296,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
             if (!strcmp(part, parts[i].name)) first = parts[i].first, count = parts[i].count, found = 1;
         if (!found) {
-            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, decode, semantics)\n", part);
+            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, decode, semantics, mma)\n", part);
             return 2;
         }
     }

@@ -1,0 +1,292 @@
+/* Warp-level matrix fragments: the m16n8k16 product D = A(16x16) B(16x8) + C with 16-bit
+ * inputs (bf16 or f16, MMA_IN 1 or 2) and f32 accumulation, the loads that feed it, the
+ * quad/warp reductions and the asynchronous global -> local copy a tiled kernel needs.
+ *
+ * Lanes: a warp is 32 consecutive work-items; lane l has g = l / 4 (its row group) and
+ * t = l % 4 (its position in the quad).  Per-lane fragment contents (PTX ISA, mma.m16n8k16):
+ *   A  a[0] = (g, 2t..2t+1)   a[1] = (g+8, 2t..)   a[2] = (g, 2t+8..)   a[3] = (g+8, 2t+8..)
+ *   B  b[0] = (k 2t..2t+1, n g)                     b[1] = (k 2t+8.., n g)
+ *   C  c[0..1] = (g, 2t..2t+1)                      c[2..3] = (g+8, 2t..2t+1)
+ * (each A and B word packs two 16-bit values, the lower column/k in the low half).
+ *
+ * Two bodies implement one interface:
+ *   MMA_NATIVE 1: inline PTX for NVIDIA sm_80+ (mma.sync, ldmatrix, cp.async, shfl, vote);
+ *                 fragments are registers.
+ *   MMA_NATIVE 0: plain OpenCL C for any device (PoCL, Oclgrind in CI).  A and B fragments
+ *                 are references to the local-memory tile they come from, and each lane
+ *                 computes its own C elements from them, so every lane ends with exactly the
+ *                 values the hardware lane holds.  The only values that cross lanes --
+ *                 weights turned into A operands, quad and warp reductions -- go through
+ *                 local memory with barriers, so in this body those calls must be reached
+ *                 by the whole work-group (the kernels call them unconditionally).
+ * Local tiles hold 16-bit values as ushort, rows of LD elements (LD a multiple of 8). */
+
+#ifndef MMA_NATIVE
+#define MMA_NATIVE 0
+#endif
+#ifndef MMA_IN
+#define MMA_IN 1 /* 1 bf16, 2 f16 */
+#endif
+
+inline int mma_lane(void) { return (int)(get_local_id(0) & 31); }
+inline int mma_warp(void) { return (int)(get_local_id(0) >> 5); }
+
+/* 16-bit storage value -> f32, and f32 -> 16-bit (round to nearest even) */
+inline float mma_to_f32(ushort x)
+{
+#if MMA_IN == 1
+    return as_float((uint)x << 16);
+#else
+    uint s = (uint)(x & 0x8000u) << 16, e = (x >> 10) & 0x1fu, m = x & 0x3ffu;
+    if (e == 0x1fu) return as_float(s | 0x7f800000u | (m << 13));
+    if (e) return as_float(s | ((e + 112u) << 23) | (m << 13));
+    const float sub = (float)m * 5.9604644775390625e-08f; /* subnormal: m * 2^-24 */
+    return s ? -sub : sub;
+#endif
+}
+
+inline ushort mma_from_f32(float f)
+{
+#if MMA_IN == 1
+    return f32_to_bf16(f);
+#else /* f16 bits, round to nearest even, without cl_khr_fp16 */
+    const uint x = as_uint(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return (ushort)(sign | 0x7e00u);            /* NaN */
+    if (ax >= 0x477ff000u) return (ushort)(sign | 0x7c00u);           /* >= 65520 rounds to inf */
+    if (ax < 0x38800000u) /* below 2^-14: a multiple of the subnormal quantum 2^-24 */
+        return (ushort)(sign | (uint)rint(as_float(ax) * 16777216.0f));
+    uint h = (((ax >> 23) - 112u) << 10) | ((ax & 0x7fffffu) >> 13);
+    const uint rem = ax & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++; /* a carry moves into the exponent */
+    return (ushort)(sign | h);
+#endif
+}
+
+/* Row length of a warp's weight scratch (portable body; a staging area size elsewhere). */
+#define MMA_SCRATCH_LD(bn) ((bn) + 8)
+
+#if MMA_NATIVE
+/* ---------------------------------------------------------------- NVIDIA inline PTX --- */
+
+typedef struct { uint x[4]; } frag_a;
+typedef struct { uint x[2]; } frag_b;
+
+inline uint mma_saddr(__local const void *p) { return (uint)(size_t)p; }
+
+/* A: the 16x16 tile at m (row-major, ld elements per row). */
+inline void mma_load_a(frag_a *a, __local const ushort *m, int ld)
+{
+    const int l = mma_lane(), mat = l >> 3;
+    uint addr = mma_saddr(m + ((l & 7) + (mat & 1) * 8) * ld + (mat >> 1) * 8);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(a->x[0]), "=r"(a->x[1]), "=r"(a->x[2]), "=r"(a->x[3])
+                 : "r"(addr));
+}
+
+/* Two B fragments (n 0..7 and 8..15, k 0..15) from a tile stored n-major: m[n * ld + k]
+ * (a K tile: one key per row). */
+inline void mma_load_b_nk(frag_b *b0, frag_b *b1, __local const ushort *m, int ld)
+{
+    const int l = mma_lane(), mat = l >> 3;
+    uint addr = mma_saddr(m + ((l & 7) + (mat >> 1) * 8) * ld + (mat & 1) * 8);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(b0->x[0]), "=r"(b0->x[1]), "=r"(b1->x[0]), "=r"(b1->x[1])
+                 : "r"(addr));
+}
+
+/* Two B fragments (n 0..7 and 8..15, k 0..15) from a tile stored k-major: m[k * ld + n]
+ * (a V tile: one key per row), transposed by ldmatrix. */
+inline void mma_load_b_kn(frag_b *b0, frag_b *b1, __local const ushort *m, int ld)
+{
+    const int l = mma_lane(), mat = l >> 3;
+    uint addr = mma_saddr(m + ((l & 7) + (mat & 1) * 8) * ld + (mat >> 1) * 8);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(b0->x[0]), "=r"(b0->x[1]), "=r"(b1->x[0]), "=r"(b1->x[1])
+                 : "r"(addr));
+}
+
+inline void mma_acc(float c[4], const frag_a *a, const frag_b *b)
+{
+#if MMA_IN == 1
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a->x[0]), "r"(a->x[1]), "r"(a->x[2]), "r"(a->x[3]), "r"(b->x[0]), "r"(b->x[1]));
+#else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a->x[0]), "r"(a->x[1]), "r"(a->x[2]), "r"(a->x[3]), "r"(b->x[0]), "r"(b->x[1]));
+#endif
+}
+
+inline uint mma_pack2(float lo, float hi)
+{
+    uint r;
+#if MMA_IN == 1
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+
+/* The A operand of keys [16kk, 16kk+16) from two C tiles of weights (keys 16kk..+7 and
+ * 16kk+8..+15): the C layout of two adjacent n-blocks is the A layout of one k-step. */
+inline void mma_stage_a(frag_a *a, const float c0[4], const float c1[4], __local ushort *scratch, int kk)
+{
+    a->x[0] = mma_pack2(c0[0], c0[1]);
+    a->x[1] = mma_pack2(c0[2], c0[3]);
+    a->x[2] = mma_pack2(c1[0], c1[1]);
+    a->x[3] = mma_pack2(c1[2], c1[3]);
+}
+#define MMA_STAGE_SYNC() ((void)0)
+inline void mma_staged_a(frag_a *a, __local ushort *scratch, int kk) {}
+
+inline float mma_quad_max(float x)
+{
+    float y;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, 1, 0x1f, 0xffffffff;" : "=f"(y) : "f"(x));
+    x = fmax(x, y);
+    asm volatile("shfl.sync.bfly.b32 %0, %1, 2, 0x1f, 0xffffffff;" : "=f"(y) : "f"(x));
+    return fmax(x, y);
+}
+
+inline float mma_quad_sum(float x)
+{
+    float y;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, 1, 0x1f, 0xffffffff;" : "=f"(y) : "f"(x));
+    x += y;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, 2, 0x1f, 0xffffffff;" : "=f"(y) : "f"(x));
+    return x + y;
+}
+
+inline int mma_warp_any(int x)
+{
+    uint r;
+    asm volatile("{ .reg .pred p, q; setp.ne.s32 p, %1, 0; vote.sync.any.pred q, p, 0xffffffff; "
+                 "selp.u32 %0, 1, 0, q; }"
+                 : "=r"(r) : "r"(x));
+    return (int)r;
+}
+
+/* 16 bytes global -> local without a register round trip; `bytes` < 16 zero-fills the rest
+ * (0 reads nothing).  Both addresses 16-byte aligned. */
+inline void mma_copy16(__local ushort *dst, __global const ushort *src, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(mma_saddr(dst)), "l"(src), "r"(bytes));
+}
+/* 4 bytes (one float) the same way; `bytes` 0 zero-fills. */
+inline void mma_copy4(__local float *dst, __global const float *src, int bytes)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(mma_saddr(dst)), "l"(src), "r"(bytes));
+}
+inline void mma_copy_commit(void) { asm volatile("cp.async.commit_group;"); }
+#define MMA_COPY_WAIT(n) asm volatile("cp.async.wait_group %0;" ::"n"(n))
+
+#else
+/* ------------------------------------------------------------- portable OpenCL C body --- */
+
+/* A fragment: the 16x16 tile at p, row r / column k at p[r * ld + k].  B fragment: the
+ * 16(k)x8(n) tile at p, element (k, n) at p[n * sn + k * sk]. */
+typedef struct { __local const ushort *p; int ld; } frag_a;
+typedef struct { __local const ushort *p; int sn, sk; } frag_b;
+
+inline void mma_load_a(frag_a *a, __local const ushort *m, int ld) { a->p = m, a->ld = ld; }
+
+inline void mma_load_b_nk(frag_b *b0, frag_b *b1, __local const ushort *m, int ld)
+{
+    b0->p = m, b0->sn = ld, b0->sk = 1;
+    b1->p = m + 8 * ld, b1->sn = ld, b1->sk = 1;
+}
+
+inline void mma_load_b_kn(frag_b *b0, frag_b *b1, __local const ushort *m, int ld)
+{
+    b0->p = m, b0->sn = 1, b0->sk = ld;
+    b1->p = m + 8, b1->sn = 1, b1->sk = ld;
+}
+
+/* This lane's four C elements, each a 16-term f32 sum of exact products (16-bit inputs
+ * multiply exactly in f32); only the summation order may differ from the hardware. */
+inline void mma_acc(float c[4], const frag_a *a, const frag_b *b)
+{
+    const int l = mma_lane(), g = l >> 2, t = l & 3;
+    for (int e = 0; e < 4; e++) {
+        const int r = g + (e >> 1) * 8, n = 2 * t + (e & 1);
+        float s = 0.0f;
+        for (int k = 0; k < 16; k++)
+            s = fma(mma_to_f32(a->p[r * a->ld + k]), mma_to_f32(b->p[n * b->sn + k * b->sk]), s);
+        c[e] += s;
+    }
+}
+
+/* Weights become A operands through this warp's scratch: every lane writes its C elements
+ * (rounded to the input type, as the native body's cvt does), MMA_STAGE_SYNC() makes them
+ * visible, then mma_staged_a points at them.  scratch: 16 rows x ld columns per warp. */
+inline void mma_stage_a(frag_a *a, const float c0[4], const float c1[4], __local ushort *scratch, int kk)
+{
+    const int l = mma_lane(), g = l >> 2, t = l & 3, ld = MMA_SCRATCH_LD(BN);
+    __local ushort *s = scratch + 16 * kk;
+    s[g * ld + 2 * t] = mma_from_f32(c0[0]);
+    s[g * ld + 2 * t + 1] = mma_from_f32(c0[1]);
+    s[(g + 8) * ld + 2 * t] = mma_from_f32(c0[2]);
+    s[(g + 8) * ld + 2 * t + 1] = mma_from_f32(c0[3]);
+    s[g * ld + 2 * t + 8] = mma_from_f32(c1[0]);
+    s[g * ld + 2 * t + 9] = mma_from_f32(c1[1]);
+    s[(g + 8) * ld + 2 * t + 8] = mma_from_f32(c1[2]);
+    s[(g + 8) * ld + 2 * t + 9] = mma_from_f32(c1[3]);
+}
+#define MMA_STAGE_SYNC() barrier(CLK_LOCAL_MEM_FENCE)
+inline void mma_staged_a(frag_a *a, __local ushort *scratch, int kk)
+{
+    a->p = scratch + 16 * kk, a->ld = MMA_SCRATCH_LD(BN);
+}
+
+/* Reductions through a per-warp exchange area (32 floats or ints per warp, `mma_xchg`,
+ * declared by the kernel); two barriers each. */
+inline float mma_quad_max_x(float x, __local float *xchg)
+{
+    const int l = mma_lane();
+    __local float *w = xchg + 32 * mma_warp();
+    barrier(CLK_LOCAL_MEM_FENCE);
+    w[l] = x;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int q = l & ~3;
+    return fmax(fmax(w[q], w[q + 1]), fmax(w[q + 2], w[q + 3]));
+}
+
+inline float mma_quad_sum_x(float x, __local float *xchg)
+{
+    const int l = mma_lane();
+    __local float *w = xchg + 32 * mma_warp();
+    barrier(CLK_LOCAL_MEM_FENCE);
+    w[l] = x;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int q = l & ~3;
+    return (w[q] + w[q + 1]) + (w[q + 2] + w[q + 3]);
+}
+
+inline int mma_warp_any_x(int x, __local float *xchg)
+{
+    const int l = mma_lane();
+    __local float *w = xchg + 32 * mma_warp();
+    barrier(CLK_LOCAL_MEM_FENCE);
+    w[l] = x ? 1.0f : 0.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float any = 0.0f;
+    for (int i = 0; i < 32; i++) any += w[i];
+    return any != 0.0f;
+}
+#define mma_quad_max(x) mma_quad_max_x((x), mma_xchg)
+#define mma_quad_sum(x) mma_quad_sum_x((x), mma_xchg)
+#define mma_warp_any(x) mma_warp_any_x((x), mma_xchg)
+
+/* A synchronous copy with the same zero-fill contract. */
+inline void mma_copy16(__local ushort *dst, __global const ushort *src, int bytes)
+{
+    for (int i = 0; i < 8; i++) dst[i] = 2 * i < bytes ? src[i] : (ushort)0;
+}
+inline void mma_copy4(__local float *dst, __global const float *src, int bytes) { *dst = bytes ? *src : 0.0f; }
+inline void mma_copy_commit(void) {}
+#define MMA_COPY_WAIT(n) ((void)0)
+#endif
