@@ -19,7 +19,7 @@ done
 TDACL_CACHE=off TDACL_LOG=debug TDACL_BUILD_OPTIONS=-cl-nv-verbose build-gpu/tdacl-bench --device nvidia \
     --suite attention --kinds softmax,rela,tra,tda,diff_softmax --dtype bf16 --T 256 --no-decode --min-samples 1 \
     --min-ms 0 2>&1 | grep -E "build log of|attention_mma_fwd|registers|spill|stack" >"$OUT/nv-verbose.txt"
-B=(build-gpu/tdacl-bench --device nvidia --suite attention --dtype bf16 --T "$T" --no-decode --beta 1
+B=(build-gpu/tdacl-bench --device nvidia --suite attention --dtype bf16 --T "$T" --no-decode --beta "${MMA_BETA:-1}"
    --kinds "${MMA_KINDS:-softmax,tra,tda,diff_softmax,rela}")
 "${B[@]}" --json "$OUT/attention-mma.json" 2>&1 | tail -40
 [ -n "${MMA_SIMT:-}" ] && TDACL_ATTENTION_VARIANT=simt "${B[@]}" --json "$OUT/attention-simt.json" 2>&1 | tail -20

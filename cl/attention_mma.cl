@@ -54,10 +54,11 @@
 #define NBV (DV / 8)  /* n-blocks of the output */
 #define NW (KIND == 4 ? 2 : 1) /* weight sets (diff_softmax keeps both) */
 #define UNROLL _Pragma("unroll") /* register arrays stay registers only when fully unrolled */
-/* Dense kinds prefetch K and V one tile ahead (2 stages each).  Sparse kinds load V only
- * after a tile's weights show a survivor; their K tile kt+2 is issued once tile kt's stage
- * is no longer read (after the mid-iteration barrier), so the wait for an on-demand V tile
- * never waits for a K tile issued the same iteration. */
+/* K tiles are prefetched one tile ahead (2 stages).  Dense kinds prefetch V with K; sparse
+ * kinds load V only after a tile's weights show a survivor (one V stage).  Measured on the
+ * H200 (tra/tda bf16, T=8192, beta 1): K two tiles ahead through 3 stages gave tra 1.96 ms
+ * but tda 4.66 (local memory); two ahead through 2 stages 2.55 / 4.78; one ahead, as
+ * here, 2.01 / 3.73. */
 #define VSTAGES (SOFTMAX ? 2 : 1)
 #define KSTAGES 2
 #define KNORM (KIND == 2 || KIND == 3) /* kinds that may scale scores by inverse key norms */
@@ -205,10 +206,6 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
 #endif
     }
     mma_copy_commit();
-#if !SOFTMAX
-    if (ntiles > 1) LOAD_K_TILE(1, 1);
-    mma_copy_commit();
-#endif
 
     /* per-row state: this lane's rows a (e = 0, 1) and b (e = 2, 3) */
     const float qia = (qinv && row_a < Tq) ? qinv[(long)bh * Tq + row_a] : 1.0f;
@@ -256,19 +253,16 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
         const long n0 = (long)kt * BN;
         const int stg = kt % KSTAGES;
         __local ushort *Kt = Ks + stg * NV * BN * LDK;
-#if SOFTMAX
         MMA_COPY_WAIT(0);
         barrier(CLK_LOCAL_MEM_FENCE); /* tile kt landed; the other stages are free */
+        if (tid == 0) wg_any[(kt + 1) & 1] = 0;
         if (kt + 1 < ntiles) {
             LOAD_K_TILE(kt + 1, stg ^ 1);
+#if SOFTMAX
             LOAD_V_TILE(kt + 1, stg ^ 1);
+#endif
         }
         mma_copy_commit();
-#else
-        MMA_COPY_WAIT(1); /* K tile kt (the newest group, K tile kt+1, may still be in flight) */
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (tid == 0) wg_any[(kt + 1) & 1] = 0;
-#endif
 
         /* S = Q K^T (and S2), unless every key of the tile is above this warp's rows */
         float s[NB][4];
@@ -433,12 +427,8 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
             vtiles++;
         }
         mma_copy_commit();
-        MMA_COPY_WAIT(0); /* the V tile (and K tile kt+1, issued an iteration ago) */
+        MMA_COPY_WAIT(0); /* the V tile, and the K prefetch issued before it */
         barrier(CLK_LOCAL_MEM_FENCE);
-        /* K tile kt+2 into this tile's stage: S and the key norms of tile kt were read before
-         * the barrier above */
-        if (kt + 2 < ntiles) LOAD_K_TILE(kt + 2, (kt + 2) % KSTAGES);
-        mma_copy_commit();
         __local const ushort *Vt = Vs;
 #endif
 

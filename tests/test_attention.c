@@ -740,8 +740,11 @@ static void check_decode(void **state, const attn_case *c, int tq, int explicit_
     tolerance(&dc, tq, &rd, pb.gain, told);
     compare(&dc, "decode vs reference", tq, dec, rd.out, told);
     check_stats(&dc, "decode", &st, &rd.counts, TDACL_PATH_DECODE);
-    /* decode and prefill rows: both within tol of the reference, so within 2 tol of each other */
-    for (size_t i = 0; i < nd; i++) told[i] *= 2.0;
+    /* decode and prefill rows: each within its own tolerance of the reference (the prefill
+     * one may be the tensor-core variant's), so within their sum of each other */
+    double *tolf_rows = slice_rows(tolf, BH, T, c->dv, r0, tq);
+    for (size_t i = 0; i < nd; i++) told[i] += tolf_rows[i];
+    free(tolf_rows);
     compare(&dc, "decode vs prefill rows", tq, dec, pre_rows, told);
 
     free(qd), free(q2d), free(full_rows), free(pre_rows), free(pre), free(tolf), free(dec), free(told);
@@ -898,6 +901,27 @@ static void test_mma_variant(void **state)
             apply_pset(&c, &PSETS[(ki + (int)s) % 6]);
             check_case(state, &c, TDACL_PATH_PREFILL);
         }
+    g_expect_mma = 0;
+}
+
+/* The smallest mma case per kind, for the Oclgrind run of the portable fragment body. */
+static void test_mma_tiny(void **state)
+{
+    const char *emu = getenv("TDACL_MMA_EMULATE");
+    g_expect_mma = emu && !strcmp(emu, "1");
+    /* each kind in a context of its own: under Oclgrind, a launch of one mma program followed
+     * by another in the same context (rela, then tra) draws "uninitialized value" reports in
+     * the second that no order of one kind per context reproduces; see bench/results/README.md */
+    for (int ki = 0; ki < 5; ki++) {
+        tdacl_context *own = NULL;
+        CHECK_OK(NULL, tdacl_context_create(NULL, &own));
+        void *own_state = own;
+        attn_case c = make_case(KINDS[ki], VAR_TINY_BF16, 17, 17, -1);
+        c.d = 32, c.dv = 32, c.B = 1, c.H = 1;
+        apply_pset(&c, &PSETS[(ki + 1) % 6]);
+        check_case(&own_state, &c, TDACL_PATH_PREFILL);
+        tdacl_context_destroy(own);
+    }
     g_expect_mma = 0;
 }
 
@@ -1277,6 +1301,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_no_survivors),
         cmocka_unit_test(test_nan_inputs),
         cmocka_unit_test(test_mma_variant),
+        cmocka_unit_test(test_mma_tiny),
     };
     const struct CMUnitTest small[] = {
         cmocka_unit_test(test_reference_by_hand),
@@ -1288,7 +1313,7 @@ int main(int argc, char **argv)
      * under five minutes on a cold 2-core machine and the pieces run side by side; the parts
      * cover `full` exactly once, in its order */
     static const struct { const char *name; int first, count; } parts[] = {
-        {"basics", 0, 4}, {"layouts", 4, 3}, {"decode", 7, 2}, {"semantics", 9, 4}, {"mma", 13, 1},
+        {"basics", 0, 4}, {"layouts", 4, 3}, {"decode", 7, 2}, {"semantics", 9, 4}, {"mma", 13, 1}, {"mma-tiny", 14, 1},
     };
     int first = 0, count = (int)(sizeof full / sizeof full[0]);
     if (part) {
@@ -1296,7 +1321,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
             if (!strcmp(part, parts[i].name)) first = parts[i].first, count = parts[i].count, found = 1;
         if (!found) {
-            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, decode, semantics, mma)\n", part);
+            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, decode, semantics, mma, mma-tiny)\n", part);
             return 2;
         }
     }
