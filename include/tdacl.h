@@ -23,7 +23,25 @@
  *  TDACL_CACHE_DIR  cache directory (default $XDG_CACHE_HOME/tdacl or ~/.cache/tdacl)
  *  TDACL_PROFILE    1: log each kernel's summed device time (level info) at context destroy
  *  TDACL_TUNING_FILE  user tuning database (default $XDG_CONFIG_HOME/tdacl/tuning.tdb or
- *                     ~/.config/tdacl/tuning.tdb; format in docs/tuning.md)
+ *                     ~/.config/tdacl/tuning.tdb; format in docs/tuning.md).  A file named
+ *                     here (or in tdacl_context_desc.tuning_file) that cannot be read, is not
+ *                     a regular file or is over 4 MiB is reported once and ignored.
+ *  TDACL_ATTENTION_VARIANT  simt: never use the tensor-core prefill kernel; mma: warn when
+ *                     it cannot be used (TDACL_LOG=debug always says which ran and why)
+ *  TDACL_MMA_EMULATE  1: run the tensor-core prefill kernel on any device through the
+ *                     portable body of its fragment layer (slow; how CI tests it)
+ *
+ * Numbers that are not finite: descriptor fields and checkpoint scalars (beta, lambda) that
+ * are NaN or infinite are refused with TDACL_ERR_INVALID_ARGUMENT / TDACL_ERR_FORMAT; tensor
+ * data (weights, inputs) is computed as given, and a model load warns once when its weights
+ * hold non-finite values.
+ *
+ * Files: every file the library reads (checkpoints, config.json, .npy, the tuning database,
+ * program cache entries) must be a regular file; FIFOs, devices and directories are refused
+ * without blocking.  Symbolic links are followed (the Hugging Face hub cache links snapshots
+ * to blobs).  The program cache trusts only entries and a directory owned by the calling
+ * user and not writable by group or others (created 0700); anything else turns it off or
+ * discards the entry, with a warning.
  */
 #ifndef TDACL_H
 #define TDACL_H

@@ -111,5 +111,8 @@ TDACL_TUNING_FILE=/dev/zero expect tuning-dev-zero 0 'tuning database /dev/zero 
     "$TDACL" "${A[@]}"
 TDACL_TUNING_FILE="$WORK/none.tdb" expect tuning-missing 0 'none.tdb cannot be read' -- "$TDACL" "${A[@]}"
 
+# the matrix units the device offers to attention are named (none on a CPU)
+expect devices-matrix-units 0 'matrix units: (none used|mma.sync)' -- "$TDACL" devices
+
 echo "$((n - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -1313,7 +1313,8 @@ int main(int argc, char **argv)
      * under five minutes on a cold 2-core machine and the pieces run side by side; the parts
      * cover `full` exactly once, in its order */
     static const struct { const char *name; int first, count; } parts[] = {
-        {"basics", 0, 4}, {"layouts", 4, 3}, {"decode", 7, 2}, {"semantics", 9, 4}, {"mma", 13, 1}, {"mma-tiny", 14, 1},
+        {"basics", 0, 4}, {"layouts", 4, 1}, {"layouts-bf16", 5, 1}, {"layouts-f16", 6, 1}, {"decode", 7, 2}, {"semantics", 9, 4},
+        {"mma", 13, 1}, {"mma-tiny", 14, 1},
     };
     int first = 0, count = (int)(sizeof full / sizeof full[0]);
     if (part) {
@@ -1321,7 +1322,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
             if (!strcmp(part, parts[i].name)) first = parts[i].first, count = parts[i].count, found = 1;
         if (!found) {
-            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, decode, semantics, mma, mma-tiny)\n", part);
+            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, decode, semantics, mma, mma-tiny)\n", part);
             return 2;
         }
     }

@@ -7,7 +7,8 @@
 #      against it through find_package(tdacl) and through pkg-config
 #   4. the tests labelled "oclgrind" (kernels under the Oclgrind simulator), if any
 #   5. the libFuzzer targets (tools/fuzz.sh, clang build in build-fuzz/), $FUZZ_SECONDS
-#      (default 30) seconds each on the safetensors and config.json parsers
+#      (default 30) seconds each on the safetensors, config.json, .npy, tuning-database,
+#      cache-entry and command-line parsers
 # Any failure stops the script with a non-zero status.
 set -euo pipefail
 
@@ -74,7 +75,7 @@ else
 fi
 
 # ---- 5. fuzzing ----
-step "fuzz the checkpoint parsers (tools/fuzz.sh, ${FUZZ_SECONDS:-30}s per target)"
+step "fuzz the parsers (tools/fuzz.sh, ${FUZZ_SECONDS:-30}s per target)"
 tools/fuzz.sh "${FUZZ_SECONDS:-30}"
 
 step "summary"

@@ -25,6 +25,12 @@ static void print_record(const tdacl_device_info *i, int verbose)
            i->has_fp64 ? "yes" : "no", i->has_subgroups ? "yes" : "no", i->has_int64_atomics ? "yes" : "no");
     if (i->nv_cc_major) printf(", compute capability %d.%d", i->nv_cc_major, i->nv_cc_minor);
     printf("\n");
+    /* the matrix units the attention prefill uses (src/attention_mma.c decides per call) */
+    if (i->nv_cc_major >= 8)
+        printf("    matrix units: mma.sync bf16/f16 (sm_%d%d), used by attention prefill with bf16/f16 inputs\n",
+               i->nv_cc_major, i->nv_cc_minor);
+    else
+        printf("    matrix units: none used (SIMT kernels; TDACL_MMA_EMULATE=1 runs the mma kernel's portable body)\n");
     if (verbose) printf("    extensions: %s\n", i->extensions);
 }
 
