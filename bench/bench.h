@@ -34,7 +34,7 @@ typedef struct bench_row {
     char params_source[16];
     char params_origin[240];
     tdacl_samples s;
-    double flops;        /* nominal FLOPs per run (SPEC section 4) */
+    double flops;        /* nominal FLOPs per run (docs/spec.md section 5) */
     double bytes;        /* minimum bytes per run (inputs once + output once) */
     double tflops, gbs, pct_peak_flops, pct_peak_bw;
     double bound_ms;     /* decode: time to read K once at the measured bandwidth */

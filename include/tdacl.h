@@ -330,7 +330,7 @@ TDACL_API tdacl_status tdacl_attention(tdacl_context *ctx, const tdacl_attention
                                        const tdacl_attention_tensors *tensors,
                                        tdacl_attention_stats *stats);
 
-/* Nominal FLOPs of one call (SPEC section 4): causal triangle, 2 products (3 for two-view
+/* Nominal FLOPs of one call (docs/spec.md section 5): causal triangle, 2 products (3 for two-view
  * kinds) per head. */
 TDACL_API double tdacl_attention_flops(tdacl_attention_kind kind, int64_t batch_heads,
                                        int64_t tq, int64_t tk, int64_t offset, int64_t d,
@@ -352,7 +352,7 @@ typedef struct tdacl_model_desc {
 
 typedef enum tdacl_position_kind {
     TDACL_POSITION_LEARNED = 0, /* GPT-2 wpe */
-    TDACL_POSITION_ROPE = 1     /* rotate-half RoPE on q and k views (SPEC section 3) */
+    TDACL_POSITION_ROPE = 1     /* rotate-half RoPE on q and k views (docs/spec.md section 4) */
 } tdacl_position_kind;
 
 typedef struct tdacl_model_info {

@@ -1,6 +1,6 @@
 /* Opening a checkpoint directory: config.json, then model.safetensors or the shards named
  * by model.safetensors.index.json, each memory-mapped read-only and validated, then the
- * whole tensor list checked against the config (SPEC section 3) before anyone allocates
+ * whole tensor list checked against the config (docs/spec.md section 4) before anyone allocates
  * device memory for it. */
 #include <errno.h>
 #include <fcntl.h>

@@ -6,7 +6,7 @@
 
 #include "internal.h"
 
-/* config.json, GPT-2 keys plus the threshold-attention extensions of SPEC section 3. */
+/* config.json, GPT-2 keys plus the threshold-attention extensions of docs/spec.md section 4. */
 typedef struct tdacl_model_config {
     int n_layer, n_head, n_embd, vocab_size, n_positions;
     float layer_norm_epsilon;
@@ -44,7 +44,7 @@ typedef struct tdacl_ckpt_tensor {
                                    0 in an opened checkpoint. */
 } tdacl_ckpt_tensor;
 
-/* One tensor SPEC section 3 requires of a config: the checkpoint reader checks against the
+/* One tensor docs/spec.md section 4 requires of a config: the checkpoint reader checks against the
  * list, the random writer writes it. */
 typedef enum tdacl_ckpt_init {
     TDACL_INIT_NORMAL, /* N(0, 0.02): embeddings and linear weights */
@@ -73,7 +73,7 @@ typedef struct tdacl_checkpoint tdacl_checkpoint;
 
 /* Parses config.json and every safetensors file of dir, validates each header (lengths,
  * offsets, dtypes, shape products, overlaps, gaps, trailing bytes) and then the full tensor
- * list against the config (SPEC section 3 names, GPT-2 Conv1D [in, out] layout).  Never
+ * list against the config (docs/spec.md section 4 names, GPT-2 Conv1D [in, out] layout).  Never
  * allocates more than a file's size on a bad header.  Errors, each with a message naming the
  * file and, where there is one, the tensor or key: TDACL_ERR_IO (a file is missing or
  * unreadable), TDACL_ERR_FORMAT (malformed file, missing tensor, bad config value),

@@ -1,4 +1,4 @@
-/* GPT-family decoders (SPEC section 3): weights from a checkpoint, the forward pass for
+/* GPT-family decoders (docs/spec.md section 4): weights from a checkpoint, the forward pass for
  * prefill and for KV-cache decode, and sampling.  Read top to bottom:
  *
  *   x = wte[tokens] (+ wpe[positions])                       x   [rows, C]

@@ -1,4 +1,4 @@
-/* config.json of a GPT-family checkpoint (SPEC section 3): the GPT-2 keys with their
+/* config.json of a GPT-family checkpoint (docs/spec.md section 4): the GPT-2 keys with their
  * Hugging Face aliases plus the threshold-attention extensions, each checked for type and
  * range so that every shape product derived from them fits in 64 bits; and the list of
  * tensors such a config requires. */

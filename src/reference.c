@@ -1,5 +1,5 @@
 /* Double-precision CPU attention used by the tuner to reject wrong candidates (the test
- * suite has its own, independent oracle in tests/ref/).  Straight from SPEC section 1: for
+ * suite has its own, independent oracle in tests/ref/).  Straight from docs/spec.md section 1: for
  * each query row, score every visible key, turn scores into weights, sum weights x v. */
 #include <math.h>
 #include <stdlib.h>

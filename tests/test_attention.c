@@ -669,7 +669,7 @@ static void check_stats(const attn_case *c, const char *what, const tdacl_attent
     if (st->tiles_skipped_v > st->tiles_visited || (softmax_kind(c->kind) && st->tiles_skipped_v != 0))
         fail_msg("%s stats [%s]: %llu of %llu visited tiles skipped their V work (softmax kinds skip none)", what,
                  cs, (unsigned long long)st->tiles_skipped_v, (unsigned long long)st->tiles_visited);
-    /* SPEC 2: a tile whose weights are all zero skips its V work; with no survivor at all,
+    /* docs/spec.md section 2: a tile whose weights are all zero skips its V work; with no survivor at all,
      * that is every tile */
     if (!softmax_kind(c->kind) && rc->zero_weights == rc->visible_pairs && rc->survivors[0] == 0 &&
         rc->survivors[1] == 0)

@@ -1,5 +1,5 @@
 /* tdacl-bench's host code, no device needed: the JSON and CSV schema round trip, the
- * nominal FLOP count against SPEC section 4, the sample statistics of src/measure.c,
+ * nominal FLOP count against docs/spec.md section 5, the sample statistics of src/measure.c,
  * --compare's regression rule and the option parser.  The measured run and the CLI's
  * error exits are driven by tests/bench_cli.cmake. */
 #include <float.h>
@@ -265,7 +265,7 @@ static void test_csv(void **state)
     bench_free(&run);
 }
 
-/* ---- FLOPs (SPEC section 4) ---- */
+/* ---- FLOPs (docs/spec.md section 5) ---- */
 
 /* Counted pair by pair: query i sits at position offset + i and sees keys
  * 0..min(offset + i, Tk - 1).  Each visible pair costs one q.k product per view (2*d

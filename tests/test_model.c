@@ -181,7 +181,7 @@ static const model_spec *spec_by_tag(const char *tag)
     return NULL;
 }
 
-/* config.json of a spec, in the keys of SPEC section 3. */
+/* config.json of a spec, in the keys of docs/spec.md section 4. */
 static void config_json(const model_spec *s, char *buf, size_t n)
 {
     char scaling[96] = "";
@@ -407,7 +407,7 @@ static char *make_checkpoint(const model_spec *s, const char *tag, tdacl_dtype f
             char name[64];
             snprintf(name, sizeof name, "h.%d.attn.lambda", l);
             st_tensor *old = st_find(f, name);
-            assert_non_null(old); /* SPEC 3: two-view layers carry lambda */
+            assert_non_null(old); /* docs/spec.md section 4: two-view layers carry lambda */
             /* per head: [n_head]; scalar: keep the writer's own scalar shape ([] or [1]) */
             int64_t shape[4] = {NH};
             int ndim = 1;

@@ -7,7 +7,7 @@ write them in tdacl-bench's JSON schema (tdacl-bench/1) so that
   the TDA authors' Triton TRA and TDA (fp32 in)   -> rows name=tra|tda impl=authors-triton
     (only with --triton PATH/triton_threshold_attention.py; the file is never committed)
 
-Shapes follow SPEC section 5: B=4, H=8, d=64, causal, T in --T.  Inputs are random unit
+Shapes follow docs/spec.md section 5: B=4, H=8, d=64, causal, T in --T.  Inputs are random unit
 vectors for tra/tda (beta=1), as in the SPEC's density sweep.  Timing: CUDA events,
 warm-up, median of >= 10 runs and >= 100 ms, as tdacl-bench does.
 """

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Eager PyTorch anchor for tdacl's GPT-family forward pass (SPEC section 3): the same
+"""Eager PyTorch anchor for tdacl's GPT-family forward pass (docs/spec.md section 4): the same
 architecture written with plain, naive PyTorch ops (every attention kind materialises its
 T x T score matrix), timed on one CUDA GPU and written in tdacl-bench's JSON schema
 (tdacl-bench/1), so that `tdacl-bench --compare gpt_eager.json` prints our/anchor ratios.
 
 Model: GPT-2 small by default (12 layers, 12 heads, n_embd 768, vocab 50257), every
-attention kind of SPEC section 1 (--kinds), fp32 weights and activations.  Positions and
+attention kind of docs/spec.md section 1 (--kinds), fp32 weights and activations.  Positions and
 head Norm default to "auto", the models of tdacl-bench's forward suite (whose rows these
 are compared with by name, batch and lengths): tda, tra and diff_softmax use RoPE (theta
 10000) and the rms head Norm; softmax (plain GPT-2) and rela use learned positions and no
@@ -30,7 +30,7 @@ Row layout (suite "forward", impl "pytorch-eager", dtype "f32"):
           tdacl-bench's loader reads), "Tk": keys the last query sees (T for prefill, ctx for
           decode), "M": tokens processed = B*T, "N": vocab, "K": n_embd}
   flops  nominal: 2 x (matmul weights) x tokens + 2 x n_embd x vocab x logit rows + the
-         attention's causal FLOPs of SPEC section 4 (2 products per pair, 3 for two-view kinds)
+         attention's causal FLOPs of docs/spec.md section 5 (2 products per pair, 3 for two-view kinds)
   also   "time_ms" {min, median, max, mean, spread, noisy, samples}, "tflops", "logits"
          ("all" | "last"), "position", "note" (model and options)
 Rows are keyed by name, B, Tq and Tk only (not by position or head Norm): compare files
@@ -93,7 +93,7 @@ class Config:
 
 
 def tensor_list(cfg):
-    """(name, shape, init) of every tensor SPEC section 3 requires, GPT-2 Conv1D [in, out]."""
+    """(name, shape, init) of every tensor docs/spec.md section 4 requires, GPT-2 Conv1D [in, out]."""
     C, V, L = cfg.n_embd, cfg.vocab_size, cfg.n_layer
     nq = 5 if cfg.kind in TWO_VIEW else 3
     ln = cfg.norm_type != "rmsnorm"
@@ -291,7 +291,7 @@ def timed(fn, device, min_samples=10, min_ms=100.0, warmup=3):
 
 def forward_flops(cfg, B, T, Tk_last, logit_rows):
     """Nominal FLOPs of one forward call: matmuls (2 per weight per token), the LM head for
-    the logit rows, and the causal attention of SPEC section 4 for queries at Tk_last-T..Tk_last-1."""
+    the logit rows, and the causal attention of docs/spec.md section 5 for queries at Tk_last-T..Tk_last-1."""
     C, nq = cfg.n_embd, 5 if cfg.kind in TWO_VIEW else 3
     per_token = 2 * cfg.n_layer * (C * nq * C + C * C + 8 * C * C)
     pos0 = Tk_last - T

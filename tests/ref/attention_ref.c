@@ -1,4 +1,4 @@
-/* Plain double-precision reference of SPEC.md section 1 (see attention_ref.h).
+/* Plain double-precision reference of docs/spec.md section 1 (see attention_ref.h).
  *
  * Read it top to bottom: the small functions are the concepts of the spec (threshold,
  * L2 normalisation, causal visibility, rectified power, softmax, rms Norm); then one

@@ -1,4 +1,4 @@
-/* Plain double-precision reference of the attention kinds of SPEC.md section 1.
+/* Plain double-precision reference of the attention kinds of docs/spec.md section 1.
  *
  * Deliberately simple: no tiling, no streaming, no fused anything.  For every (batch, head,
  * query row) it computes every visible score, every weight, then the weighted sum of the V

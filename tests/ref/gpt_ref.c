@@ -1,7 +1,7 @@
 /* Plain double-precision reference of the GPT-family decoder (see gpt_ref.h).
  *
  * Read it top to bottom: first the layers (norms, matmul, GELU, RoPE, the threshold), then
- * the attention of one layer for every kind of SPEC section 1, then the forward pass that
+ * the attention of one layer for every kind of docs/spec.md section 1, then the forward pass that
  * strings them together, and last the loader that turns checkpoint tensors into doubles.
  *
  * Notation: T tokens, C = n_embd, NH heads of d = C / NH, V vocabulary, NQ = 3 ([q|k|v])
@@ -87,7 +87,7 @@ void gpt_ref_rope(double *x, int d, int64_t pos, double theta)
     }
 }
 
-/* Length-adaptive threshold (SPEC section 1): tau(p) = beta sqrt(max(0, 2 ln((p+1)/kappa)) / d). */
+/* Length-adaptive threshold (docs/spec.md section 1): tau(p) = beta sqrt(max(0, 2 ln((p+1)/kappa)) / d). */
 double gpt_ref_tau(int64_t pos, double beta, double kappa, int d)
 {
     double l = 2.0 * log(((double)pos + 1.0) / kappa);
@@ -207,7 +207,7 @@ int gpt_ref_attention(const gpt_ref_model *m, const gpt_ref_layer *L, int T, con
                 for (int j = 0; j < n; j++) acc += w[j] * qkv[(size_t)j * NQ * C + (size_t)(NQ - 1) * C + (size_t)h * d + c];
                 o[c] = acc;
             }
-            /* Per-head Norm: rms over d with eps 1e-5 (SPEC section 1's default; SPEC section 3
+            /* Per-head Norm: rms over d with eps 1e-5 (docs/spec.md section 1's default; docs/spec.md section 4
              * names no other), times head_norm.weight.  A zero row stays exactly zero. */
             if (m->head_norm == TDACL_NORM_RMS) {
                 double ss = 0.0;

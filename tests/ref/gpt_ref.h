@@ -9,7 +9,7 @@
  * returns the logits of every position.
  *
  * Choices where SPEC.md is silent (also noted in gpt_ref.c where they are used):
- *  - the per-head rms Norm uses eps = 1e-5 (SPEC section 1's default), not
+ *  - the per-head rms Norm uses eps = 1e-5 (docs/spec.md section 1's default), not
  *    layer_norm_epsilon; LayerNorm / RMSNorm of ln_1, ln_2, ln_f use layer_norm_epsilon;
  *  - the same norm_type is used for ln_1, ln_2 and ln_f; RMSNorm has no bias;
  *  - h.N.attn.beta, when present, replaces the config's attention.beta for layer N; when
@@ -58,7 +58,7 @@ typedef struct gpt_ref_model {
     tdacl_attention_kind kind;
     double kappa, power;       /* threshold length scale and rectifier exponent */
     tdacl_head_norm head_norm;
-    double head_norm_eps;      /* 1e-5 (SPEC section 1 default) */
+    double head_norm_eps;      /* 1e-5 (docs/spec.md section 1 default) */
     tdacl_position_kind position;
     double rope_theta;         /* base theta as configured */
     double rope_ntk_factor;    /* 1 = no scaling */
