@@ -1004,7 +1004,7 @@ static void test_forced_tiles(void **state)
     check_decode(state, &c, 9, 1, "NTD=32 WAVES=32"); /* many small splits */
 }
 
-/* SPEC 1: with norm = none, tra and tda must equal the authors' Triton kernels: kappa 1, no
+/* docs/spec.md section 1: with norm = none, tra and tda must equal the authors' Triton kernels: kappa 1, no
  * 1/sqrt(d) scale, q and k L2-normalised outside the kernel for TDA (here: normalize on),
  * raw dot products for their TRA (normalize off), lambda clamped, no Norm.  The library
  * runs on its documented defaults (tdacl_attention_desc_init: beta 1, kappa 1, p 2,

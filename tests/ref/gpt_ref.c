@@ -144,7 +144,7 @@ int gpt_ref_attention(const gpt_ref_model *m, const gpt_ref_layer *L, int T, con
         return -1;
     }
     for (int h = 0; h < NH; h++) {
-        /* Gather the q and k views of head h; RoPE before the L2 normalisation (SPEC 3). */
+        /* Gather the q and k views of head h; RoPE before the L2 normalisation (docs/spec.md section 4). */
         for (int vw = 0; vw < nv; vw++)
             for (int t = 0; t < T; t++) {
                 double *qt = q + ((size_t)vw * T + t) * d, *kt = k + ((size_t)vw * T + t) * d;
