@@ -141,7 +141,7 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, tdacl
             /* the kernel variant that ran names the implementation */
             if (s.variant == 1) snprintf(r->impl, sizeof r->impl, "tdacl-mma");
             tdacl__params_text(ks, &used.values, r->params, sizeof r->params);
-            if (s.variant == 1) snprintf(r->params, sizeof r->params, "BN=%d NWARPS=%d%s", job.plan.mma_bn, job.plan.mma_nwarps,
+            if (s.variant == 1) snprintf(r->params, sizeof r->params, "BN=%d NWARPS=%d MT=%d%s", job.plan.mma_bn, job.plan.mma_nwarps, job.plan.mma_mt,
                                          job.plan.mma_native ? "" : " emulated");
             snprintf(r->params_source, sizeof r->params_source, "%s", generic ? "generic" : tdacl__tuned_source_name(used.source));
             snprintf(r->params_origin, sizeof r->params_origin, "%s", generic ? "generic ladder" : used.origin);

@@ -37,7 +37,10 @@
                    the general pow is never evaluated for the common powers */
 #endif
 #ifndef NWARPS
-#define NWARPS 4 /* warps per work-group; BM = 16 * NWARPS */
+#define NWARPS 4 /* warps per work-group */
+#endif
+#ifndef MT
+#define MT 1 /* 16-row m-tiles per warp: 2 reuses every K and V fragment for 32 rows */
 #endif
 
 #define TWO_VIEWS (KIND == 3 || KIND == 4)
@@ -45,7 +48,8 @@
 #define SPARSE (KIND >= 1 && KIND <= 3)
 #define NV (TWO_VIEWS ? 2 : 1)
 #define NT (32 * NWARPS)
-#define BM (16 * NWARPS)
+#define BM (16 * MT * NWARPS)
+#define NR (2 * MT) /* query rows per lane: g, g + 8 of each m-tile */
 #define LDK (D + 8)   /* padded rows: ldmatrix row addresses fall in distinct banks */
 #define LDV (DV + 8)
 #define NB (BN / 8)   /* n-blocks of a score tile */
@@ -120,7 +124,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
 #else
     __local ushort Ks[KSTAGES * NV * BN * LDK] __attribute__((aligned(16)));
     __local ushort Qs[NV * BM * LDK] __attribute__((aligned(16))); /* A fragments refer to it */
-    __local ushort Ps[NWARPS * NW * 16 * MMA_SCRATCH_LD(BN)];
+    __local ushort Ps[NWARPS * NW * MT * 16 * MMA_SCRATCH_LD(BN)];
     __local float mma_xchg[NT];
 #endif
     __local ushort Vs[VSTAGES * BN * LDV] __attribute__((aligned(16)));
@@ -138,8 +142,11 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
     const long nqb = get_num_groups(2);
     const long qb = nqb - 1 - get_group_id(2); /* heaviest blocks first */
     const long m0 = qb * BM;
-    const long wrow0 = m0 + 16 * warp;               /* this warp's first query row */
-    const long row_a = wrow0 + g, row_b = row_a + 8; /* this lane's two rows */
+    const long wrow0 = m0 + 16 * MT * warp; /* this warp's first query row */
+    /* this lane's rows: ri = 2 mt + hb is row g + 8 hb of m-tile mt; C element e of an
+     * m-tile belongs to hb = e / 2 */
+    long row[NR];
+    UNROLL for (int ri = 0; ri < NR; ri++) row[ri] = wrow0 + 16 * (ri >> 1) + g + 8 * (ri & 1);
 
     __global const ushort *qp = (__global const ushort *)q, *kp = (__global const ushort *)k;
     __global const ushort *vp = (__global const ushort *)v;
@@ -193,9 +200,11 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
     mma_copy_commit();
     MMA_COPY_WAIT(0);
     barrier(CLK_LOCAL_MEM_FENCE);
-    frag_a qf[NV][KD];
-    UNROLL for (int vw = 0; vw < NV; vw++)
-        UNROLL for (int kk = 0; kk < KD; kk++) mma_load_a(&qf[vw][kk], Qs + vw * BM * LDK + 16 * warp * LDK + 16 * kk, LDK);
+    frag_a qf[MT][NV][KD];
+    UNROLL for (int mt = 0; mt < MT; mt++)
+        UNROLL for (int vw = 0; vw < NV; vw++)
+            UNROLL for (int kk = 0; kk < KD; kk++)
+                mma_load_a(&qf[mt][vw][kk], Qs + vw * BM * LDK + (16 * MT * warp + 16 * mt) * LDK + 16 * kk, LDK);
 #if MMA_NATIVE
     barrier(CLK_LOCAL_MEM_FENCE); /* Q read out of the K region before the first K tile lands */
 #endif
@@ -207,47 +216,64 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
     }
     mma_copy_commit();
 
-    /* per-row state: this lane's rows a (e = 0, 1) and b (e = 2, 3) */
-    const float qia = (qinv && row_a < Tq) ? qinv[(long)bh * Tq + row_a] : 1.0f;
-    const float qib = (qinv && row_b < Tq) ? qinv[(long)bh * Tq + row_b] : 1.0f;
-#if TWO_VIEWS
-    const float q2ia = (q2inv && row_a < Tq) ? q2inv[(long)bh * Tq + row_a] : 1.0f;
-    const float q2ib = (q2inv && row_b < Tq) ? q2inv[(long)bh * Tq + row_b] : 1.0f;
-#endif
-#if KIND == 2 || KIND == 3
-    const float tau_a = tau_of(offset + row_a, beta, kappa, d), tau_b = tau_of(offset + row_b, beta, kappa, d);
-#endif
+    /* per-row state */
 #if SOFTMAX
     const float sscale = scale * 1.44269504088896341f; /* scores in log2 units */
-    float m_a = -INFINITY, m_b = -INFINITY, l_a = 0.0f, l_b = 0.0f;
 #else
     const float sscale = scale;
 #endif
-    /* the score scale with each row's inverse query norm folded in */
-    const float sa = sscale * qia, sb = sscale * qib;
+    float sr[NR]; /* the score scale with each row's inverse query norm folded in */
 #if TWO_VIEWS
-    const float s2a = sscale * q2ia, s2b = sscale * q2ib;
+    float sr2[NR];
+#endif
+#if KIND == 2 || KIND == 3
+    float tau[NR];
+#endif
+#if SOFTMAX
+    float mrow[NR], lrow[NR];
 #endif
 #if KIND == 4
-    float m2_a = -INFINITY, m2_b = -INFINITY, l2_a = 0.0f, l2_b = 0.0f;
-    float o2[NBV][4];
+    float mrow2[NR], lrow2[NR];
 #endif
+#if WSCALE
+    int erow[NR]; /* log2 of each row's weight scale; -150: no weight yet */
+#endif
+    UNROLL for (int ri = 0; ri < NR; ri++) {
+        const long r = row[ri];
+        sr[ri] = sscale * ((qinv && r < Tq) ? qinv[(long)bh * Tq + r] : 1.0f);
+#if TWO_VIEWS
+        sr2[ri] = sscale * ((q2inv && r < Tq) ? q2inv[(long)bh * Tq + r] : 1.0f);
+#endif
+#if KIND == 2 || KIND == 3
+        tau[ri] = tau_of(offset + r, beta, kappa, d);
+#endif
+#if SOFTMAX
+        mrow[ri] = -INFINITY, lrow[ri] = 0.0f;
+#endif
+#if KIND == 4
+        mrow2[ri] = -INFINITY, lrow2[ri] = 0.0f;
+#endif
+#if WSCALE
+        erow[ri] = -150;
+#endif
+    }
 #if KIND == 3
     const float lc = clamp(lambda, 0.0f, 1.0f);
 #endif
-#if WSCALE
-    int e_a = -150, e_b = -150; /* log2 of each row's weight scale; -150: no weight yet */
-#endif
-    float o[NBV][4];
-    UNROLL for (int n = 0; n < NBV; n++)
-        UNROLL for (int e = 0; e < 4; e++) {
-            o[n][e] = 0.0f;
+    float o[MT][NBV][4];
 #if KIND == 4
-            o2[n][e] = 0.0f;
+    float o2[MT][NBV][4];
 #endif
-        }
+    UNROLL for (int mt = 0; mt < MT; mt++)
+        UNROLL for (int n = 0; n < NBV; n++)
+            UNROLL for (int e = 0; e < 4; e++) {
+                o[mt][n][e] = 0.0f;
+#if KIND == 4
+                o2[mt][n][e] = 0.0f;
+#endif
+            }
     uint nz1 = 0, nz2 = 0, nzc = 0, vtiles = 0;
-    const long warp_last = min(wrow0 + 15, Tq - 1); /* the warp's last real row */
+    const long warp_last = min(wrow0 + 16 * MT - 1, Tq - 1); /* the warp's last real row */
 
     for (int kt = 0; kt < ntiles; kt++) {
         const long n0 = (long)kt * BN;
@@ -264,58 +290,70 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
         }
         mma_copy_commit();
 
-        /* S = Q K^T (and S2), unless every key of the tile is above this warp's rows */
-        float s[NB][4];
+        /* S = Q K^T (and S2), unless every key of the tile is above this warp's rows; each
+         * K fragment serves all MT m-tiles */
+        float s[MT][NB][4];
 #if TWO_VIEWS
-        float s2[NB][4];
+        float s2[MT][NB][4];
 #endif
-        UNROLL for (int n = 0; n < NB; n++)
-            UNROLL for (int e = 0; e < 4; e++) {
-                s[n][e] = 0.0f;
+        UNROLL for (int mt = 0; mt < MT; mt++)
+            UNROLL for (int n = 0; n < NB; n++)
+                UNROLL for (int e = 0; e < 4; e++) {
+                    s[mt][n][e] = 0.0f;
 #if TWO_VIEWS
-                s2[n][e] = 0.0f;
+                    s2[mt][n][e] = 0.0f;
 #endif
-            }
+                }
         const int warp_live = wrow0 <= warp_last && n0 <= offset + warp_last; /* warp-uniform */
         if (warp_live) {
             UNROLL for (int kk = 0; kk < KD; kk++)
                 UNROLL for (int n2 = 0; n2 < NB / 2; n2++) {
                     frag_b b0, b1;
                     mma_load_b_nk(&b0, &b1, Kt + 16 * n2 * LDK + 16 * kk, LDK);
-                    mma_acc(s[2 * n2], &qf[0][kk], &b0);
-                    mma_acc(s[2 * n2 + 1], &qf[0][kk], &b1);
+                    UNROLL for (int mt = 0; mt < MT; mt++) {
+                        mma_acc(s[mt][2 * n2], &qf[mt][0][kk], &b0);
+                        mma_acc(s[mt][2 * n2 + 1], &qf[mt][0][kk], &b1);
+                    }
 #if TWO_VIEWS
                     mma_load_b_nk(&b0, &b1, Kt + BN * LDK + 16 * n2 * LDK + 16 * kk, LDK);
-                    mma_acc(s2[2 * n2], &qf[1][kk], &b0);
-                    mma_acc(s2[2 * n2 + 1], &qf[1][kk], &b1);
+                    UNROLL for (int mt = 0; mt < MT; mt++) {
+                        mma_acc(s2[mt][2 * n2], &qf[mt][1][kk], &b0);
+                        mma_acc(s2[mt][2 * n2 + 1], &qf[mt][1][kk], &b1);
+                    }
 #endif
                 }
         }
 
-        /* key j of the tile is visible to row r when j <= lim_r (causal) and j < kmax */
-        const int lim_a = row_a < Tq ? (int)clamp(offset + row_a - n0, -1L, (long)BN) : -1;
-        const int lim_b = row_b < Tq ? (int)clamp(offset + row_b - n0, -1L, (long)BN) : -1;
+        /* key j of the tile is visible to row r when j <= lim[r] (causal) and j < kmax */
+        int lim[NR];
+        UNROLL for (int ri = 0; ri < NR; ri++)
+            lim[ri] = row[ri] < Tq ? (int)clamp(offset + row[ri] - n0, -1L, (long)BN) : -1;
         const int kmax = (int)min((long)BN, Tk - n0);
 #if KNORM
         __local const float *kn = kn_s + stg * NV * BN;
 #endif
         int any = 0;
 #if SOFTMAX
-        float tmax_a = -INFINITY, tmax_b = -INFINITY;
+        float tmax[NR];
+        UNROLL for (int ri = 0; ri < NR; ri++) tmax[ri] = -INFINITY;
 #if KIND == 4
-        float tmax2_a = -INFINITY, tmax2_b = -INFINITY;
+        float tmax2[NR];
+        UNROLL for (int ri = 0; ri < NR; ri++) tmax2[ri] = -INFINITY;
 #endif
 #endif
 #if WSCALE
-        float wm_a = 0.0f, wm_b = 0.0f;
+        float wm[NR];
+        UNROLL for (int ri = 0; ri < NR; ri++) wm[ri] = 0.0f;
 #endif
+        UNROLL for (int mt = 0; mt < MT; mt++)
         UNROLL for (int n = 0; n < NB; n++)
             UNROLL for (int e = 0; e < 4; e++) {
+                const int ri = 2 * mt + (e >> 1);
                 const int j = 8 * n + 2 * t + (e & 1);
-                const int visible = j <= (e < 2 ? lim_a : lim_b) && j < kmax;
-                float x = s[n][e] * (e < 2 ? sa : sb);
+                const int visible = j <= lim[ri] && j < kmax;
+                float x = s[mt][n][e] * sr[ri];
 #if TWO_VIEWS
-                float x2 = s2[n][e] * (e < 2 ? s2a : s2b);
+                float x2 = s2[mt][n][e] * sr2[ri];
 #endif
 #if KNORM
                 if (kinv) x *= kn[j];
@@ -325,30 +363,27 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
 #endif
 #if SOFTMAX
                 x = visible ? x : -INFINITY;
-                if (e < 2) tmax_a = fmax(tmax_a, x);
-                else tmax_b = fmax(tmax_b, x);
-                s[n][e] = x;
+                tmax[ri] = fmax(tmax[ri], x);
+                s[mt][n][e] = x;
 #if KIND == 4
                 x2 = visible ? x2 : -INFINITY;
-                if (e < 2) tmax2_a = fmax(tmax2_a, x2);
-                else tmax2_b = fmax(tmax2_b, x2);
-                s2[n][e] = x2;
+                tmax2[ri] = fmax(tmax2[ri], x2);
+                s2[mt][n][e] = x2;
 #endif
 #elif KIND == 1
                 float w = (!visible || x <= 0.0f) ? 0.0f : x; /* NaN passes */
                 nz1 += w != 0.0f;
                 any |= w != 0.0f;
-                s[n][e] = w;
+                s[mt][n][e] = w;
 #elif KIND == 2
-                x -= (e < 2) ? tau_a : tau_b;
+                x -= tau[ri];
                 float w = !visible ? 0.0f : isnan(x) ? x : rectify(x, power);
                 nz1 += w != 0.0f;
                 any |= w != 0.0f;
-                s[n][e] = w;
+                s[mt][n][e] = w;
 #else /* tda */
-                const float tau = (e < 2) ? tau_a : tau_b;
-                x -= tau;
-                x2 -= tau;
+                x -= tau[ri];
+                x2 -= tau[ri];
                 float w1 = !visible ? 0.0f : isnan(x) ? x : rectify(x, power);
                 float w2 = !visible ? 0.0f : isnan(x2) ? x2 : rectify(x2, power);
                 float w = w1 - lc * w2;
@@ -356,61 +391,51 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
                 nz2 += w2 != 0.0f;
                 nzc += w != 0.0f;
                 any |= w1 != 0.0f || w2 != 0.0f;
-                s[n][e] = w;
+                s[mt][n][e] = w;
 #endif
 #if WSCALE
-                if (isfinite(s[n][e])) {
-                    if (e < 2) wm_a = fmax(wm_a, fabs(s[n][e]));
-                    else wm_b = fmax(wm_b, fabs(s[n][e]));
-                }
+                if (isfinite(s[mt][n][e])) wm[ri] = fmax(wm[ri], fabs(s[mt][n][e]));
 #endif
             }
 #if WSCALE
-        {
-            /* the rows' scales follow their largest weight so far (see WSCALE) */
-            wm_a = mma_quad_max(wm_a), wm_b = mma_quad_max(wm_b);
-            const int na = wm_a > 0.0f ? clamp(max(e_a, ilogb(wm_a)), -100, 127) : e_a;
-            const int nb = wm_b > 0.0f ? clamp(max(e_b, ilogb(wm_b)), -100, 127) : e_b;
-            const float ra = ldexp(1.0f, e_a - na), rb = ldexp(1.0f, e_b - nb);
-            UNROLL for (int n = 0; n < NBV; n++) o[n][0] *= ra, o[n][1] *= ra, o[n][2] *= rb, o[n][3] *= rb;
-            e_a = na, e_b = nb;
-            const float ia = ldexp(1.0f, -max(e_a, -100)), ib = ldexp(1.0f, -max(e_b, -100));
-            UNROLL for (int n = 0; n < NB; n++) s[n][0] *= ia, s[n][1] *= ia, s[n][2] *= ib, s[n][3] *= ib;
+        /* the rows' scales follow their largest weight so far (see WSCALE) */
+        UNROLL for (int ri = 0; ri < NR; ri++) {
+            const float mx = mma_quad_max(wm[ri]);
+            const int ne = mx > 0.0f ? clamp(max(erow[ri], ilogb(mx)), -100, 127) : erow[ri];
+            const float rs = ldexp(1.0f, erow[ri] - ne), is = ldexp(1.0f, -max(ne, -100));
+            erow[ri] = ne;
+            const int mt = ri >> 1, e0 = 2 * (ri & 1);
+            UNROLL for (int n = 0; n < NBV; n++) o[mt][n][e0] *= rs, o[mt][n][e0 + 1] *= rs;
+            UNROLL for (int n = 0; n < NB; n++) s[mt][n][e0] *= is, s[mt][n][e0 + 1] *= is;
         }
 #endif
 #if SOFTMAX
         /* online softmax: new row maxima over the quad, rescale, exponentiate */
-        {
-            const float mx_a = mma_quad_max(tmax_a), mx_b = mma_quad_max(tmax_b);
-            const float mn_a = fmax(m_a, mx_a), mn_b = fmax(m_b, mx_b);
-            const float al_a = mn_a == -INFINITY ? 1.0f : native_exp2(m_a - mn_a);
-            const float al_b = mn_b == -INFINITY ? 1.0f : native_exp2(m_b - mn_b);
-            m_a = mn_a, m_b = mn_b;
-            l_a *= al_a, l_b *= al_b;
-            UNROLL for (int n = 0; n < NBV; n++) o[n][0] *= al_a, o[n][1] *= al_a, o[n][2] *= al_b, o[n][3] *= al_b;
+        UNROLL for (int ri = 0; ri < NR; ri++) {
+            const int mt = ri >> 1, e0 = 2 * (ri & 1);
+            const float mn = fmax(mrow[ri], mma_quad_max(tmax[ri]));
+            const float al = mn == -INFINITY ? 1.0f : native_exp2(mrow[ri] - mn);
+            mrow[ri] = mn;
+            lrow[ri] *= al;
+            UNROLL for (int n = 0; n < NBV; n++) o[mt][n][e0] *= al, o[mt][n][e0 + 1] *= al;
             UNROLL for (int n = 0; n < NB; n++)
-                UNROLL for (int e = 0; e < 4; e++) {
+                UNROLL for (int e = e0; e < e0 + 2; e++) {
                     /* masked keys (score -inf) weigh 0; a NaN score stays NaN */
-                    const float p = s[n][e] == -INFINITY ? 0.0f : native_exp2(s[n][e] - (e < 2 ? mn_a : mn_b));
-                    if (e < 2) l_a += p;
-                    else l_b += p;
-                    s[n][e] = p;
+                    const float p = s[mt][n][e] == -INFINITY ? 0.0f : native_exp2(s[mt][n][e] - mn);
+                    lrow[ri] += p;
+                    s[mt][n][e] = p;
                 }
 #if KIND == 4
-            const float mx2_a = mma_quad_max(tmax2_a), mx2_b = mma_quad_max(tmax2_b);
-            const float mn2_a = fmax(m2_a, mx2_a), mn2_b = fmax(m2_b, mx2_b);
-            const float al2_a = mn2_a == -INFINITY ? 1.0f : native_exp2(m2_a - mn2_a);
-            const float al2_b = mn2_b == -INFINITY ? 1.0f : native_exp2(m2_b - mn2_b);
-            m2_a = mn2_a, m2_b = mn2_b;
-            l2_a *= al2_a, l2_b *= al2_b;
-            UNROLL for (int n = 0; n < NBV; n++)
-                o2[n][0] *= al2_a, o2[n][1] *= al2_a, o2[n][2] *= al2_b, o2[n][3] *= al2_b;
+            const float mn2 = fmax(mrow2[ri], mma_quad_max(tmax2[ri]));
+            const float al2 = mn2 == -INFINITY ? 1.0f : native_exp2(mrow2[ri] - mn2);
+            mrow2[ri] = mn2;
+            lrow2[ri] *= al2;
+            UNROLL for (int n = 0; n < NBV; n++) o2[mt][n][e0] *= al2, o2[mt][n][e0 + 1] *= al2;
             UNROLL for (int n = 0; n < NB; n++)
-                UNROLL for (int e = 0; e < 4; e++) {
-                    const float p = s2[n][e] == -INFINITY ? 0.0f : native_exp2(s2[n][e] - (e < 2 ? mn2_a : mn2_b));
-                    if (e < 2) l2_a += p;
-                    else l2_b += p;
-                    s2[n][e] = p;
+                UNROLL for (int e = e0; e < e0 + 2; e++) {
+                    const float p = s2[mt][n][e] == -INFINITY ? 0.0f : native_exp2(s2[mt][n][e] - mn2);
+                    lrow2[ri] += p;
+                    s2[mt][n][e] = p;
                 }
 #endif
         }
@@ -432,82 +457,84 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
         __local const ushort *Vt = Vs;
 #endif
 
-        /* O += W V: weights become A operands */
+        /* O += W V: weights become A operands; each V fragment serves all MT m-tiles */
 #if MMA_NATIVE
         __local ushort *Pw = 0;
 #else
-        __local ushort *Pw = Ps + warp * NW * 16 * MMA_SCRATCH_LD(BN);
+        __local ushort *Pw = Ps + warp * NW * MT * 16 * MMA_SCRATCH_LD(BN);
 #endif
-        frag_a pa[KB];
-        UNROLL for (int kk = 0; kk < KB; kk++) mma_stage_a(&pa[kk], s[2 * kk], s[2 * kk + 1], Pw, kk);
+        frag_a pa[MT][KB];
+        UNROLL for (int mt = 0; mt < MT; mt++)
+            UNROLL for (int kk = 0; kk < KB; kk++)
+                mma_stage_a(&pa[mt][kk], s[mt][2 * kk], s[mt][2 * kk + 1], Pw + mt * 16 * MMA_SCRATCH_LD(BN), kk);
 #if KIND == 4
-        frag_a pa2[KB];
-        UNROLL for (int kk = 0; kk < KB; kk++)
-            mma_stage_a(&pa2[kk], s2[2 * kk], s2[2 * kk + 1], Pw + 16 * MMA_SCRATCH_LD(BN), kk);
+        frag_a pa2[MT][KB];
+        UNROLL for (int mt = 0; mt < MT; mt++)
+            UNROLL for (int kk = 0; kk < KB; kk++)
+                mma_stage_a(&pa2[mt][kk], s2[mt][2 * kk], s2[mt][2 * kk + 1],
+                            Pw + (MT + mt) * 16 * MMA_SCRATCH_LD(BN), kk);
 #endif
         MMA_STAGE_SYNC();
-        UNROLL for (int kk = 0; kk < KB; kk++) {
-            mma_staged_a(&pa[kk], Pw, kk);
+        UNROLL for (int mt = 0; mt < MT; mt++)
+            UNROLL for (int kk = 0; kk < KB; kk++) {
+                mma_staged_a(&pa[mt][kk], Pw + mt * 16 * MMA_SCRATCH_LD(BN), kk);
 #if KIND == 4
-            mma_staged_a(&pa2[kk], Pw + 16 * MMA_SCRATCH_LD(BN), kk);
+                mma_staged_a(&pa2[mt][kk], Pw + (MT + mt) * 16 * MMA_SCRATCH_LD(BN), kk);
 #endif
-        }
+            }
         if (warp_has_w) {
             UNROLL for (int kk = 0; kk < KB; kk++)
                 UNROLL for (int n2 = 0; n2 < NBV / 2; n2++) {
                     frag_b b0, b1;
                     mma_load_b_kn(&b0, &b1, Vt + 16 * kk * LDV + 16 * n2, LDV);
-                    mma_acc(o[2 * n2], &pa[kk], &b0);
-                    mma_acc(o[2 * n2 + 1], &pa[kk], &b1);
+                    UNROLL for (int mt = 0; mt < MT; mt++) {
+                        mma_acc(o[mt][2 * n2], &pa[mt][kk], &b0);
+                        mma_acc(o[mt][2 * n2 + 1], &pa[mt][kk], &b1);
 #if KIND == 4
-                    mma_acc(o2[2 * n2], &pa2[kk], &b0);
-                    mma_acc(o2[2 * n2 + 1], &pa2[kk], &b1);
+                        mma_acc(o2[mt][2 * n2], &pa2[mt][kk], &b0);
+                        mma_acc(o2[mt][2 * n2 + 1], &pa2[mt][kk], &b1);
 #endif
+                    }
                 }
         }
     }
 
-    /* epilogue: normalise, combine, Norm, store */
+    /* epilogue, per row: undo the weight scale, normalise, combine, Norm, store */
+    const long ob_off = o_off + b * os.s0 + h * os.s1;
+    UNROLL for (int ri = 0; ri < NR; ri++) {
+        const int mt = ri >> 1, e0 = 2 * (ri & 1);
+        float f = 1.0f;
 #if WSCALE
-    {
-        const float ra = e_a > -150 ? ldexp(1.0f, e_a) : 0.0f, rb = e_b > -150 ? ldexp(1.0f, e_b) : 0.0f;
-        UNROLL for (int n = 0; n < NBV; n++) o[n][0] *= ra, o[n][1] *= ra, o[n][2] *= rb, o[n][3] *= rb;
-    }
+        f = erow[ri] > -150 ? ldexp(1.0f, erow[ri]) : 0.0f;
 #endif
 #if SOFTMAX
-    {
-        const float la = mma_quad_sum(l_a), lb = mma_quad_sum(l_b);
-        const float ia = la > 0.0f ? 1.0f / la : 0.0f, ib = lb > 0.0f ? 1.0f / lb : 0.0f;
+        const float l = mma_quad_sum(lrow[ri]);
+        f = l > 0.0f ? 1.0f / l : 0.0f;
+#endif
 #if KIND == 4
-        const float l2a = mma_quad_sum(l2_a), l2b = mma_quad_sum(l2_b);
-        const float i2a = l2a > 0.0f ? lambda / l2a : 0.0f, i2b = l2b > 0.0f ? lambda / l2b : 0.0f;
-        UNROLL for (int n = 0; n < NBV; n++) {
-            o[n][0] = o[n][0] * ia - o2[n][0] * i2a, o[n][1] = o[n][1] * ia - o2[n][1] * i2a;
-            o[n][2] = o[n][2] * ib - o2[n][2] * i2b, o[n][3] = o[n][3] * ib - o2[n][3] * i2b;
-        }
+        const float l2 = mma_quad_sum(lrow2[ri]);
+        const float f2 = l2 > 0.0f ? lambda / l2 : 0.0f;
+        UNROLL for (int n = 0; n < NBV; n++)
+            UNROLL for (int e = e0; e < e0 + 2; e++) o[mt][n][e] = o[mt][n][e] * f - o2[mt][n][e] * f2;
 #else
-        UNROLL for (int n = 0; n < NBV; n++) o[n][0] *= ia, o[n][1] *= ia, o[n][2] *= ib, o[n][3] *= ib;
+        UNROLL for (int n = 0; n < NBV; n++) o[mt][n][e0] *= f, o[mt][n][e0 + 1] *= f;
 #endif
-    }
-#endif
-    {
         /* Norm rms over dv: the row's squares are spread over the quad (the padded columns
          * hold zeros).  Reached by every work-item, as the reductions require. */
-        float ss_a = 0.0f, ss_b = 0.0f;
-        UNROLL for (int n = 0; n < NBV; n++) ss_a += o[n][0] * o[n][0] + o[n][1] * o[n][1], ss_b += o[n][2] * o[n][2] + o[n][3] * o[n][3];
-        ss_a = mma_quad_sum(ss_a), ss_b = mma_quad_sum(ss_b);
-        const float ra = norm ? rsqrt(ss_a / (float)dv + norm_eps) : 1.0f;
-        const float rb = norm ? rsqrt(ss_b / (float)dv + norm_eps) : 1.0f;
-        const long ob_off = o_off + b * os.s0 + h * os.s1;
-        UNROLL for (int n = 0; n < NBV; n++)
-            UNROLL for (int e = 0; e < 4; e++) {
-                const long row = e < 2 ? row_a : row_b;
-                const int c = 8 * n + 2 * t + (e & 1);
-                if (row >= Tq || c >= dv) continue;
-                float y = o[n][e] * (e < 2 ? ra : rb) * out_scale;
-                if (norm && gain) y *= LOAD(GDT, gain, c);
-                STORE(ODT, out, ob_off + row * os.s2 + c * os.s3, y);
-            }
+        float ss = 0.0f;
+        UNROLL for (int n = 0; n < NBV; n++) ss += o[mt][n][e0] * o[mt][n][e0] + o[mt][n][e0 + 1] * o[mt][n][e0 + 1];
+        ss = mma_quad_sum(ss);
+        const float rn = norm ? rsqrt(ss / (float)dv + norm_eps) : 1.0f;
+        if (row[ri] < Tq) {
+            UNROLL for (int n = 0; n < NBV; n++)
+                UNROLL for (int e = e0; e < e0 + 2; e++) {
+                    const int c = 8 * n + 2 * t + (e & 1);
+                    if (c >= dv) continue;
+                    float y = o[mt][n][e] * rn * out_scale;
+                    if (norm && gain) y *= LOAD(GDT, gain, c);
+                    STORE(ODT, out, ob_off + row[ri] * os.s2 + c * os.s3, y);
+                }
+        }
     }
     if (want_stats) {
         /* rows >= Tq and masked keys never survive, so these count visible pairs only */

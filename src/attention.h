@@ -15,7 +15,7 @@ typedef struct tdacl_attention_plan {
     int pmode;      /* 1, 2 or 0 (general power) */
     tdacl_problem problem;
     int variant;    /* tdacl_variant: which kernel runs (attention_mma.c decides) */
-    int mma_native, mma_bn, mma_nwarps, aligned16;
+    int mma_native, mma_bn, mma_nwarps, mma_mt, aligned16;
     char variant_why[192];
 } tdacl_attention_plan;
 
@@ -27,7 +27,7 @@ typedef enum tdacl_variant {
 /* attention_mma.c: sets plan->variant (and its tile) for this device and call. */
 void tdacl__attention_choose_variant(tdacl_context *ctx, tdacl_attention_plan *p, const tdacl_attention_tensors *t);
 void tdacl__attention_mma_options(const tdacl_attention_plan *p, tdacl_strbuf *sb);
-size_t tdacl__attention_mma_local_bytes(int kind, int d, int dv, int bn, int nwarps, int native);
+size_t tdacl__attention_mma_local_bytes(int kind, int d, int dv, int bn, int nwarps, int mt, int native);
 int tdacl__attention_mma_rows(const tdacl_attention_plan *p);
 int tdacl__attention_mma_threads(const tdacl_attention_plan *p);
 
