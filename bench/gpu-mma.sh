@@ -13,7 +13,7 @@ export TDACL_CACHE_DIR=/tmp/tdacl-cache
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build-gpu -j"$(nproc)" >/dev/null || exit 1
 : >"$OUT/test-attention-native.txt"
-for part in mma ${MMA_TEST_PARTS:-}; do
+for part in mma mma-wide ${MMA_TEST_PARTS:-}; do
     (cd build-gpu/tests && TDACL_LOG=warn ./test_attention --part "$part") 2>&1 | tee -a "$OUT/test-attention-native.txt" | tail -4
 done
 # registers and spills of the mma programs, from NVIDIA's compiler (-cl-nv-verbose)

@@ -879,7 +879,7 @@ static void test_variant_d_f16_d128(void **state)
  * 16/32/64-key tiles; d 32, 64 and 128 (and 96 with dv 40 padded to 64), both 16-bit
  * dtypes, contiguous, token-major and fused (16-byte cp.async and element loads), offsets,
  * every parameter set. */
-static void test_mma_variant(void **state)
+static void mma_shapes(void **state, int first, int count)
 {
     tdacl_device_info info;
     CHECK_OK(ctx_of(state), tdacl_context_device_info(ctx_of(state), &info));
@@ -892,17 +892,21 @@ static void test_mma_variant(void **state)
         {96, 40, 20, 70, 5, LAYOUT_FUSED, TDACL_BF16},   /* keys 25..69 seen by no row; element loads */
     };
     for (int ki = 0; ki < 5; ki++)
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        for (int s = first; s < first + count; s++) {
             attn_case c = make_case(KINDS[ki], VAR_TINY_BF16, shapes[s].Tq, shapes[s].Tk, shapes[s].off);
             c.d = shapes[s].d, c.dv = shapes[s].dv, c.lay = shapes[s].lay;
             c.dtype = c.odtype = shapes[s].dt;
             c.B = 1, c.H = 2;
-            c.seed += 77 * s;
-            apply_pset(&c, &PSETS[(ki + (int)s) % 6]);
+            c.seed += 77 * (uint64_t)s;
+            apply_pset(&c, &PSETS[(ki + s) % 6]);
             check_case(state, &c, TDACL_PATH_PREFILL);
         }
     g_expect_mma = 0;
 }
+
+/* two halves, so that each ctest part stays well under five minutes cold on PoCL */
+static void test_mma_variant(void **state) { mma_shapes(state, 0, 2); }
+static void test_mma_variant_wide(void **state) { mma_shapes(state, 2, 2); }
 
 /* The smallest mma case per kind, for the Oclgrind run of the portable fragment body. */
 static void test_mma_tiny(void **state)
@@ -1301,6 +1305,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_no_survivors),
         cmocka_unit_test(test_nan_inputs),
         cmocka_unit_test(test_mma_variant),
+        cmocka_unit_test(test_mma_variant_wide),
         cmocka_unit_test(test_mma_tiny),
     };
     const struct CMUnitTest small[] = {
@@ -1314,7 +1319,7 @@ int main(int argc, char **argv)
      * cover `full` exactly once, in its order */
     static const struct { const char *name; int first, count; } parts[] = {
         {"basics", 0, 4}, {"layouts", 4, 1}, {"layouts-bf16", 5, 1}, {"layouts-f16", 6, 1}, {"decode", 7, 2}, {"semantics", 9, 4},
-        {"mma", 13, 1}, {"mma-tiny", 14, 1},
+        {"mma", 13, 1}, {"mma-wide", 14, 1}, {"mma-tiny", 15, 1},
     };
     int first = 0, count = (int)(sizeof full / sizeof full[0]);
     if (part) {
@@ -1322,7 +1327,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
             if (!strcmp(part, parts[i].name)) first = parts[i].first, count = parts[i].count, found = 1;
         if (!found) {
-            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, decode, semantics, mma, mma-tiny)\n", part);
+            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, decode, semantics, mma, mma-wide, mma-tiny)\n", part);
             return 2;
         }
     }
