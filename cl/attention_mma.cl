@@ -1,7 +1,7 @@
 /* Tensor-core causal attention, prefill: the FlashAttention-2 work split on the m16n8k16
- * fragments of mma.cl.  A work-group owns BM = 16 * NWARPS query rows of one (batch, head);
- * each warp owns 16 of them and keeps their scores, weights and output in registers (C
- * fragments).  Per key tile of BN keys:
+ * fragments of mma.cl.  A work-group owns BM = 16 * MT * NWARPS query rows of one (batch,
+ * head); each warp owns 16 * MT of them (MT m-tiles sharing every K and V fragment) and keeps
+ * their scores, weights and output in registers (C fragments).  Per key tile of BN keys:
  *   S = Q K^T        Q fragments loaded once, K tile double-buffered in local memory
  *   weights          the kind's rule on S (online softmax, ReLU, threshold rectifier, ...)
  *   O += W V         weights re-packed as A operands, V tile from local memory

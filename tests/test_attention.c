@@ -833,15 +833,18 @@ static void test_variant_a_all_lengths(void **state)
 }
 
 /* B, C, D: two shapes each, Tq < Tk with default and explicit offsets among them. */
-static void sweep_variant(void **state, variant var, const int shapes[2][3])
+/* Kinds [k0, k1) of a variant (programs differ by kind, so disjoint ranges share none). */
+static void sweep_kinds(void **state, variant var, const int shapes[2][3], int k0, int k1)
 {
-    for (int ki = 0; ki < 5; ki++)
+    for (int ki = k0; ki < k1; ki++)
         for (int s = 0; s < 2; s++) {
             attn_case c = make_case(KINDS[ki], var, shapes[s][0], shapes[s][1], shapes[s][2]);
             apply_pset(&c, &PSETS[(2 * ki + s + (int)var) % 6]);
             check_case(state, &c, TDACL_PATH_PREFILL);
         }
 }
+
+static void sweep_variant(void **state, variant var, const int shapes[2][3]) { sweep_kinds(state, var, shapes, 0, 5); }
 
 static void test_variant_b_token_major_d64(void **state)
 {
@@ -864,12 +867,11 @@ static void test_variant_c_bf16_fused_qkv_d80(void **state)
     }
 }
 
-static void test_variant_d_f16_d128(void **state)
-{
-    /* offset 40 > Tk - Tq: every row sees every key, thresholds of positions 40..44 */
-    static const int shapes[2][3] = {{300, 300, -1}, {5, 17, 40}};
-    sweep_variant(state, VAR_D, shapes);
-}
+/* offset 40 > Tk - Tq: every row sees every key, thresholds of positions 40..44.  In two
+ * tests (one-view kinds, two-view kinds) so that each ctest part stays under five minutes. */
+static const int D_SHAPES[2][3] = {{300, 300, -1}, {5, 17, 40}};
+static void test_variant_d_f16_d128(void **state) { sweep_kinds(state, VAR_D, D_SHAPES, 0, 3); }
+static void test_variant_d_f16_d128_two_views(void **state) { sweep_kinds(state, VAR_D, D_SHAPES, 3, 5); }
 
 /* ---- the tensor-core variant ------------------------------------------------------------------ */
 
@@ -1298,6 +1300,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_variant_b_token_major_d64),
         cmocka_unit_test(test_variant_c_bf16_fused_qkv_d80),
         cmocka_unit_test(test_variant_d_f16_d128),
+        cmocka_unit_test(test_variant_d_f16_d128_two_views),
         cmocka_unit_test(test_decode_matches_prefill),
         cmocka_unit_test(test_decode_other_variants),
         cmocka_unit_test(test_forced_tiles),
@@ -1318,8 +1321,9 @@ int main(int argc, char **argv)
      * under five minutes on a cold 2-core machine and the pieces run side by side; the parts
      * cover `full` exactly once, in its order */
     static const struct { const char *name; int first, count; } parts[] = {
-        {"basics", 0, 4}, {"layouts", 4, 1}, {"layouts-bf16", 5, 1}, {"layouts-f16", 6, 1}, {"decode", 7, 2}, {"semantics", 9, 4},
-        {"mma", 13, 1}, {"mma-wide", 14, 1}, {"mma-tiny", 15, 1},
+        {"basics", 0, 4}, {"layouts", 4, 1}, {"layouts-bf16", 5, 1}, {"layouts-f16", 6, 1},
+        {"layouts-f16-two-views", 7, 1}, {"decode", 8, 2}, {"semantics", 10, 1}, {"semantics-edge", 11, 3},
+        {"mma", 14, 1}, {"mma-wide", 15, 1}, {"mma-tiny", 16, 1},
     };
     int first = 0, count = (int)(sizeof full / sizeof full[0]);
     if (part) {
@@ -1327,7 +1331,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
             if (!strcmp(part, parts[i].name)) first = parts[i].first, count = parts[i].count, found = 1;
         if (!found) {
-            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, decode, semantics, mma, mma-wide, mma-tiny)\n", part);
+            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-two-views, decode, semantics, semantics-edge, mma, mma-wide, mma-tiny)\n", part);
             return 2;
         }
     }
