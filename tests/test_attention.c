@@ -986,7 +986,7 @@ static void test_decode_other_variants(void **state)
  * that straddle every boundary.  The two-view kinds run the code of the one-view ones
  * (sparse mask and V chunks; online softmax) plus their second view, so they stand for
  * all five here; each forced tile is a compile of its own. */
-static void test_forced_tiles(void **state)
+static void forced_tiles(void **state, int first, int count, int with_decode)
 {
     /* the other parameters (prefetch and the like) keep their tuned values */
 #define BIG "BM=64 BN=32 TM=8 TN=4 VC=16 KUNROLL=2"
@@ -998,17 +998,22 @@ static void test_forced_tiles(void **state)
         {TDACL_ATTN_DIFF_SOFTMAX, TINY, 65, 65, 1, TDACL_F32}, {TDACL_ATTN_DIFF_SOFTMAX, TINY, 30, 65, 5, TDACL_F32}};
 #undef BIG
 #undef TINY
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    for (int i = first; i < first + count; i++) {
         attn_case c = make_case(cases[i].kind, VAR_A, cases[i].tq, cases[i].tk, -1);
         apply_pset(&c, &PSETS[cases[i].ps]);
         c.force = cases[i].tiles;
         c.gdtype = cases[i].gdtype;
         check_case(state, &c, TDACL_PATH_PREFILL);
     }
+    if (!with_decode) return;
     attn_case c = make_case(TDACL_ATTN_TDA, VAR_A, 300, 300, -1);
     apply_pset(&c, &PSETS[1]);
     check_decode(state, &c, 9, 1, "NTD=32 WAVES=32"); /* many small splits */
 }
+
+/* the big tile alone (one program, the slowest to compile), then the rest: two ctest parts */
+static void test_forced_tiles_big(void **state) { forced_tiles(state, 0, 2, 0); }
+static void test_forced_tiles(void **state) { forced_tiles(state, 2, 2, 1); }
 
 /* docs/spec.md section 1: with norm = none, tra and tda must equal the authors' Triton kernels: kappa 1, no
  * 1/sqrt(d) scale, q and k L2-normalised outside the kernel for TDA (here: normalize on),
@@ -1303,6 +1308,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_variant_d_f16_d128_two_views),
         cmocka_unit_test(test_decode_matches_prefill),
         cmocka_unit_test(test_decode_other_variants),
+        cmocka_unit_test(test_forced_tiles_big),
         cmocka_unit_test(test_forced_tiles),
         cmocka_unit_test(test_authors_triton_semantics),
         cmocka_unit_test(test_no_survivors),
@@ -1322,8 +1328,8 @@ int main(int argc, char **argv)
      * cover `full` exactly once, in its order */
     static const struct { const char *name; int first, count; } parts[] = {
         {"basics", 0, 4}, {"layouts", 4, 1}, {"layouts-bf16", 5, 1}, {"layouts-f16", 6, 1},
-        {"layouts-f16-two-views", 7, 1}, {"decode", 8, 2}, {"semantics", 10, 1}, {"semantics-edge", 11, 3},
-        {"mma", 14, 1}, {"mma-wide", 15, 1}, {"mma-tiny", 16, 1},
+        {"layouts-f16-two-views", 7, 1}, {"decode", 8, 2}, {"forced-big", 10, 1}, {"semantics", 11, 1},
+        {"semantics-edge", 12, 3}, {"mma", 15, 1}, {"mma-wide", 16, 1}, {"mma-tiny", 17, 1},
     };
     int first = 0, count = (int)(sizeof full / sizeof full[0]);
     if (part) {
@@ -1331,7 +1337,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
             if (!strcmp(part, parts[i].name)) first = parts[i].first, count = parts[i].count, found = 1;
         if (!found) {
-            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-two-views, decode, semantics, semantics-edge, mma, mma-wide, mma-tiny)\n", part);
+            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-two-views, decode, forced-big, semantics, semantics-edge, mma, mma-wide, mma-tiny)\n", part);
             return 2;
         }
     }
