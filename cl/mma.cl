@@ -242,28 +242,29 @@ inline void mma_staged_a(frag_a *a, __local ushort *scratch, int kk)
     a->p = scratch + 16 * kk, a->ld = MMA_SCRATCH_LD(BN);
 }
 
-/* Reductions through a per-warp exchange area (32 floats or ints per warp, `mma_xchg`,
- * declared by the kernel); two barriers each. */
-inline float mma_quad_max_x(float x, __local float *xchg)
+/* Reductions through a per-warp exchange area (32 floats per warp, `mma_xchg`, declared
+ * by the kernel); two barriers each.  mma_quad_x returns the four values of the caller's
+ * quad. */
+inline float4 mma_quad_x(float x, __local float *xchg)
 {
     const int l = mma_lane();
     __local float *w = xchg + 32 * mma_warp();
     barrier(CLK_LOCAL_MEM_FENCE);
     w[l] = x;
     barrier(CLK_LOCAL_MEM_FENCE);
-    const int q = l & ~3;
-    return fmax(fmax(w[q], w[q + 1]), fmax(w[q + 2], w[q + 3]));
+    return vload4(0, w + (l & ~3));
+}
+
+inline float mma_quad_max_x(float x, __local float *xchg)
+{
+    const float4 q = mma_quad_x(x, xchg);
+    return fmax(fmax(q.s0, q.s1), fmax(q.s2, q.s3));
 }
 
 inline float mma_quad_sum_x(float x, __local float *xchg)
 {
-    const int l = mma_lane();
-    __local float *w = xchg + 32 * mma_warp();
-    barrier(CLK_LOCAL_MEM_FENCE);
-    w[l] = x;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const int q = l & ~3;
-    return (w[q] + w[q + 1]) + (w[q + 2] + w[q + 3]);
+    const float4 q = mma_quad_x(x, xchg);
+    return (q.s0 + q.s1) + (q.s2 + q.s3);
 }
 
 inline int mma_warp_any_x(int x, __local float *xchg)

@@ -52,40 +52,14 @@ static const char *canonical(const char *name)
 /* Whole small file, NUL-terminated.  A missing file is TDACL_ERR_IO. */
 static tdacl_status read_text(const char *path, char **text, size_t *len)
 {
-    *text = NULL;
     *len = 0;
-    int fd = tdacl__open_regular(path);
-    if (fd < 0) return tdacl__fail(NULL, TDACL_ERR_IO, "cannot open %s: %s", path, tdacl__file_error(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return tdacl__fail(NULL, TDACL_ERR_IO, "cannot read %s: not a regular file", path);
-    }
-    if ((uint64_t)sb.st_size > MAX_JSON_FILE) {
-        close(fd);
-        return tdacl__fail(NULL, TDACL_ERR_FORMAT, "%s: %lld bytes is implausibly large", path, (long long)sb.st_size);
-    }
-    size_t n = (size_t)sb.st_size, got = 0;
-    char *buf = malloc(n + 1);
-    if (!buf) {
-        close(fd);
-        return tdacl__fail(NULL, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    }
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    close(fd);
-    if (got != n) {
-        free(buf);
-        return tdacl__fail(NULL, TDACL_ERR_IO, "short read on %s", path);
-    }
-    buf[n] = 0;
-    *text = buf;
-    *len = n;
-    return TDACL_SUCCESS;
+    *text = tdacl__read_regular(path, MAX_JSON_FILE, len);
+    if (*text) return TDACL_SUCCESS;
+    if (errno == EFBIG)
+        return tdacl__fail(NULL, TDACL_ERR_FORMAT, "%s: more than %llu bytes is implausibly large", path,
+                           (unsigned long long)MAX_JSON_FILE);
+    if (errno == ENOMEM) return tdacl__fail(NULL, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    return tdacl__fail(NULL, TDACL_ERR_IO, "cannot open %s: %s", path, tdacl__file_error(errno));
 }
 
 /* Maps f->path read-only and validates its safetensors header. */
