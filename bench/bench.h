@@ -4,8 +4,8 @@
 
 #include <stdio.h>
 
-#include "measure.h"
-#include "tuning.h"
+#include "tools/measure.h"
+#include "runtime/tuning.h"
 
 #define BENCH_SCHEMA "tdacl-bench/1"
 #define BENCH_MAX_DEVICES 16
@@ -23,6 +23,7 @@ typedef struct bench_row {
     char suite[16];      /* peak | attention | gemm | forward */
     char name[32];       /* fma, bandwidth, launch, tra, softmax, sgemm, ... */
     char impl[32];       /* tdacl, clblast, pytorch-sdpa, authors-triton, ... */
+    char variant[32];    /* tdacl rows: the registry row that ran (attention.mma, gemm.simt, ...) */
     char device[128];    /* device name */
     int device_index;
     char dtype[8];

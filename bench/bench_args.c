@@ -9,12 +9,16 @@
 
 static void usage(FILE *f)
 {
+    char kinds[128] = "";
+    for (int k = 0; tdacl_attention_kind_name((tdacl_attention_kind)k); k++)
+        snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%s", k ? "," : "",
+                 tdacl_attention_kind_name((tdacl_attention_kind)k));
     fprintf(f,
             "usage: tdacl-bench [options]\n"
             "  --suite LIST       peak,attention,gemm,forward or all (default all)\n"
             "  --device SEL       devices matching SEL (index or name substring); default: all\n"
             "  --quick            a representative subset (under 2 minutes on a 2-core CPU)\n"
-            "  --kinds LIST       attention kinds (tra,tda,rela,softmax,diff_softmax)\n"
+            "  --kinds LIST       attention kinds (%s)\n"
             "  --T LIST           sequence lengths (default 512..32768 on GPUs, 128..4096 on CPUs)\n"
             "  --dtype LIST       f32,bf16 (default both)\n"
             "  --beta LIST        density sweep for tra/tda (default 1,0.5,0.25,0)\n"
@@ -26,7 +30,8 @@ static void usage(FILE *f)
             "  --json FILE --csv FILE --plot FILE.png|FILE.svg\n"
             "  --compare OLD.json print new/old ratios and flag regressions beyond the noise band\n"
             "  --load RUN.json    report a saved run (table, --csv, --plot, --compare) without measuring\n"
-            "  --progress | --no-progress   progress on stderr (default: when stderr is a TTY)\n");
+            "  --progress | --no-progress   progress on stderr (default: when stderr is a TTY)\n",
+            kinds);
 }
 
 static int split_list(const char *s, char out[][16], int max, size_t width)
@@ -90,7 +95,7 @@ int bench_parse_args(int argc, char **argv, bench_options *o)
             NEED_VALUE();
             if ((o->nkinds = split_list(v, o->kinds, BENCH_MAX_LIST, 16)) < 0) goto bad;
             for (int k = 0; k < o->nkinds; k++)
-                if (tdacl__kind_from_name(o->kinds[k]) < 0) {
+                if (tdacl_attention_kind_from_name(o->kinds[k], &(tdacl_attention_kind){0})) {
                     fprintf(stderr, "tdacl-bench: unknown attention kind '%s'\n", o->kinds[k]);
                     return 2;
                 }

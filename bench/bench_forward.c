@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 
 #include "bench.h"
-#include "checkpoint.h"
-#include "model.h"
+#include "model/checkpoint.h"
+#include "model/model.h"
 
 /* GPT-2 small dimensions with 8320 positions, so one model serves every context (8192 plus
  * room for the decode steps). */

@@ -47,10 +47,10 @@ void bench_print_table(const bench_run *run, FILE *f)
         if (r->beta >= 0) snprintf(beta, sizeof beta, "%g", r->beta);
         if (r->sparsity >= 0) snprintf(sp, sizeof sp, "%.6f", r->sparsity);
         if (r->bound_ms > 0) snprintf(bound, sizeof bound, "%.4f", r->bound_ms);
-        fprintf(f, "%-3d %-9s %-13s %-5s %-7s %-34s %5s %10.4f %10.4f %10.4f %8.2f %6.1f %8.1f %8s %8s  %s [%s]%s%s%s\n",
+        fprintf(f, "%-3d %-9s %-13s %-5s %-7s %-34s %5s %10.4f %10.4f %10.4f %8.2f %6.1f %8.1f %8s %8s  %s%s%s [%s]%s%s%s\n",
                 r->device_index, r->suite, r->name, r->dtype, r->path[0] ? r->path : "-", shape, beta, r->s.median,
-                r->s.min, r->s.max, r->tflops, r->pct_peak_flops, r->gbs, sp, bound, r->params,
-                r->params_source[0] ? r->params_source : r->impl, r->s.noisy ? " NOISY" : "",
+                r->s.min, r->s.max, r->tflops, r->pct_peak_flops, r->gbs, sp, bound, r->variant, r->variant[0] ? " " : "",
+                r->params, r->params_source[0] ? r->params_source : r->impl, r->s.noisy ? " NOISY" : "",
                 r->note[0] ? " ; " : "", r->note);
     }
 }
@@ -101,6 +101,7 @@ static cJSON *row_json(const bench_row *r)
     cJSON_AddStringToObject(j, "suite", r->suite);
     cJSON_AddStringToObject(j, "name", r->name);
     cJSON_AddStringToObject(j, "impl", r->impl);
+    if (r->variant[0]) cJSON_AddStringToObject(j, "variant", r->variant);
     cJSON_AddStringToObject(j, "device", r->device);
     cJSON_AddNumberToObject(j, "device_index", r->device_index);
     if (!strcmp(r->suite, "peak")) {
@@ -254,6 +255,7 @@ int bench_load_json(const char *path, bench_run *out)
         str(r, "suite", x->suite, sizeof x->suite);
         str(r, "name", x->name, sizeof x->name);
         str(r, "impl", x->impl, sizeof x->impl);
+        str(r, "variant", x->variant, sizeof x->variant);
         str(r, "device", x->device, sizeof x->device);
         str(r, "dtype", x->dtype, sizeof x->dtype);
         str(r, "path", x->path, sizeof x->path);
@@ -311,7 +313,7 @@ int bench_write_csv(const bench_run *run, const char *path)
         return 1;
     }
     fprintf(f, "device,suite,name,impl,dtype,path,B,H,Tq,Tk,d,dv,M,N,K,beta,median_ms,min_ms,max_ms,spread,noisy,"
-               "tflops,gbs,pct_peak_flops,pct_peak_bw,bound_ms,sparsity,value,unit,params,params_source\n");
+               "tflops,gbs,pct_peak_flops,pct_peak_bw,bound_ms,sparsity,value,unit,params,params_source,variant\n");
     for (int i = 0; i < run->nrows; i++) {
         const bench_row *r = &run->rows[i];
         csv_quoted(f, r->device);
@@ -322,7 +324,7 @@ int bench_write_csv(const bench_run *run, const char *path)
                 r->beta, r->s.median, r->s.min, r->s.max, r->s.spread, r->s.noisy, r->tflops, r->gbs,
                 r->pct_peak_flops, r->pct_peak_bw, r->bound_ms, r->sparsity, r->value, r->unit);
         csv_quoted(f, r->params);
-        fprintf(f, ",%s\n", r->params_source);
+        fprintf(f, ",%s,%s\n", r->params_source, r->variant);
     }
     if (fclose(f)) {
         fprintf(stderr, "tdacl-bench: cannot write %s\n", path);

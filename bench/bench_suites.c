@@ -5,9 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention.h"
+#include "base/kinds.h"
 #include "bench.h"
-#include "gemm.h"
+#include "ops/attention.h"
+#include "ops/gemm.h"
 
 static bench_row *new_row(bench_run *run, int dev, const char *suite, const char *name)
 {
@@ -105,10 +106,10 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, tdacl
     desc.kind = (tdacl_attention_kind)kind;
     if (beta >= 0) desc.beta = (float)beta;
     desc.path = path;
-    int two = kind == TDACL_ATTN_TDA || kind == TDACL_ATTN_DIFF_SOFTMAX;
+    int two = tdacl__kind_views(kind) == 2;
     job.t.q = bufs->q, job.t.k = bufs->k, job.t.v = bufs->v, job.t.out = bufs->out;
     if (two) job.t.q2 = bufs->q2, job.t.k2 = bufs->k2;
-    bench_row *r = new_row(run, dev, "attention", tdacl__kind_name(kind));
+    bench_row *r = new_row(run, dev, "attention", tdacl_attention_kind_name((tdacl_attention_kind)kind));
     if (!r) return 1;
     snprintf(r->dtype, sizeof r->dtype, "%s", tdacl_dtype_name(dt));
     snprintf(r->path, sizeof r->path, "%s", path == TDACL_PATH_DECODE ? "decode" : "prefill");
@@ -119,15 +120,17 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, tdacl
     tdacl_status st = tdacl__attention_plan(ctx, &desc, &job.t, &job.plan);
     tdacl_tuned used;
     tdacl_param_values generic_values;
-    const char *kernel = path == TDACL_PATH_DECODE ? "attention_decode" : "attention";
-    const tdacl_kernel_space *ks = tdacl__kernel_space(kernel);
+    const tdacl_kernel_space *ks = st ? NULL : job.plan.row->space;
     if (!st && generic) {
         /* the first ladder entry that fits: what an unknown device gets */
         char why[200];
         int found = 0;
+        tdacl_problem prob;
+        const tdacl_attention_call call = {&job.plan, &job.t, NULL, NULL};
+        job.plan.row->problem(ctx, &call, &prob);
         for (int i = 0; i < ks->nladder && !found; i++)
-            if (!ks->check(&ctx->info, &job.plan.problem, ks->ladder[i].v, why, sizeof why))
-                generic_values = ks->ladder[i], found = 1;
+            found = !tdacl__params_parse(ks, ks->ladder[i], &generic_values, why, sizeof why) &&
+                    !tdacl__params_check(ks, &ctx->info, &prob, &generic_values, why, sizeof why);
         job.force = found ? &generic_values : NULL;
     }
     /* one run with statistics: sparsity and the parameters actually used */
@@ -139,10 +142,11 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, tdacl
         if (!st) {
             r->sparsity = s.sparsity;
             /* the kernel variant that ran names the implementation */
-            if (s.variant == 1) snprintf(r->impl, sizeof r->impl, "tdacl-mma");
+            if (s.variant == TDACL_VARIANT_MMA) snprintf(r->impl, sizeof r->impl, "tdacl-mma");
+            snprintf(r->variant, sizeof r->variant, "%s", job.plan.row->name);
             tdacl__params_text(ks, &used.values, r->params, sizeof r->params);
-            if (s.variant == 1) snprintf(r->params, sizeof r->params, "BN=%d NWARPS=%d MT=%d%s", job.plan.mma_bn, job.plan.mma_nwarps, job.plan.mma_mt,
-                                         job.plan.mma_native ? "" : " emulated");
+            if (s.variant == TDACL_VARIANT_MMA && !job.plan.mma_native)
+                snprintf(r->params + strlen(r->params), sizeof r->params - strlen(r->params), " emulated");
             snprintf(r->params_source, sizeof r->params_source, "%s", generic ? "generic" : tdacl__tuned_source_name(used.source));
             snprintf(r->params_origin, sizeof r->params_origin, "%s", generic ? "generic ladder" : used.origin);
         }
@@ -207,15 +211,15 @@ int bench_suite_attention(bench_run *run, tdacl_context *ctx, int dev)
                 failures++;
                 continue;
             }
-            for (int kind = 0; kind <= TDACL_ATTN_DIFF_SOFTMAX; kind++) {
-                const char *kn = tdacl__kind_name(kind);
+            for (int kind = 0; tdacl_attention_kind_name((tdacl_attention_kind)kind); kind++) {
+                const char *kn = tdacl_attention_kind_name((tdacl_attention_kind)kind);
                 if (!is_kind_selected(o, kn)) continue;
                 if (o->quick && !o->nkinds) {
                     int keep = 0;
                     for (int q = 0; q < 3; q++) keep |= !strcmp(kn, quick_kinds[q]);
                     if (!keep) continue;
                 }
-                int thresholded = kind == TDACL_ATTN_TRA || kind == TDACL_ATTN_TDA;
+                int thresholded = tdacl__kind_threshold(kind);
                 for (int bi = 0; bi < (thresholded ? nb : 1); bi++) {
                     double beta = thresholded ? betas[bi] : -1;
                     failures += attn_row(run, ctx, dev, kind, dt, beta, o->B, o->H, T, T, o->d,
@@ -235,11 +239,11 @@ int bench_suite_attention(bench_run *run, tdacl_context *ctx, int dev)
             failures++;
             continue;
         }
-        for (int kind = 0; kind <= TDACL_ATTN_DIFF_SOFTMAX; kind++) {
-            const char *kn = tdacl__kind_name(kind);
+        for (int kind = 0; tdacl_attention_kind_name((tdacl_attention_kind)kind); kind++) {
+            const char *kn = tdacl_attention_kind_name((tdacl_attention_kind)kind);
             if (!is_kind_selected(o, kn)) continue;
             if (o->quick && !o->nkinds && kind != TDACL_ATTN_TRA && kind != TDACL_ATTN_SOFTMAX) continue;
-            int thresholded = kind == TDACL_ATTN_TRA || kind == TDACL_ATTN_TDA;
+            int thresholded = tdacl__kind_threshold(kind);
             failures += attn_row(run, ctx, dev, kind, dt, thresholded ? 1.0 : -1, o->decode_B, o->decode_H, 1, Tk,
                                  o->d, TDACL_PATH_DECODE, &bufs, 0);
             if (o->vs_generic)
@@ -335,10 +339,14 @@ int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev)
                     st = tdacl__measure(gemm_once, &j, &o->measure, &r->s);
                 } else if (!st) {
                     own_gemm_job j = {ctx, ta, tb, tbias, tc, (int)m, (int)n, (int)k};
-                    tdacl_problem p = {-1, wdt, 0, 0, (int64_t)m, 0};
+                    const tdacl_matmul_call call = {tc, ta, tb, tbias, NULL, TDACL_EPI_BIAS, (int)m, (int)n, (int)k, 0, NULL};
+                    const tdacl_variant_def *row;
                     tdacl_tuned used;
-                    if (!tdacl__tuned(ctx, "gemm", &p, &used)) {
-                        tdacl__params_text(tdacl__kernel_space("gemm"), &used.values, r->params, sizeof r->params);
+                    char why[256];
+                    if (!tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &call, &row, why, sizeof why) &&
+                        !tdacl__variant_params(ctx, row, &call, NULL, &used)) {
+                        snprintf(r->variant, sizeof r->variant, "%s", row->name);
+                        if (row->space) tdacl__params_text(row->space, &used.values, r->params, sizeof r->params);
                         snprintf(r->params_source, sizeof r->params_source, "%s", tdacl__tuned_source_name(used.source));
                         snprintf(r->params_origin, sizeof r->params_origin, "%s", used.origin);
                     }

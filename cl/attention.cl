@@ -19,24 +19,6 @@
  * tile's global loads are in flight while the current one is scored.  Nothing T x T is
  * ever stored. */
 
-#ifndef KIND
-#define KIND 2 /* attention kind, see above */
-#endif
-#ifndef DT
-#define DT 0 /* storage dtype of q, k, v, q2, k2 (0 f32, 1 bf16, 2 f16) */
-#endif
-#ifndef ODT
-#define ODT 0 /* storage dtype of out */
-#endif
-#ifndef GDT
-#define GDT 0 /* storage dtype of the rms gain */
-#endif
-#ifndef D
-#define D 64 /* q/k head dim padded to a multiple of 32; the true d is an argument */
-#endif
-#ifndef DV
-#define DV 64 /* v head dim padded likewise */
-#endif
 #ifndef BM
 #define BM 64 /* query rows per work-group (multiple of 4*TM/4 groups) */
 #endif
@@ -91,19 +73,7 @@
 /* Four consecutive elements (4*c4..) of row `row` of a [.., T, d] view, zero outside. */
 inline float4 load4(__global const void *x, long base, long st, long sd, long row, long rows, int c4, int d)
 {
-    float4 v = (float4)(0.0f);
-    if (row >= rows) return v;
-    long p = base + row * st;
-    int c = 4 * c4;
-#if DT == 0 && defined(ALIGNED4)
-    if (c < d) v = vload4(0, (__global const float *)x + p + c);
-#else
-    if (c + 0 < d) v.s0 = LOAD(DT, x, p + (c + 0) * sd);
-    if (c + 1 < d) v.s1 = LOAD(DT, x, p + (c + 1) * sd);
-    if (c + 2 < d) v.s2 = LOAD(DT, x, p + (c + 2) * sd);
-    if (c + 3 < d) v.s3 = LOAD(DT, x, p + (c + 3) * sd);
-#endif
-    return v;
+    return row < rows ? load_row4(x, base + row * st, sd, c4, d) : (float4)(0.0f);
 }
 
 /* A BN-key tile goes to k-major local memory: element (k, key c) lives in float4 group
@@ -241,6 +211,22 @@ inline void load_q_tile(__local float *dst, __global const void *src, long base,
         }                                                                                 \
     } while (0)
 
+/* Online softmax, per query row i of this work-item: move the running maximum to the new
+ * tile's maximum (from tmax, offset 0 or BM for the second view), rescale the running sum
+ * and output, and turn the scores into weights.  Masked keys (score -inf) weigh 0; testing
+ * the score rather than the row maximum keeps a NaN score NaN (fmax drops NaN, so a row
+ * whose every score is NaN keeps maximum -inf and would otherwise come out as silent
+ * zeros). */
+#define ONLINE_RESCALE(i, mrow, lrow, o, s, toff)                                                    \
+    do {                                                                                         \
+        float mnew_ = fmax(mrow[i], ord_float(tmax[(kt - 1) & 1][(toff) + ROW_OF(i)]));           \
+        float alpha_ = mnew_ == -INFINITY ? 1.0f : native_exp2(mrow[i] - mnew_);                   \
+        mrow[i] = mnew_;                                                                         \
+        lrow[i] *= alpha_;                                                                       \
+        for (int g_ = 0; g_ < DVT4; g_++) o[i][g_] *= alpha_;                                      \
+        for (int j_ = 0; j_ < TN; j_++) s[i][j_] = s[i][j_] == -INFINITY ? 0.0f : native_exp2(s[i][j_] - mnew_); \
+    } while (0)
+
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
     __global const void *q, __global const void *k, __global const void *v,
     __global const void *q2, __global const void *k2,
@@ -265,12 +251,8 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
 
     const int tid = get_local_id(0);
     const int rg = tid / NCG, cg = tid - (tid / NCG) * NCG;
-    const int bh = get_group_id(1);
-    const int b = bh / H, h = bh - (bh / H) * H;
-    if (lambdas) lambda = lambdas[h];
-    const long nqb = get_num_groups(2);
-    const long qb = nqb - 1 - get_group_id(2); /* heaviest blocks first */
-    const long m0 = qb * BM;
+    ATTENTION_HEAD(H, lambdas, lambda);
+    ATTENTION_QUERY_BLOCK(BM);
     __local float *Ks = (__local float *)R4;
     __local float4 *Ks4 = R4;
     __local float4 *Ws4 = R4;                       /* NW x VC keys x BM4 */
@@ -437,26 +419,9 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
             vtiles++;
 #pragma unroll
             for (int i = 0; i < TM; i++) {
-                float mnew = fmax(mrow[i], ord_float(tmax[(kt - 1) & 1][ROW_OF(i)]));
-                float alpha = mnew == -INFINITY ? 1.0f : native_exp2(mrow[i] - mnew);
-                mrow[i] = mnew;
-                lrow[i] *= alpha;
-#pragma unroll
-                for (int g = 0; g < DVT4; g++) o[i][g] *= alpha;
-                /* masked keys (score -inf) weigh 0; testing the score rather than the row
-                 * maximum keeps a NaN score NaN (fmax drops NaN, so a row whose every score
-                 * is NaN keeps maximum -inf and would otherwise come out as silent zeros) */
-#pragma unroll
-                for (int j = 0; j < TN; j++) s[i][j] = s[i][j] == -INFINITY ? 0.0f : native_exp2(s[i][j] - mnew);
+                ONLINE_RESCALE(i, mrow, lrow, o, s, 0);
 #if KIND == 4
-                float mnew2 = fmax(mrow2[i], ord_float(tmax[(kt - 1) & 1][BM + ROW_OF(i)]));
-                float alpha2 = mnew2 == -INFINITY ? 1.0f : native_exp2(mrow2[i] - mnew2);
-                mrow2[i] = mnew2;
-                lrow2[i] *= alpha2;
-#pragma unroll
-                for (int g = 0; g < DVT4; g++) o2[i][g] *= alpha2;
-#pragma unroll
-                for (int j = 0; j < TN; j++) s2[i][j] = s2[i][j] == -INFINITY ? 0.0f : native_exp2(s2[i][j] - mnew2);
+                ONLINE_RESCALE(i, mrow2, lrow2, o2, s2, BM);
 #endif
             }
             for (int c0 = 0; c0 < BN; c0 += VC) {
@@ -652,16 +617,6 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
     }
     if (want_stats) {
         /* rows >= Tq and masked keys never survive, so these count visible pairs only */
-        if (nz1) atomic_add(&counters[0], nz1);
-        if (nz2) atomic_add(&counters[1], nz2);
-        if (nzc) atomic_add(&counters[2], nzc);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (tid == 0) {
-            long wg = (long)bh * nqb + qb;
-            stats[4 * wg + 0] = counters[0];
-            stats[4 * wg + 1] = counters[1];
-            stats[4 * wg + 2] = counters[2];
-            stats[4 * wg + 3] = vtiles;
-        }
+        stats_flush(counters, stats, (long)bh * nqb + qb, nz1, nz2, nzc, vtiles, tid);
     }
 }

@@ -5,24 +5,6 @@
  * and read only those V rows.  attention_decode_reduce combines the splits, applies the
  * Norm epilogue and stores the output.  Same kinds and dtype macros as attention.cl. */
 
-#ifndef KIND
-#define KIND 2 /* attention kind (see attention.cl) */
-#endif
-#ifndef DT
-#define DT 0 /* storage dtype of q, k, v, q2, k2 */
-#endif
-#ifndef ODT
-#define ODT 0 /* storage dtype of out */
-#endif
-#ifndef GDT
-#define GDT 0 /* storage dtype of the rms gain */
-#endif
-#ifndef D
-#define D 64 /* padded q/k head dim */
-#endif
-#ifndef DV
-#define DV 64 /* padded v head dim */
-#endif
 #ifndef TQP
 #define TQP 1 /* query rows padded to 1, 2, 4, 8 or 16 */
 #endif
@@ -41,21 +23,6 @@
 #define DV4 (DV / 4)
 #define KPART (NTD / DV4) /* key partitions of the accumulation phase (NTD >= DV4) */
 
-/* Row r of a [B,H,T,d] view as float4s, zero beyond d. */
-inline float4 load4(__global const void *x, long p, long sd, int c4, int d)
-{
-    float4 v = (float4)(0.0f);
-    int c = 4 * c4;
-#if DT == 0 && defined(ALIGNED4)
-    if (c < d) v = vload4(0, (__global const float *)x + p + c);
-#else
-    if (c + 0 < d) v.s0 = LOAD(DT, x, p + (c + 0) * sd);
-    if (c + 1 < d) v.s1 = LOAD(DT, x, p + (c + 1) * sd);
-    if (c + 2 < d) v.s2 = LOAD(DT, x, p + (c + 2) * sd);
-    if (c + 3 < d) v.s3 = LOAD(DT, x, p + (c + 3) * sd);
-#endif
-    return v;
-}
 
 /* Survivor-list capacity = keys per round: a round scores LIST keys, NTD at a time, then
  * multiplies the survivors' V rows.  Softmax kinds keep every visible key of the round. */
@@ -76,10 +43,10 @@ inline void fetch_chunk(float4 kreg[NV][D4], __global const void *k, long kb, lo
             float4 val = (float4)(0.0f);
             if (n < s1) {
 #if TWO_VIEWS
-                if (t) val = load4(k2, k2b + n * k2s.s2, k2s.s3, cc, d);
+                if (t) val = load_row4(k2, k2b + n * k2s.s2, k2s.s3, cc, d);
                 else
 #endif
-                    val = load4(k, kb + n * ks.s2, ks.s3, cc, d);
+                    val = load_row4(k, kb + n * ks.s2, ks.s3, cc, d);
             }
             kreg[t][u] = val;
         }
@@ -105,10 +72,8 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
     __local uint counters[4];
 
     const int tid = get_local_id(0);
-    const int bh = get_group_id(1);
-    const int b = bh / H, h = bh - (bh / H) * H;
+    ATTENTION_HEAD(H, lambdas, lambda);
     const int split = get_group_id(2), nsplit = get_num_groups(2);
-    if (lambdas) lambda = lambdas[h];
     const long kend_all = min(Tk, offset + Tq);
     const long s0 = (long)split * split_len, s1 = min(s0 + split_len, kend_all);
 
@@ -124,10 +89,10 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
         float4 val = (float4)(0.0f);
         if (r < Tq) {
 #if TWO_VIEWS
-            if (view) val = load4(q2, q2_off + b * q2s.s0 + h * q2s.s1 + r * q2s.s2, q2s.s3, c4, d);
+            if (view) val = load_row4(q2, q2_off + b * q2s.s0 + h * q2s.s1 + r * q2s.s2, q2s.s3, c4, d);
             else
 #endif
-                val = load4(q, q_off + b * qs.s0 + h * qs.s1 + r * qs.s2, qs.s3, c4, d);
+                val = load_row4(q, q_off + b * qs.s0 + h * qs.s1 + r * qs.s2, qs.s3, c4, d);
         }
         Qs[idx] = val;
     }
@@ -275,7 +240,7 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
         const int count = (int)cnt;
         if (count) vchunks++;
         for (int idx = part; active && idx < count; idx += KPART) {
-            float4 vv = load4(v, vb + (long)klist[idx] * vs.s2, vs.s3, c4, dv);
+            float4 vv = load_row4(v, vb + (long)klist[idx] * vs.s2, vs.s3, c4, dv);
 #pragma unroll
             for (int i = 0; i < TQP; i++) o[i] = fma((float4)(Wl[idx * TQP + i]), vv, o[i]);
         }
@@ -297,7 +262,7 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
             }
         const int count = (int)min((long)LIST, s1 - r0);
         for (int idx = part; active && idx < count; idx += KPART) {
-            float4 vv = load4(v, vb + (r0 + idx) * vs.s2, vs.s3, c4, dv);
+            float4 vv = load_row4(v, vb + (r0 + idx) * vs.s2, vs.s3, c4, dv);
 #pragma unroll
             for (int i = 0; i < TQP; i++) {
                 float sv = Wl[idx * TQP + i];
@@ -357,16 +322,7 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
     }
 #endif
     if (want_stats) {
-        if (nz1) atomic_add(&counters[0], nz1);
-        if (nz2) atomic_add(&counters[1], nz2);
-        if (nzc) atomic_add(&counters[2], nzc);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (tid == 0) {
-            stats[4 * slot + 0] = counters[0];
-            stats[4 * slot + 1] = counters[1];
-            stats[4 * slot + 2] = counters[2];
-            stats[4 * slot + 3] = vchunks;
-        }
+        stats_flush(counters, stats, slot, nz1, nz2, nzc, vchunks, tid);
     }
 }
 
@@ -378,9 +334,8 @@ __kernel __attribute__((reqd_work_group_size(NR, 1, 1))) void attention_decode_r
 {
     __local float red[NR];
     const int tid = get_local_id(0);
-    const int bh = get_group_id(1), i = get_group_id(2);
-    const int b = bh / H, h = bh - (bh / H) * H;
-    if (lambdas) lambda = lambdas[h];
+    ATTENTION_HEAD(H, lambdas, lambda);
+    const int i = get_group_id(2);
     float y[(DV + NR - 1) / NR];
     float ss = 0.0f;
     for (int e = 0; e < (DV + NR - 1) / NR; e++) {

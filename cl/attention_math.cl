@@ -1,5 +1,36 @@
-/* Scalar math shared by every attention kernel (prefill, decode, tensor-core prefill).
- * docs/spec.md states the formulas. */
+/* What every attention kernel (prefill, decode, tensor-core prefill) shares: the macros a
+ * call fixes, scalar math and row loads.  docs/spec.md states the formulas. */
+
+#ifndef KIND
+#define KIND 2 /* tdacl_attention_kind: 0 softmax, 1 rela, 2 tra, 3 tda, 4 diff_softmax */
+#endif
+#ifndef DT
+#define DT 0 /* storage dtype of q, k, v, q2, k2 (0 f32, 1 bf16, 2 f16) */
+#endif
+#ifndef ODT
+#define ODT 0 /* storage dtype of out */
+#endif
+#ifndef GDT
+#define GDT 0 /* storage dtype of the rms gain */
+#endif
+#ifndef D
+#define D 64 /* q/k head dim padded to a multiple of 32; the true d is an argument */
+#endif
+#ifndef DV
+#define DV 64 /* v head dim padded likewise */
+#endif
+
+/* The (batch, head) of work-group dimension 1, and the per-head lambda when given. */
+#define ATTENTION_HEAD(H, lambdas, lambda)                 \
+    const int bh = get_group_id(1);                        \
+    const int b = bh / (H), h = bh - (bh / (H)) * (H);     \
+    if (lambdas) lambda = (lambdas)[h]
+
+/* Query blocks of work-group dimension 2, heaviest (last, most keys) first. */
+#define ATTENTION_QUERY_BLOCK(rows)                         \
+    const long nqb = get_num_groups(2);                     \
+    const long qb = nqb - 1 - get_group_id(2);              \
+    const long m0 = qb * (rows)
 
 /* Float <-> int mapping that preserves order, for local atomic_max on scores. */
 inline int ord_int(float f)
@@ -22,4 +53,41 @@ inline float rect_pow(float x, int pmode, float p)
 {
     if (x <= 0.0f) return 0.0f;
     return pmode == 2 ? x * x : pmode == 1 ? x : pow(x, p);
+}
+
+/* Four consecutive elements (4*c4..) of the row starting at element p of a view whose
+ * innermost stride is sd, zero beyond d.  Storage type DT; ALIGNED4 (f32 rows on 16 bytes)
+ * takes one vector load. */
+inline float4 load_row4(__global const void *x, long p, long sd, int c4, int d)
+{
+    float4 v = (float4)(0.0f);
+    int c = 4 * c4;
+#if DT == 0 && defined(ALIGNED4)
+    if (c < d) v = vload4(0, (__global const float *)x + p + c);
+#else
+    if (c + 0 < d) v.s0 = LOAD(DT, x, p + (c + 0) * sd);
+    if (c + 1 < d) v.s1 = LOAD(DT, x, p + (c + 1) * sd);
+    if (c + 2 < d) v.s2 = LOAD(DT, x, p + (c + 2) * sd);
+    if (c + 3 < d) v.s3 = LOAD(DT, x, p + (c + 3) * sd);
+#endif
+    return v;
+}
+
+/* The statistics of one work-group: each work-item adds its counts (survivors of view 1 and
+ * 2, pairs with a non-zero combined weight) to the local counters (zeroed at the start),
+ * then work-item 0 writes them and the count of tiles whose V was read to slot `slot` of
+ * stats.  Call from every work-item of the group (it holds a barrier). */
+inline void stats_flush(__local uint *counters, __global uint *stats, long slot, uint nz1, uint nz2, uint nzc,
+                        uint vtiles, int tid)
+{
+    if (nz1) atomic_add(&counters[0], nz1);
+    if (nz2) atomic_add(&counters[1], nz2);
+    if (nzc) atomic_add(&counters[2], nzc);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid == 0) {
+        stats[4 * slot + 0] = counters[0];
+        stats[4 * slot + 1] = counters[1];
+        stats[4 * slot + 2] = counters[2];
+        stats[4 * slot + 3] = vtiles;
+    }
 }

@@ -11,24 +11,6 @@
  * Inputs are 16-bit (DT 1 bf16, 2 f16); products accumulate in f32.  The same argument list
  * as attention_fwd (attention.cl), so the host launches either. */
 
-#ifndef KIND
-#define KIND 2
-#endif
-#ifndef DT
-#define DT 1
-#endif
-#ifndef ODT
-#define ODT 1
-#endif
-#ifndef GDT
-#define GDT 0
-#endif
-#ifndef D
-#define D 64 /* head dim padded to a multiple of 16 */
-#endif
-#ifndef DV
-#define DV 64
-#endif
 #ifndef BN
 #define BN 64 /* keys per tile (multiple of 16) */
 #endif
@@ -136,12 +118,8 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
 
     const int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
-    const int bh = get_group_id(1);
-    const int b = bh / H, h = bh - (bh / H) * H;
-    if (lambdas) lambda = lambdas[h];
-    const long nqb = get_num_groups(2);
-    const long qb = nqb - 1 - get_group_id(2); /* heaviest blocks first */
-    const long m0 = qb * BM;
+    ATTENTION_HEAD(H, lambdas, lambda);
+    ATTENTION_QUERY_BLOCK(BM);
     const long wrow0 = m0 + 16 * MT * warp; /* this warp's first query row */
     /* this lane's rows: ri = 2 mt + hb is row g + 8 hb of m-tile mt; C element e of an
      * m-tile belongs to hb = e / 2 */
@@ -539,16 +517,6 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
     if (want_stats) {
         /* rows >= Tq and masked keys never survive, so these count visible pairs only */
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (nz1) atomic_add(&counters[0], nz1);
-        if (nz2) atomic_add(&counters[1], nz2);
-        if (nzc) atomic_add(&counters[2], nzc);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (tid == 0) {
-            const long wg = (long)bh * nqb + qb;
-            stats[4 * wg + 0] = counters[0];
-            stats[4 * wg + 1] = counters[1];
-            stats[4 * wg + 2] = counters[2];
-            stats[4 * wg + 3] = vtiles;
-        }
+        stats_flush(counters, stats, (long)bh * nqb + qb, nz1, nz2, nzc, vtiles, tid);
     }
 }

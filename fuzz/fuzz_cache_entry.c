@@ -2,7 +2,7 @@
  * wanted key, and its payload lies inside the buffer and ends at its end. */
 #include <string.h>
 
-#include "internal.h"
+#include "runtime/runtime.h"
 
 static void check(int ok)
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_parse.h"
+#include "cli/cli_parse.h"
 
 static void check(int ok)
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
+#include "model/checkpoint.h"
 
 static void check(int ok)
 {

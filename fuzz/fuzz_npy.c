@@ -2,7 +2,7 @@
  * the product of its shape, and that many floats readable (ASan sees any overread). */
 #include <stdlib.h>
 
-#include "npy.h"
+#include "tools/npy.h"
 
 static void check(int ok)
 {

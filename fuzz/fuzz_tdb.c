@@ -3,7 +3,7 @@
  * trip unchanged (the writer and the reader agree). */
 #include <string.h>
 
-#include "tuning.h"
+#include "runtime/tuning.h"
 
 static void check(int ok)
 {

@@ -184,7 +184,8 @@ TDACL_API tdacl_status tdacl_context_create(const tdacl_context_desc *desc, tdac
  * models and tensors still alive are destroyed here too (a warning in the log), and their
  * handles are invalid afterwards -- destroy them before the context, never after. */
 TDACL_API tdacl_status tdacl_context_destroy(tdacl_context *ctx);
-TDACL_API tdacl_status tdacl_context_device_info(const tdacl_context *ctx, tdacl_device_info *info);
+/* The capability record of the context's device. */
+TDACL_API tdacl_status tdacl_context_get_info(const tdacl_context *ctx, tdacl_device_info *info);
 /* Wait for all work queued on the context. */
 TDACL_API tdacl_status tdacl_finish(tdacl_context *ctx);
 
@@ -260,6 +261,13 @@ typedef enum tdacl_attention_kind {
     TDACL_ATTN_DIFF_SOFTMAX = 4  /* differential softmax (two views) */
 } tdacl_attention_kind;
 
+/* The kind's name ("tra", ...), or NULL when kind is not a tdacl_attention_kind.  Kinds are
+ * numbered from 0 without gaps, so a loop until NULL lists them all. */
+TDACL_API const char *tdacl_attention_kind_name(tdacl_attention_kind kind);
+/* The kind named `name` (as tdacl_attention_kind_name spells it); an unknown name is
+ * TDACL_ERR_INVALID_ARGUMENT with a message listing the kinds. */
+TDACL_API tdacl_status tdacl_attention_kind_from_name(const char *name, tdacl_attention_kind *kind);
+
 typedef enum tdacl_head_norm {
     TDACL_NORM_NONE = 0,
     TDACL_NORM_RMS = 1
@@ -309,6 +317,12 @@ typedef struct tdacl_attention_tensors {
     const tdacl_tensor *lambdas;
 } tdacl_attention_tensors;
 
+/* Which kernel ran a call (tdacl_attention_stats.variant; TDACL_LOG=debug says why). */
+typedef enum tdacl_attention_variant {
+    TDACL_VARIANT_SIMT = 0, /* the FP32 lanes: cl/attention.cl, cl/attention_decode.cl */
+    TDACL_VARIANT_MMA = 1   /* matrix units: cl/attention_mma.cl through cl/mma.cl */
+} tdacl_attention_variant;
+
 typedef struct tdacl_attention_stats {
     /* Appendix E.1 of the TDA paper: exact zeros of the final weight among the causally
      * visible (query, key) pairs.  Softmax kinds count no zeros (weights are positive). */
@@ -319,9 +333,8 @@ typedef struct tdacl_attention_stats {
     double kernel_ms;         /* device time of the attention kernels (profiling events) */
     uint64_t tiles_visited;   /* key tiles (or decode chunks) computed */
     uint64_t tiles_skipped_v; /* of those, tiles whose V loads and weight x V were skipped */
-    int path;                 /* tdacl_attention_path actually taken */
-    int variant;              /* kernel that ran: 0 SIMT (FP32 lanes), 1 matrix units (mma);
-                                 TDACL_LOG=debug says why */
+    tdacl_attention_path path;       /* the path actually taken */
+    tdacl_attention_variant variant; /* the kernel that ran */
 } tdacl_attention_stats;
 
 /* out = Attention(q, k, v) for every batch and head.  Tq == 0 is a no-op.
@@ -367,8 +380,10 @@ typedef struct tdacl_model_info {
 } tdacl_model_info;
 
 TDACL_API void tdacl_model_desc_init(tdacl_model_desc *desc);
-/* Parses and checks the whole checkpoint (every tensor's presence, dtype and shape against
- * config.json) before allocating; errors name the file and the tensor. */
+/* The create of the model handle (load/destroy pair; tdacl_context_destroy also destroys
+ * models left alive).  Parses and checks the whole checkpoint (every tensor's presence,
+ * dtype and shape against config.json) before allocating; errors name the file and the
+ * tensor. */
 TDACL_API tdacl_status tdacl_model_load(tdacl_context *ctx, const tdacl_model_desc *desc, tdacl_model **model);
 TDACL_API tdacl_status tdacl_model_destroy(tdacl_model *model);
 TDACL_API tdacl_status tdacl_model_get_info(const tdacl_model *model, tdacl_model_info *info);

@@ -111,13 +111,15 @@ TDACL_TUNING_FILE=/dev/zero expect tuning-dev-zero 0 'tuning database /dev/zero 
     "$TDACL" "${A[@]}"
 TDACL_TUNING_FILE="$WORK/none.tdb" expect tuning-missing 0 'none.tdb cannot be read' -- "$TDACL" "${A[@]}"
 
-# the variant choice is visible: forced SIMT says so at debug level; a requested mma variant
-# that cannot run (f32 storage) is a warning naming the reason
-TDACL_LOG=debug TDACL_MMA_EMULATE=1 TDACL_ATTENTION_VARIANT=simt expect variant-simt 0 \
-    'simt variant \(TDACL_ATTENTION_VARIANT=simt\)' -- "$TDACL" "${A[@]}" --dtype bf16
-TDACL_LOG=debug TDACL_MMA_EMULATE=1 expect variant-mma-emulated 0 'mma variant \(portable fragment body' -- \
+# the variant choice is visible: a row excluded by TDACL_VARIANT says so at debug level; the
+# emulated mma row names its portable body; naming only a row that cannot run the call (f32
+# storage on the mma row) is an error with the reason, not a silent fallback
+TDACL_LOG=debug TDACL_MMA_EMULATE=1 TDACL_VARIANT=attention.simt expect variant-simt 0 \
+    'attention.mma: excluded by TDACL_VARIANT; took attention.simt' -- "$TDACL" "${A[@]}" --dtype bf16
+TDACL_LOG=debug TDACL_MMA_EMULATE=1 expect variant-mma-emulated 0 'took attention.mma \(portable fragment body\)' -- \
     "$TDACL" "${A[@]}" --dtype bf16
-TDACL_MMA_EMULATE=1 TDACL_ATTENTION_VARIANT=mma expect variant-mma-refused 0 'TDACL_ATTENTION_VARIANT=mma not taken: f32 storage' -- \
+TDACL_MMA_EMULATE=1 TDACL_VARIANT=attention.mma expect variant-mma-refused 1 \
+    'no variant runs this call \(attention.mma: f32 storage runs exact on the FP32 lanes; attention.simt: excluded by TDACL_VARIANT' -- \
     "$TDACL" "${A[@]}"
 # the matrix units the device offers to attention are named (none on a CPU)
 expect devices-matrix-units 0 'matrix units: (none used|mma.sync)' -- "$TDACL" devices

@@ -37,7 +37,7 @@
 
 #include <cmocka.h>
 
-#include "attention.h" /* tdacl__attention_plan/run: forced tile parameters */
+#include "ops/attention.h" /* tdacl__attention_plan/run: forced tile parameters */
 #include "ref/attention_ref.h"
 #include "tdacl.h"
 
@@ -502,11 +502,11 @@ static tdacl_tensor *view_of(tdacl_context *ctx, const attn_case *c, const dev_p
  * ("BM=64 BN=32"), so the test does not depend on the full parameter list. */
 static tdacl_param_values forced_params(tdacl_context *ctx, const tdacl_attention_plan *plan, const char *force)
 {
-    const char *kernel = plan->path == TDACL_PATH_DECODE ? "attention_decode" : "attention";
+    const tdacl_kernel_space *ks = plan->row->space;
+    const char *kernel = plan->row->name;
     tdacl_tuned tuned;
-    CHECK_OK(ctx, tdacl__tuned(ctx, kernel, &plan->problem, &tuned));
-    const tdacl_kernel_space *ks = tdacl__kernel_space(kernel);
-    assert_non_null(ks);
+    const tdacl_attention_call call = {plan, NULL, NULL, NULL};
+    CHECK_OK(ctx, tdacl__variant_params(ctx, plan->row, &call, NULL, &tuned));
     char name[32];
     int value, used;
     for (const char *p = force; sscanf(p, " %31[A-Z0-9_]=%d%n", name, &value, &used) == 2; p += used) {
@@ -884,7 +884,7 @@ static void test_variant_d_f16_d128_two_views(void **state) { sweep_kinds(state,
 static void mma_shapes(void **state, int first, int count)
 {
     tdacl_device_info info;
-    CHECK_OK(ctx_of(state), tdacl_context_device_info(ctx_of(state), &info));
+    CHECK_OK(ctx_of(state), tdacl_context_get_info(ctx_of(state), &info));
     const char *emu = getenv("TDACL_MMA_EMULATE");
     g_expect_mma = info.nv_cc_major >= 8 || (emu && !strcmp(emu, "1"));
     static const struct { int d, dv, Tq, Tk, off; layout lay; tdacl_dtype dt; } shapes[] = {

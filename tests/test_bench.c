@@ -81,6 +81,7 @@ static void make_run(bench_run *run)
     set_samples(r, (const double[]){0.1234567890123, 0.125, 0.1199999, 0.13, 0.124}, 5);
     snprintf(r->params, sizeof r->params, "TQ=32,TK=64,VEC=4");
     snprintf(r->params_source, sizeof r->params_source, "database");
+    snprintf(r->variant, sizeof r->variant, "attention.simt");
     snprintf(r->params_origin, sizeof r->params_origin, "tuning/pocl.json: cpu-test");
     r->flops = tdacl_attention_flops(TDACL_ATTN_TRA, 6, 256, 256, 0, 64, 64);
     r->bytes = 1234567.0, r->sparsity = 0.987654321;
@@ -118,6 +119,7 @@ static void assert_row_equal(const bench_row *a, const bench_row *b)
     assert_string_equal(a->suite, b->suite);
     assert_string_equal(a->name, b->name);
     assert_string_equal(a->impl, b->impl);
+    assert_string_equal(a->variant, b->variant);
     assert_string_equal(a->device, b->device);
     assert_int_equal(a->device_index, b->device_index);
     assert_string_equal(a->dtype, b->dtype);
@@ -217,7 +219,7 @@ static void test_csv(void **state)
     static const char *cols[] = {"device", "suite", "name", "impl", "dtype", "path", "B", "H", "Tq", "Tk", "d",
                                  "dv", "M", "N", "K", "beta", "median_ms", "min_ms", "max_ms", "spread", "noisy",
                                  "tflops", "gbs", "pct_peak_flops", "pct_peak_bw", "bound_ms", "sparsity", "value",
-                                 "unit", "params", "params_source"};
+                                 "unit", "params", "params_source", "variant"};
     enum { NC = sizeof cols / sizeof *cols };
     bench_run run;
     make_run(&run);
@@ -240,6 +242,7 @@ static void test_csv(void **state)
         assert_string_equal(f[2], r->name);
         assert_string_equal(f[3], r->impl);
         assert_string_equal(f[29], r->params);
+        assert_string_equal(f[31], r->variant);
         if (lines != 3) continue;
         /* the tra prefill row, value by value at the precision the writer prints */
         assert_string_equal(f[4], "f32");

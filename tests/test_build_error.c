@@ -2,6 +2,7 @@
  * tdacl_build_log() and the error log line; nothing is cached and the context stays
  * usable. */
 #include "common/clcheck.h"
+#include "ops/variants.h"
 
 static const char *BROKEN_SRC =
     "__kernel void broken(__global float *x)\n"
@@ -132,28 +133,27 @@ static void test_recovers(void **state)
     assert_int_equal(tu_count_files(f->dir, ".bin", 0, NULL, 0), 1);
 }
 
-/* A program name missing from the table and a kernel missing from a program fail with a
- * status, not a crash. */
+/* A program naming a source that is not embedded and a kernel missing from a program fail
+ * with a status, not a crash; every row of the variant registry names embedded sources. */
 static void test_unknown_program_and_kernel(void **state)
 {
     fixture *f = *state;
     cl_program prog = NULL;
-    assert_status(f->ctx, tdacl__program_get(f->ctx, "no_such_program", "", &prog), TDACL_ERR_INTERNAL);
-    assert_contains(tdacl_last_error(f->ctx), "no_such_program");
+    const tdacl_program_def missing = {"no_such_program", {"common.cl", "no_such_file.cl"}};
+    assert_status(f->ctx, tdacl__program_get(f->ctx, &missing, "", &prog), TDACL_ERR_INTERNAL);
+    assert_contains(tdacl_last_error(f->ctx), "no_such_file.cl");
     cl_kernel k = NULL;
-    assert_status(f->ctx, tdacl__kernel_get(f->ctx, "tensor", "-DSRC_DT=0 -DDST_DT=0", "no_such_kernel", &k),
-                  TDACL_ERR_OPENCL);
-    assert_contains(tdacl_last_error(f->ctx), "tensor.no_such_kernel");
+    const tdacl_variant_def *layers = tdacl__variant_of_op(TDACL_OP_LAYERS);
+    assert_non_null(layers);
+    assert_status(f->ctx, tdacl__variant_kernel(f->ctx, layers, "", "no_such_kernel", &k), TDACL_ERR_OPENCL);
+    assert_contains(tdacl_last_error(f->ctx), "layers.no_such_kernel");
     assert_contains(tdacl_last_error(f->ctx), "CL_INVALID_KERNEL_NAME");
     assert_null(k);
-    /* every program in the table names sources that are embedded */
-    const char *names[] = {"tensor", "peak", "attention_prep", "attention", "attention_decode"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        const tdacl_program_def *def = tdacl__program_def(names[i]);
-        assert_non_null(def);
-        for (int j = 0; j < 4 && def->files[j]; j++)
-            if (!tdacl__find_source(def->files[j])) fail_msg("%s: %s is not embedded", names[i], def->files[j]);
-    }
+    int rows = 0;
+    for (const tdacl_variant_def *r; (r = tdacl__variant_at(rows)) != NULL; rows++)
+        for (size_t j = 0; j < TDACL_ARRAY_LEN(r->program.files) && r->program.files[j]; j++)
+            if (!tdacl__find_source(r->program.files[j])) fail_msg("%s: %s is not embedded", r->name, r->program.files[j]);
+    assert_true(rows >= 8);
 }
 
 int main(void)

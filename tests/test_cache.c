@@ -223,7 +223,7 @@ static void test_miss_then_hit(void **state)
     assert_non_null(key);
     memcpy(key, f + HDR, klen);
     tdacl_device_info info;
-    assert_ok(a, tdacl_context_device_info(a, &info));
+    assert_ok(a, tdacl_context_get_info(a, &info));
     assert_contains(key, info.name);
     assert_contains(key, info.driver_version);
     char line[1024];

@@ -285,7 +285,7 @@ static void test_context_on_selected_device(void **state)
     desc.cache = 0;
     tdacl_context *ctx = NULL;
     assert_ok(NULL, tdacl_context_create(&desc, &ctx));
-    assert_ok(ctx, tdacl_context_device_info(ctx, &got));
+    assert_ok(ctx, tdacl_context_get_info(ctx, &got));
     assert_int_equal(got.index, want);
     assert_string_equal(got.name, ref.name);
     assert_string_equal(got.arch, ref.arch);

@@ -125,7 +125,7 @@ static void test_context_log_callback(void **state)
 {
     (void)state;
     tdacl_device_info info;
-    assert_ok(ctx, tdacl_context_device_info(ctx, &info));
+    assert_ok(ctx, tdacl_context_get_info(ctx, &info));
     tu_log log = {0};
     tdacl_context_desc desc;
     tdacl_context_desc_init(&desc);
@@ -264,9 +264,9 @@ static void test_context_calls(void **state)
 
     assert_ok(NULL, tdacl_context_destroy(NULL));
     tdacl_device_info info;
-    assert_status(NULL, tdacl_context_device_info(NULL, &info), TDACL_ERR_INVALID_ARGUMENT);
+    assert_status(NULL, tdacl_context_get_info(NULL, &info), TDACL_ERR_INVALID_ARGUMENT);
     assert_contains(tdacl_last_error(NULL), "ctx is NULL");
-    assert_status(ctx, tdacl_context_device_info(ctx, NULL), TDACL_ERR_INVALID_ARGUMENT);
+    assert_status(ctx, tdacl_context_get_info(ctx, NULL), TDACL_ERR_INVALID_ARGUMENT);
     assert_contains(tdacl_last_error(ctx), "info is NULL");
     assert_status(NULL, tdacl_finish(NULL), TDACL_ERR_INVALID_ARGUMENT);
     tdacl_cache_stats cs;

@@ -45,9 +45,9 @@
 #include <math.h>
 #include <sys/stat.h>
 
-#include "checkpoint.h"
+#include "model/checkpoint.h"
 #include "common/testutil.h"
-#include "npy.h"
+#include "tools/npy.h"
 #include "ref/attention_ref.h"
 #include "ref/gpt_ref.h"
 

@@ -5,7 +5,7 @@
 #include <math.h>
 
 #include "common/testutil.h"
-#include "npy.h"
+#include "tools/npy.h"
 
 static char *dir;
 

@@ -630,7 +630,7 @@ static void test_too_large(void **state)
 {
     (void)state;
     tdacl_device_info info;
-    assert_ok(ctx, tdacl_context_device_info(ctx, &info));
+    assert_ok(ctx, tdacl_context_get_info(ctx, &info));
     tdacl_tensor *t = (tdacl_tensor *)0x1;
     /* one element more than the largest allocation, for 4- and 2-byte types */
     const int64_t over4[1] = {(int64_t)(info.max_alloc_bytes / 4) + 1};

@@ -35,7 +35,7 @@ if [ -z "$params" ]; then
 fi
 
 "$TDACL" devices --verbose >"$WORK/devices.txt" 2>&1
-line="$(grep 'tuning attention_decode tra f32' "$WORK/devices.txt" || true)"
+line="$(grep 'attention decode tra f32 d=64' "$WORK/devices.txt" || true)"
 echo "next process: $line"
 case "$line" in
 *"$params"*"[user: $TDACL_TUNING_FILE"*) echo "PASS: the new entry ($params) is used" ;;

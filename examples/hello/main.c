@@ -25,7 +25,7 @@ int main(void)
 
     CHECK(tdacl_context_create(NULL, &ctx)); /* $TDACL_DEVICE or the default device */
     tdacl_device_info info;
-    CHECK(tdacl_context_device_info(ctx, &info));
+    CHECK(tdacl_context_get_info(ctx, &info));
     printf("libtdacl %s on %s / %s\n", tdacl_version(), info.platform_name, info.name);
 
     const int64_t shape[4] = {1, 1, 8, 16};

@@ -2,8 +2,8 @@
 #ifndef TDACL_CLI_H
 #define TDACL_CLI_H
 
-#include "cli_parse.h"
-#include "internal.h"
+#include "cli/cli_parse.h"
+#include "runtime/runtime.h"
 
 /* Prints "tdacl: <status>: <message>" (and the build log for build failures); returns 1. */
 int cli_report(const tdacl_context *ctx, tdacl_status st);

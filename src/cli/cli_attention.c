@@ -5,20 +5,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention.h"
-#include "cli.h"
-#include "npy.h"
+#include "base/kinds.h"
+#include "cli/cli.h"
+#include "ops/attention.h"
+#include "tools/npy.h"
 
 static void usage(FILE *f)
 {
+    char kinds[128];
+    tdacl__kind_names(kinds, sizeof kinds);
     fprintf(f,
-            "usage: tdacl attention --kind {tra,tda,rela,softmax,diff_softmax} --q q.npy --k k.npy\n"
+            "usage: tdacl attention --kind KIND --q q.npy --k k.npy\n"
             "       --v v.npy [--q2 q2.npy --k2 k2.npy] --out o.npy [--beta B] [--kappa K]\n"
             "       [--power P] [--lambda L] [--scale S] [--normalize 0|1] [--norm none|rms]\n"
             "       [--offset N] [--dtype fp32|bf16|fp16] [--path auto|prefill|decode]\n"
             "       [--stats stats.json] [--device SEL]\n"
             "Inputs are little-endian float32 .npy arrays [B,H,T,D] in C order; the output is\n"
-            "float32 [B,H,Tq,Dv].  --dtype bf16 rounds the inputs to bf16 storage on the device.\n");
+            "float32 [B,H,Tq,Dv].  --dtype bf16 rounds the inputs to bf16 storage on the device.\n"
+            "KIND: %s (two-view kinds take --q2 and --k2).\n", kinds);
 }
 
 typedef struct inputs {
@@ -49,9 +53,10 @@ int cmd_attention(int argc, char **argv)
         else if (!strcmp(o, "--stats")) stats_path = val;
         else if (!strcmp(o, "--device")) device = val;
         else if (!strcmp(o, "--kind")) {
-            int k = tdacl__kind_from_name(val);
-            if (k < 0) { fprintf(stderr, "tdacl attention: unknown --kind '%s'\n", val); return 2; }
-            desc.kind = (tdacl_attention_kind)k;
+            if (tdacl_attention_kind_from_name(val, &desc.kind)) {
+                fprintf(stderr, "tdacl attention: --kind: %s\n", tdacl_last_error(NULL));
+                return 2;
+            }
             have_kind = 1;
         } else if (!strcmp(o, "--beta")) bad = cli_double(val, &x), desc.beta = (float)x;
         else if (!strcmp(o, "--kappa")) bad = cli_double(val, &x), desc.kappa = (float)x;
@@ -85,13 +90,14 @@ int cmd_attention(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    int two = desc.kind == TDACL_ATTN_TDA || desc.kind == TDACL_ATTN_DIFF_SOFTMAX;
+    int two = tdacl__kind_views(desc.kind) == 2;
     if (two && (!files[3] || !files[4])) {
-        fprintf(stderr, "tdacl attention: kind %s needs --q2 and --k2\n", tdacl__kind_name(desc.kind));
+        fprintf(stderr, "tdacl attention: kind %s needs --q2 and --k2\n", tdacl_attention_kind_name(desc.kind));
         return 2;
     }
     if (!two && (files[3] || files[4])) {
-        fprintf(stderr, "tdacl attention: --q2/--k2 only apply to tda and diff_softmax\n");
+        fprintf(stderr, "tdacl attention: --q2/--k2 only apply to two-view kinds (kind %s has one view)\n",
+                tdacl_attention_kind_name(desc.kind));
         return 2;
     }
     inputs in;
@@ -135,7 +141,7 @@ int cmd_attention(int argc, char **argv)
     if ((st = tdacl__npy_write(out_path, 4, oshape, host))) { cli_report(NULL, st); goto done; }
     if (stats_path) {
         cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "kind", tdacl__kind_name(desc.kind));
+        cJSON_AddStringToObject(j, "kind", tdacl_attention_kind_name(desc.kind));
         cJSON_AddStringToObject(j, "path", stats.path == TDACL_PATH_DECODE ? "decode" : "prefill");
         cJSON_AddNumberToObject(j, "visible_pairs", (double)stats.visible_pairs);
         cJSON_AddNumberToObject(j, "zero_weights", (double)stats.zero_weights);
@@ -154,7 +160,7 @@ int cmd_attention(int argc, char **argv)
         free(text);
         if (!ok) { fprintf(stderr, "tdacl attention: cannot write %s\n", stats_path); goto done; }
     }
-    printf("%s: [%lld,%lld,%lld,%lld] written to %s (%.3f ms", tdacl__kind_name(desc.kind),
+    printf("%s: [%lld,%lld,%lld,%lld] written to %s (%.3f ms", tdacl_attention_kind_name(desc.kind),
            (long long)oshape[0], (long long)oshape[1], (long long)oshape[2], (long long)oshape[3], out_path,
            stats.kernel_ms);
     if (desc.want_stats) printf(", sparsity %.6f", stats.sparsity);

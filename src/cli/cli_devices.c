@@ -2,8 +2,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "tuning.h"
+#include "cli/cli.h"
+#include "base/kinds.h"
+#include "ops/attention.h"
+#include "ops/gemm.h"
 
 static const char *type_name(tdacl_device_type t)
 {
@@ -25,7 +27,7 @@ static void print_record(const tdacl_device_info *i, int verbose)
            i->has_fp64 ? "yes" : "no", i->has_subgroups ? "yes" : "no", i->has_int64_atomics ? "yes" : "no");
     if (i->nv_cc_major) printf(", compute capability %d.%d", i->nv_cc_major, i->nv_cc_minor);
     printf("\n");
-    /* the matrix units the attention prefill uses (src/attention_mma.c decides per call) */
+    /* the matrix units the attention prefill uses (the variant registry decides per call) */
     if (i->nv_cc_major >= 8)
         printf("    matrix units: mma.sync bf16/f16 (sm_%d%d), used by attention prefill with bf16/f16 inputs\n",
                i->nv_cc_major, i->nv_cc_minor);
@@ -34,21 +36,70 @@ static void print_record(const tdacl_device_info *i, int verbose)
     if (verbose) printf("    extensions: %s\n", i->extensions);
 }
 
-/* Which tuning entries a context would use for a few representative problems. */
-static void print_tuning(tdacl_context *ctx)
+static void print_choice(const tdacl_variant_def *row, const char *why, const tdacl_tuned *t, const char *what)
 {
-    static const struct { const char *kernel; int kind; int tq; } probes[] = {
-        {"attention", TDACL_ATTN_TRA, 64}, {"attention", TDACL_ATTN_TDA, 64},
-        {"attention", TDACL_ATTN_SOFTMAX, 64}, {"attention_decode", TDACL_ATTN_TRA, 1},
+    char text[160] = "";
+    if (row->space) tdacl__params_text(row->space, &t->values, text, sizeof text);
+    if (row->space)
+        printf("    %-40s %-22s %s  [%s: %s]\n", what, row->name, text, tdacl__tuned_source_name(t->source), t->origin);
+    else
+        printf("    %-40s %s\n", what, row->name);
+    if (strstr(why, ": ")) printf("      (%s)\n", why);
+}
+
+/* Which variant and parameters a context takes for a few representative calls (planned on
+ * small device tensors, not run). */
+static void print_variants(tdacl_context *ctx)
+{
+    static const struct { tdacl_attention_kind kind; tdacl_dtype dt; int tq; } probes[] = {
+        {TDACL_ATTN_TRA, TDACL_F32, 64},  {TDACL_ATTN_TRA, TDACL_BF16, 64},     {TDACL_ATTN_TDA, TDACL_BF16, 64},
+        {TDACL_ATTN_SOFTMAX, TDACL_BF16, 64}, {TDACL_ATTN_TRA, TDACL_F32, 1}, {TDACL_ATTN_TRA, TDACL_BF16, 1},
     };
+    const int64_t tk = 8192, d = 64;
     for (size_t i = 0; i < TDACL_ARRAY_LEN(probes); i++) {
-        tdacl_problem p = {probes[i].kind, TDACL_F32, 64, 64, 8192, probes[i].tq};
-        tdacl_tuned t;
-        if (tdacl__tuned(ctx, probes[i].kernel, &p, &t)) continue;
-        char text[160];
-        tdacl__params_text(tdacl__kernel_space(probes[i].kernel), &t.values, text, sizeof text);
-        printf("    tuning %s %s f32 d=64 T=8192: %s  [%s: %s]\n", probes[i].kernel,
-               tdacl__kind_name(probes[i].kind), text, tdacl__tuned_source_name(t.source), t.origin);
+        int64_t qs[4] = {1, 1, probes[i].tq, d}, ks[4] = {1, 1, tk, d};
+        tdacl_tensor *q = NULL, *k = NULL, *v = NULL, *q2 = NULL, *k2 = NULL, *o = NULL;
+        int two = tdacl__kind_views(probes[i].kind) == 2;
+        tdacl_status st = tdacl_tensor_create(ctx, probes[i].dt, 4, qs, &q);
+        if (!st) st = tdacl_tensor_create(ctx, probes[i].dt, 4, ks, &k);
+        if (!st) st = tdacl_tensor_create(ctx, probes[i].dt, 4, ks, &v);
+        if (!st && two) st = tdacl_tensor_create(ctx, probes[i].dt, 4, qs, &q2);
+        if (!st && two) st = tdacl_tensor_create(ctx, probes[i].dt, 4, ks, &k2);
+        if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 4, qs, &o);
+        tdacl_attention_tensors t = {q, k, v, q2, k2, NULL, o, NULL};
+        tdacl_attention_desc desc;
+        tdacl_attention_desc_init(&desc);
+        desc.kind = probes[i].kind;
+        tdacl_attention_plan plan;
+        tdacl_tuned tuned;
+        const tdacl_attention_call call = {&plan, &t, NULL, NULL};
+        if (!st) st = tdacl__attention_plan(ctx, &desc, &t, &plan);
+        if (!st) st = tdacl__variant_params(ctx, plan.row, &call, NULL, &tuned);
+        char what[96];
+        snprintf(what, sizeof what, "attention %s %s %s d=%d Tq=%d:", plan.path == TDACL_PATH_DECODE ? "decode" : "prefill",
+                 tdacl_attention_kind_name(probes[i].kind), tdacl_dtype_name(probes[i].dt), (int)d, probes[i].tq);
+        if (!st) print_choice(plan.row, plan.variant_why, &tuned, what);
+        else printf("    %-40s %s\n", what, tdacl_last_error(ctx));
+        tdacl_tensor *all[] = {q, k, v, q2, k2, o};
+        for (size_t j = 0; j < TDACL_ARRAY_LEN(all); j++) tdacl_tensor_destroy(all[j]);
+    }
+    static const int rows_of[] = {1, 1024};
+    for (size_t i = 0; i < TDACL_ARRAY_LEN(rows_of); i++) {
+        int64_t as[2] = {rows_of[i], 768}, ws[2] = {768, 768};
+        tdacl_tensor *a = NULL, *w = NULL, *c = NULL;
+        tdacl_status st = tdacl_tensor_create(ctx, TDACL_F32, 2, as, &a);
+        if (!st) st = tdacl_tensor_create(ctx, TDACL_BF16, 2, ws, &w);
+        if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 2, as, &c);
+        const tdacl_matmul_call call = {c, a, w, NULL, NULL, 0, rows_of[i], 768, 768, 0, NULL};
+        const tdacl_variant_def *row = NULL;
+        char why[256] = "", what[96];
+        tdacl_tuned tuned;
+        if (!st) st = tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &call, &row, why, sizeof why);
+        if (!st) st = tdacl__variant_params(ctx, row, &call, NULL, &tuned);
+        snprintf(what, sizeof what, "matmul bf16 weights M=%d N=K=768:", rows_of[i]);
+        if (!st) print_choice(row, why, &tuned, what);
+        else printf("    %-40s %s\n", what, tdacl_last_error(ctx));
+        tdacl_tensor_destroy(a), tdacl_tensor_destroy(w), tdacl_tensor_destroy(c);
     }
 }
 
@@ -62,7 +113,8 @@ int cmd_devices(int argc, char **argv)
         else if (!strcmp(argv[i], "--device") && i + 1 < argc) sel = argv[++i];
         else if (!strcmp(argv[i], "--help")) {
             printf("usage: tdacl devices [--verbose] [--peak] [--device SEL]\n"
-                   "  --verbose  full capability record, extensions and tuning entries in use\n"
+                   "  --verbose  full capability record, extensions, and the variant and parameters\n"
+                   "             representative calls take\n"
                    "  --peak     measure FP32 FMA rate, read bandwidth and launch latency\n"
                    "  --device   only the devices matching SEL (index or name substring)\n");
             return 0;
@@ -93,7 +145,7 @@ int cmd_devices(int argc, char **argv)
         snprintf(idx, sizeof idx, "%d", i);
         tdacl_context *ctx;
         if (cli_open(idx, &ctx)) return 1;
-        if (verbose) print_tuning(ctx);
+        if (verbose) print_variants(ctx);
         if (peak) {
             tdacl_peak pk;
             if ((st = tdacl_measure_peak(ctx, &pk))) {

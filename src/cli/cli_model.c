@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
-#include "cli.h"
-#include "fileio.h"
+#include "model/checkpoint.h"
+#include "cli/cli.h"
+#include "base/fileio.h"
 
 static void usage(FILE *f)
 {

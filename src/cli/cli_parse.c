@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "cli_parse.h"
+#include "cli/cli_parse.h"
 
 /* strtod/strtoll skip leading blanks and take a '+': a number here starts with a digit,
  * '-' or '.', so " 5" and "+5" are refused like any other stray character. */

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "model.h"
-#include "npy.h"
-#include "tuning.h"
+#include "cli/cli.h"
+#include "model/model.h"
+#include "tools/npy.h"
+#include "runtime/tuning.h"
 
 typedef struct run_opts {
     const char *model, *tokens, *prompt, *out, *device;
@@ -131,18 +131,47 @@ static int open_model(const run_opts *o, long long need, const char *cmd, tdacl_
     return 0;
 }
 
-int cmd_forward(int argc, char **argv)
+static const char forward_help[] =
+    "usage: tdacl forward --model DIR --tokens 15,42,7,... --out logits.npy [--dtype f32|bf16]\n"
+    "                     [--context N] [--device SEL]\n"
+    "Writes float32 logits [T, vocab] for every position of one sequence.  The KV cache\n"
+    "holds T positions, or N with --context (N >= T).\n";
+
+static const char generate_help[] =
+    "usage: tdacl generate --model DIR (--prompt TEXT | --tokens ids) [--max-new N]\n"
+    "                      [--temperature T] [--top-k K] [--seed S] [--dtype f32|bf16]\n"
+    "                      [--context N] [--device SEL]\n"
+    "--prompt: byte-level text in and out (vocabulary-256 models).  --tokens: token ids in,\n"
+    "the prompt ids and then the generated ids out, comma-separated.  The KV cache holds\n"
+    "prompt + N positions, or --context positions.  Prints prefill time, decode tokens/s\n"
+    "and per-token latency on stderr.\n";
+
+/* Releases what a command made (any may be NULL) and passes its exit code on. */
+static int finish(int rc, int32_t *tokens, float *logits, tdacl_model *m, tdacl_context *ctx)
+{
+    free(tokens);
+    free(logits);
+    tdacl_model_destroy(m);
+    tdacl_context_destroy(ctx);
+    return rc;
+}
+
+/* --help (prints `help`, exit code 0) and option parsing: -1 to go on, else the exit code. */
+static int begin(int argc, char **argv, run_opts *o, const char *cmd, int allowed, const char *help)
 {
     if (argc > 1 && !strcmp(argv[1], "--help")) {
-        printf("usage: tdacl forward --model DIR --tokens 15,42,7,... --out logits.npy [--dtype f32|bf16]\n"
-               "                     [--context N] [--device SEL]\n"
-               "Writes float32 logits [T, vocab] for every position of one sequence.  The KV cache\n"
-               "holds T positions, or N with --context (N >= T).\n");
+        fputs(help, stdout);
         return 0;
     }
+    int rc = parse(argc, argv, o, cmd, allowed);
+    return rc ? rc : -1;
+}
+
+int cmd_forward(int argc, char **argv)
+{
     run_opts o;
-    int rc = parse(argc, argv, &o, "forward", FORWARD_OPTS);
-    if (rc) return rc;
+    int rc = begin(argc, argv, &o, "forward", FORWARD_OPTS, forward_help);
+    if (rc >= 0) return rc;
     if (!o.tokens || !o.out) {
         fprintf(stderr, "tdacl forward: --tokens and --out are required\n");
         return 2;
@@ -183,28 +212,14 @@ int cmd_forward(int argc, char **argv)
     printf("logits [%d, %d] written to %s\n", n, info.vocab_size, o.out);
     rc = 0;
 done:
-    free(tokens);
-    free(logits);
-    tdacl_model_destroy(m);
-    tdacl_context_destroy(ctx);
-    return rc;
+    return finish(rc, tokens, logits, m, ctx);
 }
 
 int cmd_generate(int argc, char **argv)
 {
-    if (argc > 1 && !strcmp(argv[1], "--help")) {
-        printf("usage: tdacl generate --model DIR (--prompt TEXT | --tokens ids) [--max-new N]\n"
-               "                      [--temperature T] [--top-k K] [--seed S] [--dtype f32|bf16]\n"
-               "                      [--context N] [--device SEL]\n"
-               "--prompt: byte-level text in and out (vocabulary-256 models).  --tokens: token ids in,\n"
-               "the prompt ids and then the generated ids out, comma-separated.  The KV cache holds\n"
-               "prompt + N positions, or --context positions.  Prints prefill time, decode tokens/s\n"
-               "and per-token latency on stderr.\n");
-        return 0;
-    }
     run_opts o;
-    int rc = parse(argc, argv, &o, "generate", GENERATE_OPTS);
-    if (rc) return rc;
+    int rc = begin(argc, argv, &o, "generate", GENERATE_OPTS, generate_help);
+    if (rc >= 0) return rc;
     if (!!o.prompt == !!o.tokens) {
         fprintf(stderr, "tdacl generate: give exactly one of --prompt and --tokens\n");
         return 2;
@@ -278,9 +293,5 @@ int cmd_generate(int argc, char **argv)
             steps, steps && decode_s > 0 ? (double)steps / decode_s : 0.0, steps ? decode_s * 1e3 / (double)steps : 0.0);
     rc = 0;
 done:
-    free(tokens);
-    free(logits);
-    tdacl_model_destroy(m);
-    tdacl_context_destroy(ctx);
-    return rc;
+    return finish(rc, tokens, logits, m, ctx);
 }

@@ -8,8 +8,9 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "cli.h"
-#include "tuner.h"
+#include "base/kinds.h"
+#include "cli/cli.h"
+#include "tools/tuner.h"
 
 
 static volatile int stop_flag;
@@ -17,9 +18,9 @@ static void on_sigint(int sig) { (void)sig, stop_flag = 1; }
 
 extern char **environ;
 
-/* job->prebuild: re-runs this executable as `tdacl __prebuild DEV DIR PROGRAM OPTS...`, one
+/* job->prebuild: re-runs this executable as `tdacl __prebuild DEV DIR VARIANT OPTS...`, one
  * process per share of the option strings, and waits for all of them. */
-static void spawn_prebuild(int device_index, const char *cache_dir, const char *program, char *const *options,
+static void spawn_prebuild(int device_index, const char *cache_dir, const char *variant, char *const *options,
                            int n, int jobs, double deadline)
 {
     pid_t pids[64];
@@ -37,7 +38,7 @@ static void spawn_prebuild(int device_index, const char *cache_dir, const char *
         argv[a++] = "__prebuild";
         argv[a++] = dev;
         argv[a++] = (char *)cache_dir;
-        argv[a++] = (char *)program;
+        argv[a++] = (char *)variant;
         for (int i = j; i < n; i += jobs) argv[a++] = options[i];
         argv[a] = NULL;
         pid_t pid;
@@ -60,10 +61,13 @@ static void spawn_prebuild(int device_index, const char *cache_dir, const char *
     }
 }
 
-/* tdacl __prebuild DEV DIR PROGRAM OPTS...: build into the cache and exit (internal). */
+/* tdacl __prebuild DEV DIR VARIANT OPTS...: build the variant's program into the cache and
+ * exit (internal). */
 int cmd_prebuild(int argc, char **argv)
 {
     if (argc < 4) return 2;
+    const tdacl_variant_def *row = tdacl__variant(argv[3]);
+    if (!row) return 2;
     tdacl_context_desc desc;
     tdacl_context_desc_init(&desc);
     desc.device = argv[1];
@@ -74,7 +78,7 @@ int cmd_prebuild(int argc, char **argv)
     if (tdacl_context_create(&desc, &ctx)) return 1;
     for (int i = 4; i < argc; i++) {
         cl_program prog;
-        tdacl__program_get(ctx, argv[3], argv[i], &prog);
+        tdacl__program_get(ctx, &row->program, argv[i], &prog);
     }
     tdacl_context_destroy(ctx);
     return 0;
@@ -82,8 +86,13 @@ int cmd_prebuild(int argc, char **argv)
 
 static void usage(FILE *f)
 {
+    char kernels[160] = "", kinds[128];
+    for (int i = 0; tdacl__variant_at(i); i++)
+        if (tdacl__variant_at(i)->space)
+            snprintf(kernels + strlen(kernels), sizeof kernels - strlen(kernels), "%s|", tdacl__variant_at(i)->space->kernel);
+    tdacl__kind_names(kinds, sizeof kinds);
     fprintf(f,
-            "usage: tdacl tune [--kernel attention|attention_decode|gemm|all] [--kinds LIST] [--dtype LIST]\n"
+            "usage: tdacl tune [--kernel %sall] [--kinds LIST] [--dtype LIST]\n"
             "                  [--d N] [--T N] [--B N] [--H N] [--N N --K N] [--budget SECONDS]\n"
             "                  [--strategy exhaustive|random|anneal] [--device SEL] [--out FILE]\n"
             "                  [--class-only] [--seed N] [--jobs N] [--quiet]\n"
@@ -94,7 +103,9 @@ static void usage(FILE *f)
             "--budget is per tuned problem (default 120 s).  --jobs N compiles candidates in N processes\n"
             "first (timing stays sequential).  Ctrl-C stops and keeps the best found.  --import-clblast\n"
             "stores a CLBlast tuner result (clblast-utils) as a clblast_* entry, which contexts then\n"
-            "apply through CLBlastOverrideParameters.\n");
+            "apply through CLBlastOverrideParameters.  Kinds: %s.  attention_mma tunes the tensor-core\n"
+            "variant (bf16/f16; NVIDIA sm_80+, or its portable body with TDACL_MMA_EMULATE=1).\n",
+            kernels, kinds);
 }
 
 static int split(const char *s, char out[][16], int max)
@@ -113,8 +124,8 @@ static int split(const char *s, char out[][16], int max)
 
 int cmd_tune(int argc, char **argv)
 {
-    char kernels[3][24] = {"attention", "attention_decode", "gemm"}, kinds[8][16], dtypes[4][16];
-    int nkernels = 3, nkinds = 0, ndtypes = 0, d = 64, quiet = 0, class_only = 0;
+    char kernels[8][24], kinds[8][16], dtypes[4][16];
+    int nkernels = 0, nkinds = 0, ndtypes = 0, d = 64, quiet = 0, class_only = 0;
     long long T = 0, B = 4, H = 8, seed = 1, jobs = 1, N = 3072, K = 768;
     double budget = 120;
     tdacl_tune_strategy strategy = TDACL_TUNE_EXHAUSTIVE;
@@ -130,9 +141,9 @@ int cmd_tune(int argc, char **argv)
         double x;
         int bad = 0;
         if (!strcmp(o, "--kernel")) {
-            if (!strcmp(v, "all")) nkernels = 3;
-            else if (tdacl__kernel_space(v)) snprintf(kernels[0], sizeof kernels[0], "%s", v), nkernels = 1;
-            else { fprintf(stderr, "tdacl tune: unknown kernel '%s' (attention, attention_decode, gemm, all)\n", v); return 2; }
+            if (!strcmp(v, "all")) nkernels = 0;
+            else if (tdacl__variant_of_space(v)) snprintf(kernels[0], sizeof kernels[0], "%s", v), nkernels = 1;
+            else { fprintf(stderr, "tdacl tune: unknown kernel '%s' (see --help)\n", v); return 2; }
         } else if (!strcmp(o, "--kinds")) {
             bad = (nkinds = split(v, kinds, 8)) < 0;
             for (int k = 0; !bad && k < nkinds; k++) bad = tdacl__kind_from_name(kinds[k]) < 0;
@@ -159,11 +170,13 @@ int cmd_tune(int argc, char **argv)
         else { fprintf(stderr, "tdacl tune: unknown option '%s'\n", o); usage(stderr); return 2; }
         if (bad) { fprintf(stderr, "tdacl tune: bad value '%s' for %s\n", v, o); return 2; }
     }
-    if (!nkinds) {
-        static const char *all[] = {"tra", "tda", "softmax", "rela", "diff_softmax"};
-        for (int k = 0; k < 5; k++) snprintf(kinds[k], 16, "%s", all[k]);
-        nkinds = 5;
-    }
+    if (!nkinds) /* every kind of the table */
+        while (nkinds < 8 && tdacl__kind(nkinds)) snprintf(kinds[nkinds], 16, "%s", tdacl__kind_name(nkinds)), nkinds++;
+    if (!nkernels) /* every tuned variant but the tensor-core one, which needs --kernel attention_mma */
+        for (int i = 0; tdacl__variant_at(i) && nkernels < 8; i++) {
+            const tdacl_variant_def *r = tdacl__variant_at(i);
+            if (r->space && !r->matrix_units) snprintf(kernels[nkernels++], sizeof kernels[0], "%s", r->space->kernel);
+        }
     if (!ndtypes) snprintf(dtypes[0], 16, "f32"), ndtypes = 1;
     tdacl_context *ctx;
     if (cli_open(device, &ctx)) return 1;

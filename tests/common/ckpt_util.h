@@ -7,7 +7,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "checkpoint.h"
+#include "model/checkpoint.h"
 
 typedef struct cu_tensor {
     char name[192];   /* as it will be written (may carry a "transformer." prefix) */

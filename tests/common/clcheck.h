@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "common/testutil.h"
-#include "internal.h"
+#include "runtime/runtime.h"
 
 /* The driver may drop the references of just-finished commands from its own threads a
  * little after clFinish returns (PoCL does), so the count is polled for up to 5 s: a

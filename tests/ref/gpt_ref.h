@@ -27,7 +27,7 @@
 
 #include <stdint.h>
 
-#include "checkpoint.h" /* tdacl_checkpoint, tdacl_model_config */
+#include "model/checkpoint.h" /* tdacl_checkpoint, tdacl_model_config */
 #include "tdacl.h"
 
 /* The weights of one transformer block, C = n_embd, d = head_dim, NQ = 3 or 5 column

@@ -1,0 +1,702 @@
+/* GPT-family decoders (docs/spec.md section 4): weights from a checkpoint, the forward pass for
+ * prefill and for KV-cache decode, and sampling.  Read top to bottom:
+ *
+ *   x = wte[tokens] (+ wpe[positions])                       x   [rows, C]
+ *   for each layer:
+ *     xn  = Norm1(x)                                          xn  [rows, C]
+ *     qkv = xn @ W_attn + b_attn                              qkv [rows, kC]  k = 3 or 5
+ *     RoPE on the q/k views of qkv (rope models)
+ *     k/v views -> KV cache at their positions                cache [B, ctx, C]
+ *     att = Attention(q views of qkv, cache)                  att [rows, C]  (token-major)
+ *     x  += att @ W_proj + b_proj
+ *     x  += gelu(Norm2(x) @ W_fc + b_fc) @ W_fcproj + b_fcproj   (hidden [rows, 4C])
+ *   logits = Normf(x) @ wte^T (or lm_head^T)                  logits [rows, V]
+ *
+ * Rows are token-major: row = b * T + t.  All activations are fp32; weight matrices are
+ * fp32 or bf16 on the device (a load option). */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/kinds.h"
+#include "model/checkpoint.h"
+#include "model/model.h"
+#include "ops/attention.h"
+#include "ops/gemm.h"
+
+
+typedef struct layer {
+    tdacl_tensor *ln1_w, *ln1_b, *attn_w, *attn_b, *proj_w, *proj_b;
+    tdacl_tensor *ln2_w, *ln2_b, *fc_w, *fc_b, *fcproj_w, *fcproj_b;
+    tdacl_tensor *head_norm; /* [d] or NULL */
+    tdacl_tensor *lambdas;   /* [H] (two-view kinds) or NULL */
+    float beta;
+    tdacl_tensor *kcache, *k2cache, *vcache; /* [B, ctx, C] */
+} layer;
+
+struct tdacl_model {
+    tdacl_context *ctx;
+    int warned_nonfinite;
+    tdacl_model_config cfg;
+    tdacl_model_info info;
+    tdacl_dtype wdt;
+    int C, H, d, kqkv; /* kqkv: width of the fused projection in units of C */
+    tdacl_tensor *wte, *wpe, *lnf_w, *lnf_b, *lm_head;
+    layer *layers;
+    cl_mem rope_cos, rope_sin; /* [ctx, d/2] */
+    /* activations, grown on demand to `rows` rows */
+    int64_t rows_cap;
+    tdacl_tensor *x, *xn, *qkv, *att, *hid, *last, *logits;
+    int64_t logits_cap;
+    cl_mem tokens;
+    int64_t tokens_cap;
+    /* state */
+    int batch, pos, logit_rows;
+};
+
+/* ---- helpers ---- */
+
+static void free_tensor(tdacl_tensor **t)
+{
+    tdacl_tensor_destroy(*t);
+    *t = NULL;
+}
+
+/* A device copy of checkpoint tensor `name` in dtype (or its file dtype when dtype < 0). */
+/* Elements of unaligned checkpoint data whose exponent bits are all ones (Inf or NaN). */
+static int64_t count_nonfinite(const unsigned char *p, tdacl_dtype dt, int64_t n)
+{
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (dt == TDACL_F32) {
+            uint32_t u;
+            memcpy(&u, p + 4 * i, 4);
+            bad += (u & 0x7f800000u) == 0x7f800000u;
+        } else {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            bad += dt == TDACL_BF16 ? (h & 0x7f80u) == 0x7f80u : (h & 0x7c00u) == 0x7c00u;
+        }
+    }
+    return bad;
+}
+
+static tdacl_status upload(tdacl_model *m, const tdacl_checkpoint *ck, const char *name, int dtype,
+                           tdacl_tensor **out)
+{
+    const tdacl_ckpt_tensor *ct = tdacl__checkpoint_get(ck, name);
+    if (!ct) return tdacl__fail(m->ctx, TDACL_ERR_FORMAT, "tdacl_model_load: tensor %s is missing", name);
+    int64_t shape[4], n = 1;
+    int nd = ct->ndim ? ct->ndim : 1;
+    for (int i = 0; i < nd; i++) shape[i] = ct->ndim ? ct->shape[i] : 1, n *= shape[i];
+    tdacl_status st = tdacl_tensor_create(m->ctx, dtype < 0 ? ct->dtype : (tdacl_dtype)dtype, nd, shape, out);
+    if (!st) st = tdacl_tensor_upload(*out, ct->data, ct->dtype, n);
+    /* policy (docs/spec.md): non-finite weights are loaded as they are, with one warning
+     * per model, since they make the logits NaN; non-finite scalars are refused */
+    int64_t bad = st ? 0 : count_nonfinite(ct->data, ct->dtype, n);
+    if (bad && !m->warned_nonfinite) {
+        m->warned_nonfinite = 1;
+        tdacl__log(m->ctx, TDACL_LOG_WARN, "tdacl_model_load: tensor %s holds %lld non-finite value(s) (Inf/NaN); "
+                   "the logits will not be finite", name, (long long)bad);
+    }
+    if (!st) {
+        m->info.parameters += (uint64_t)n;
+        m->info.weight_bytes += (uint64_t)n * tdacl_dtype_size((*out)->dtype);
+    }
+    return st;
+}
+
+static float scalar(const tdacl_checkpoint *ck, const char *name, int index)
+{
+    const tdacl_ckpt_tensor *t = tdacl__checkpoint_get(ck, name);
+    if (!t) return NAN;
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+    if (index >= n) index = 0; /* a scalar applies to every head */
+    /* tensor data in a safetensors file need not be aligned: copy bytes */
+    const unsigned char *p = (const unsigned char *)t->data + (size_t)index * tdacl_dtype_size(t->dtype);
+    float f;
+    uint16_t h;
+    switch (t->dtype) {
+    case TDACL_F32: memcpy(&f, p, 4); return f;
+    case TDACL_BF16: memcpy(&h, p, 2); return tdacl_bf16_to_f32(h);
+    case TDACL_F16: memcpy(&h, p, 2); return tdacl_f16_to_f32(h);
+    }
+    return NAN;
+}
+
+/* ---- loading ---- */
+
+void tdacl_model_desc_init(tdacl_model_desc *desc)
+{
+    if (!desc) return;
+    memset(desc, 0, sizeof *desc);
+    desc->weight_dtype = TDACL_F32;
+    desc->max_batch = 1;
+    desc->max_context = 0;
+}
+
+static tdacl_status load_layer(tdacl_model *m, const tdacl_checkpoint *ck, int l)
+{
+    layer *L = &m->layers[l];
+    char n[160];
+    const int rms = m->cfg.norm_type == 1;
+    tdacl_status st = TDACL_SUCCESS;
+    /* h.<l>.<suffix>: matrices in the weight dtype, vectors in f32; biases of the layer
+     * norms only with layernorm, the head norm's gain only with head_norm rms */
+    enum { ALWAYS, LAYERNORM, HEAD_NORM };
+    static const struct { size_t at; const char *suffix; int matrix, when; } parts[] = {
+        {offsetof(layer, ln1_w), "ln_1.weight", 0, ALWAYS},           {offsetof(layer, ln1_b), "ln_1.bias", 0, LAYERNORM},
+        {offsetof(layer, attn_w), "attn.c_attn.weight", 1, ALWAYS},   {offsetof(layer, attn_b), "attn.c_attn.bias", 0, ALWAYS},
+        {offsetof(layer, proj_w), "attn.c_proj.weight", 1, ALWAYS},   {offsetof(layer, proj_b), "attn.c_proj.bias", 0, ALWAYS},
+        {offsetof(layer, ln2_w), "ln_2.weight", 0, ALWAYS},           {offsetof(layer, ln2_b), "ln_2.bias", 0, LAYERNORM},
+        {offsetof(layer, fc_w), "mlp.c_fc.weight", 1, ALWAYS},        {offsetof(layer, fc_b), "mlp.c_fc.bias", 0, ALWAYS},
+        {offsetof(layer, fcproj_w), "mlp.c_proj.weight", 1, ALWAYS},  {offsetof(layer, fcproj_b), "mlp.c_proj.bias", 0, ALWAYS},
+        {offsetof(layer, head_norm), "attn.head_norm.weight", 0, HEAD_NORM},
+    };
+    for (size_t i = 0; i < TDACL_ARRAY_LEN(parts) && !st; i++) {
+        if ((parts[i].when == LAYERNORM && rms) || (parts[i].when == HEAD_NORM && m->cfg.head_norm != TDACL_NORM_RMS))
+            continue;
+        snprintf(n, sizeof n, "h.%d.%s", l, parts[i].suffix);
+        st = upload(m, ck, n, parts[i].matrix ? (int)m->wdt : TDACL_F32, (tdacl_tensor **)((char *)L + parts[i].at));
+    }
+    if (st) return st;
+    int kind = m->cfg.attn_kind;
+    L->beta = m->cfg.beta;
+    if (tdacl__kind_threshold(kind)) {
+        snprintf(n, sizeof n, "h.%d.attn.beta", l);
+        if (tdacl__checkpoint_get(ck, n)) L->beta = scalar(ck, n, 0); /* absent: the config's beta */
+        if (!(L->beta >= 0) || !isfinite(L->beta))
+            return tdacl__fail(m->ctx, TDACL_ERR_FORMAT, "tdacl_model_load: %s = %g is not a finite value >= 0", n, L->beta);
+    }
+    if (tdacl__kind(kind)->lambda) {
+        snprintf(n, sizeof n, "h.%d.attn.lambda", l);
+        float *lam = malloc((size_t)m->H * sizeof *lam);
+        if (!lam) return tdacl__fail(m->ctx, TDACL_ERR_OUT_OF_MEMORY, "tdacl_model_load: out of memory");
+        for (int h = 0; h < m->H; h++) {
+            lam[h] = scalar(ck, n, h);
+            if (!isfinite(lam[h])) {
+                float bad = lam[h];
+                free(lam);
+                return tdacl__fail(m->ctx, TDACL_ERR_FORMAT, "tdacl_model_load: %s[%d] = %g is not finite", n, h, bad);
+            }
+        }
+        int64_t hs = m->H;
+        st = tdacl_tensor_create(m->ctx, TDACL_F32, 1, &hs, &L->lambdas);
+        if (!st) st = tdacl_tensor_upload(L->lambdas, lam, TDACL_F32, hs);
+        free(lam);
+        if (st) return st;
+    }
+    /* KV cache, token-major [B, ctx, C] per projected view */
+    int64_t cs[3] = {m->info.max_batch, m->info.max_context, m->C};
+    st = tdacl_tensor_create(m->ctx, TDACL_F32, 3, cs, &L->kcache);
+    if (!st) st = tdacl_tensor_create(m->ctx, TDACL_F32, 3, cs, &L->vcache);
+    if (!st && m->kqkv == 5) st = tdacl_tensor_create(m->ctx, TDACL_F32, 3, cs, &L->k2cache);
+    return st;
+}
+
+/* cos/sin of pos * theta^(-2m/d) for every cached position, in double (NTK-aware scaling
+ * raises the base: theta * factor^(d / (d - 2))). */
+static tdacl_status rope_tables(tdacl_model *m)
+{
+    int half = m->d / 2;
+    size_t n = (size_t)m->info.max_context * (size_t)half;
+    float *c = malloc(n * sizeof *c), *s = malloc(n * sizeof *s);
+    tdacl_status st = TDACL_SUCCESS;
+    if (!c || !s) st = tdacl__fail(m->ctx, TDACL_ERR_OUT_OF_MEMORY, "tdacl_model_load: out of memory (RoPE tables)");
+    double theta = m->cfg.rope_theta;
+    if (m->cfg.rope_ntk_factor != 1.0f && m->d > 2)
+        theta *= pow((double)m->cfg.rope_ntk_factor, (double)m->d / (double)(m->d - 2));
+    for (int p = 0; !st && p < m->info.max_context; p++)
+        for (int i = 0; i < half; i++) {
+            double a = (double)p * pow(theta, -2.0 * i / (double)m->d);
+            c[(size_t)p * half + i] = (float)cos(a);
+            s[(size_t)p * half + i] = (float)sin(a);
+        }
+    cl_int err = CL_SUCCESS;
+    if (!st) m->rope_cos = clCreateBuffer(m->ctx->cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n * 4, c, &err);
+    if (!st && !err) m->rope_sin = clCreateBuffer(m->ctx->cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n * 4, s, &err);
+    if (!st && err) st = tdacl__fail_cl(m->ctx, err, "tdacl_model_load: RoPE tables");
+    free(c), free(s);
+    return st;
+}
+
+static tdacl_status destroy_child(void *m) { return tdacl_model_destroy(m); }
+
+tdacl_status tdacl_model_load(tdacl_context *ctx, const tdacl_model_desc *desc, tdacl_model **out)
+{
+    const char *call = "tdacl_model_load";
+    if (!ctx) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", call);
+    if (!desc || !out || !desc->path)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call, !desc ? "desc" : !out ? "out" : "desc.path");
+    *out = NULL;
+    if (desc->weight_dtype != TDACL_F32 && desc->weight_dtype != TDACL_BF16)
+        return tdacl__fail(ctx, TDACL_ERR_DTYPE, "%s: desc.weight_dtype must be TDACL_F32 or TDACL_BF16", call);
+    if (desc->max_batch < 1 || desc->max_batch > 4096)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.max_batch %d is outside 1..4096", call, desc->max_batch);
+    if (desc->max_context < 0)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.max_context %d is negative", call, desc->max_context);
+    tdacl_checkpoint *ck;
+    tdacl_status st = tdacl__checkpoint_open(desc->path, &ck);
+    if (st) return tdacl__fail(ctx, st, "%s", tdacl_last_error(NULL));
+    tdacl_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        tdacl__checkpoint_close(ck);
+        return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
+    }
+    m->ctx = ctx;
+    if ((st = tdacl__child_add(ctx, m, destroy_child))) {
+        free(m);
+        tdacl__checkpoint_close(ck);
+        return st;
+    }
+    m->cfg = *tdacl__checkpoint_config(ck);
+    m->wdt = desc->weight_dtype;
+    m->C = m->cfg.n_embd;
+    m->H = m->cfg.n_head;
+    m->d = m->C / m->H;
+    m->kqkv = tdacl__config_qkv_blocks(&m->cfg);
+    tdacl_model_info *i = &m->info;
+    i->n_layer = m->cfg.n_layer, i->n_head = m->H, i->n_embd = m->C, i->vocab_size = m->cfg.vocab_size;
+    i->n_positions = m->cfg.n_positions, i->head_dim = m->d;
+    i->attention = m->cfg.attn_kind, i->position = m->cfg.position, i->head_norm = m->cfg.head_norm;
+    i->tied_lm_head = m->cfg.tie_word_embeddings;
+    i->max_batch = desc->max_batch;
+    i->max_context = desc->max_context ? desc->max_context : m->cfg.n_positions;
+    if (m->cfg.position == TDACL_POSITION_LEARNED && i->max_context > m->cfg.n_positions) {
+        int npos = m->cfg.n_positions; /* read before m is freed */
+        tdacl_model_destroy(m);
+        tdacl__checkpoint_close(ck);
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT,
+                           "%s: desc.max_context %d exceeds n_positions %d of a learned-position model", call,
+                           desc->max_context, npos);
+    }
+    m->layers = calloc((size_t)i->n_layer, sizeof *m->layers);
+    if (!m->layers) st = tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
+    if (!st) st = upload(m, ck, "wte.weight", (int)m->wdt, &m->wte);
+    if (!st && m->cfg.position == TDACL_POSITION_LEARNED) st = upload(m, ck, "wpe.weight", (int)m->wdt, &m->wpe);
+    for (int l = 0; !st && l < i->n_layer; l++) st = load_layer(m, ck, l);
+    if (!st) st = upload(m, ck, "ln_f.weight", TDACL_F32, &m->lnf_w);
+    if (!st && m->cfg.norm_type == 0) st = upload(m, ck, "ln_f.bias", TDACL_F32, &m->lnf_b);
+    if (!st && !m->cfg.tie_word_embeddings) st = upload(m, ck, "lm_head.weight", (int)m->wdt, &m->lm_head);
+    if (!st && m->cfg.position == TDACL_POSITION_ROPE) st = rope_tables(m);
+    if (!st) st = tdacl_finish(ctx);
+    tdacl__checkpoint_close(ck);
+    if (st) {
+        tdacl_model_destroy(m);
+        return st;
+    }
+    tdacl__log(ctx, TDACL_LOG_INFO, "model %s: %d layers, %d heads, C=%d, vocab %d, %s attention, %s positions, %.1f M parameters",
+               desc->path, i->n_layer, i->n_head, i->n_embd, i->vocab_size, tdacl__kind_name(i->attention),
+               i->position == TDACL_POSITION_ROPE ? "rope" : "learned", (double)i->parameters * 1e-6);
+    *out = m;
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl_model_destroy(tdacl_model *m)
+{
+    if (!m) return TDACL_SUCCESS;
+    tdacl__child_remove(m->ctx, m);
+    for (int l = 0; m->layers && l < m->info.n_layer; l++) {
+        layer *L = &m->layers[l];
+        tdacl_tensor **all[] = {&L->ln1_w, &L->ln1_b, &L->attn_w, &L->attn_b, &L->proj_w, &L->proj_b,
+                                &L->ln2_w, &L->ln2_b, &L->fc_w, &L->fc_b, &L->fcproj_w, &L->fcproj_b,
+                                &L->head_norm, &L->lambdas, &L->kcache, &L->k2cache, &L->vcache};
+        for (size_t k = 0; k < TDACL_ARRAY_LEN(all); k++) free_tensor(all[k]);
+    }
+    free(m->layers);
+    tdacl_tensor **globals[] = {&m->wte, &m->wpe, &m->lnf_w, &m->lnf_b, &m->lm_head, &m->x, &m->xn,
+                                &m->qkv, &m->att, &m->hid, &m->last, &m->logits};
+    for (size_t k = 0; k < TDACL_ARRAY_LEN(globals); k++) free_tensor(globals[k]);
+    if (m->rope_cos) clReleaseMemObject(m->rope_cos);
+    if (m->rope_sin) clReleaseMemObject(m->rope_sin);
+    if (m->tokens) clReleaseMemObject(m->tokens);
+    free(m);
+    return TDACL_SUCCESS;
+}
+
+TDACL_GETTER(tdacl_model_get_info, tdacl_model, "model", tdacl_model_info, "info", o->info)
+
+TDACL_GETTER(tdacl_model_position, tdacl_model, "model", int, "position", o->pos)
+
+/* ---- activations ---- */
+
+static tdacl_status ensure(tdacl_model *m, tdacl_tensor **t, int64_t rows, int64_t cols)
+{
+    if (*t && (*t)->shape[0] >= rows && (*t)->shape[1] == cols) return TDACL_SUCCESS;
+    free_tensor(t);
+    int64_t shape[2] = {rows, cols};
+    return tdacl_tensor_create(m->ctx, TDACL_F32, 2, shape, t);
+}
+
+static tdacl_status activations(tdacl_model *m, int64_t rows)
+{
+    if (rows <= m->rows_cap) return TDACL_SUCCESS;
+    tdacl_status st = ensure(m, &m->x, rows, m->C);
+    if (!st) st = ensure(m, &m->xn, rows, m->C);
+    if (!st) st = ensure(m, &m->qkv, rows, (int64_t)m->kqkv * m->C);
+    if (!st) st = ensure(m, &m->att, rows, m->C);
+    if (!st) st = ensure(m, &m->hid, rows, 4 * (int64_t)m->C);
+    if (!st) m->rows_cap = rows;
+    return st;
+}
+
+/* ---- kernels ---- */
+
+static tdacl_status layers_kernel(tdacl_model *m, const char *name, const char *extra, cl_kernel *k)
+{
+    char opts[160];
+    snprintf(opts, sizeof opts, "-DWDT=%d%s%s", (int)m->wdt, extra && *extra ? " " : "", extra ? extra : "");
+    return tdacl__variant_kernel(m->ctx, tdacl__variant_of_op(TDACL_OP_LAYERS), opts, name, k);
+}
+
+static cl_mem mem(const tdacl_tensor *t) { return t ? t->storage->mem : NULL; }
+
+static tdacl_status embed(tdacl_model *m, int rows, int T, int pos0)
+{
+    cl_kernel k;
+    tdacl_status st = layers_kernel(m, "embed", NULL, &k);
+    if (st) return st;
+    cl_mem x = mem(m->x), wte = mem(m->wte), wpe = mem(m->wpe);
+    cl_int C = m->C, cT = T, p0 = pos0, r = rows;
+    st = tdacl__set_args(m->ctx, k, "embed", sizeof x, &x, sizeof m->tokens, &m->tokens, sizeof wte, &wte,
+                         sizeof wpe, &wpe, sizeof C, &C, sizeof cT, &cT, sizeof p0, &p0, sizeof r, &r, (size_t)0);
+    size_t g[2] = {(size_t)m->C, (size_t)rows}, l[2] = {64, 1};
+    return st ? st : tdacl__launch(m->ctx, k, 2, g, l, NULL, "embed");
+}
+
+/* out[rows, C] = Norm(in) with gain w and bias b (b NULL: RMSNorm). */
+static tdacl_status norm(tdacl_model *m, tdacl_tensor *out, const tdacl_tensor *in, const tdacl_tensor *w,
+                         const tdacl_tensor *b, int rows)
+{
+    cl_kernel k;
+    tdacl_status st = layers_kernel(m, "norm_rows", NULL, &k);
+    if (st) return st;
+    cl_mem o = mem(out), x = mem(in), wm = mem(w), bm = mem(b);
+    cl_int C = m->C, rms = m->cfg.norm_type == 1;
+    cl_float eps = m->cfg.layer_norm_epsilon;
+    st = tdacl__set_args(m->ctx, k, "norm_rows", sizeof o, &o, sizeof x, &x, sizeof wm, &wm, sizeof bm, &bm,
+                         sizeof C, &C, sizeof eps, &eps, sizeof rms, &rms, (size_t)0);
+    size_t g[2] = {128, (size_t)rows}, l[2] = {128, 1};
+    return st ? st : tdacl__launch(m->ctx, k, 2, g, l, NULL, "norm_rows");
+}
+
+enum { EPI_BIAS = TDACL_EPI_BIAS, EPI_GELU = TDACL_EPI_GELU, EPI_RESIDUAL = TDACL_EPI_RESIDUAL };
+
+/* c[M,N] = epilogue(a[M,K] @ B) where B is w[K,N], or w[N,K] transposed (trans). */
+static tdacl_status linear(tdacl_model *m, tdacl_tensor *c, const tdacl_tensor *a, const tdacl_tensor *w,
+                           const tdacl_tensor *bias, const tdacl_tensor *res, int flags, int M, int N, int K,
+                           int trans)
+{
+    return tdacl__gemm(m->ctx, c, a, w, bias, res, flags, M, N, K, trans, NULL, NULL);
+}
+
+static tdacl_status rope(tdacl_model *m, int rows, int T, int pos0)
+{
+    cl_kernel k;
+    tdacl_status st = layers_kernel(m, "rope", NULL, &k);
+    if (st) return st;
+    int C = m->C;
+    /* q1, k1 (, q2, k2) columns of [q|k|v] or [q1|k1|q2|k2|v] */
+    cl_int4 cols = {{0, C, 2 * C, 3 * C}};
+    cl_int nviews = m->kqkv == 5 ? 4 : 2, ld = m->kqkv * C, cT = T, p0 = pos0, r = rows, H = m->H, d = m->d;
+    cl_mem q = mem(m->qkv);
+    st = tdacl__set_args(m->ctx, k, "rope", sizeof q, &q, sizeof ld, &ld, sizeof cT, &cT, sizeof p0, &p0,
+                         sizeof r, &r, sizeof H, &H, sizeof d, &d, sizeof cols, &cols, sizeof nviews, &nviews,
+                         sizeof m->rope_cos, &m->rope_cos, sizeof m->rope_sin, &m->rope_sin, (size_t)0);
+    size_t g[3] = {(size_t)(m->d / 2), (size_t)(m->H * nviews), (size_t)rows}, l[3] = {(size_t)(m->d / 2), 1, 1};
+    if (l[0] > 64) l[0] = 64;
+    return st ? st : tdacl__launch(m->ctx, k, 3, g, l, NULL, "rope");
+}
+
+/* A [B, T, width] window of a 2-D activation buffer whose rows are b * T + t, starting at
+ * column col; or of a [B, ctx, C] cache starting at position pos. */
+static tdacl_status rows_view(tdacl_tensor *base, int B, int T, int64_t row_stride, int64_t col, int width,
+                              tdacl_tensor **out)
+{
+    int64_t shape[3] = {B, T, width}, strides[3] = {(int64_t)T * row_stride, row_stride, 1};
+    return tdacl_tensor_view(base, 3, shape, strides, col, out);
+}
+
+static tdacl_status cache_view(tdacl_model *m, tdacl_tensor *cache, int B, int pos, int T, tdacl_tensor **out)
+{
+    int64_t shape[3] = {B, T, m->C}, strides[3] = {(int64_t)m->info.max_context * m->C, m->C, 1};
+    return tdacl_tensor_view(cache, 3, shape, strides, (int64_t)pos * m->C, out);
+}
+
+/* [B, H, T, d] head view of token-major rows (row stride ld) starting at column col. */
+static tdacl_status head_view(tdacl_model *m, tdacl_tensor *base, int B, int T, int64_t batch_stride, int64_t ld,
+                              int64_t col, tdacl_tensor **out)
+{
+    int64_t shape[4] = {B, m->H, T, m->d}, strides[4] = {batch_stride, m->d, ld, 1};
+    return tdacl_tensor_view(base, 4, shape, strides, col, out);
+}
+
+/* The attention block of layer l for B sequences of T new tokens at positions pos0.. */
+static tdacl_status attention_block(tdacl_model *m, int l, int B, int T, int pos0)
+{
+    layer *L = &m->layers[l];
+    const int C = m->C, ld = m->kqkv * C, two = m->kqkv == 5;
+    const int Tk = pos0 + T;
+    tdacl_status st = TDACL_SUCCESS;
+    /* new k (and k2) and v rows into the caches */
+    tdacl_tensor *src = NULL, *dst = NULL;
+    tdacl_tensor *caches[3] = {L->kcache, two ? L->k2cache : NULL, L->vcache};
+    const int cols[3] = {C, 3 * C, two ? 4 * C : 2 * C};
+    for (int v = 0; v < 3 && !st; v++) {
+        if (!caches[v]) continue;
+        st = rows_view(m->qkv, B, T, ld, cols[v], C, &src);
+        if (!st) st = cache_view(m, caches[v], B, pos0, T, &dst);
+        if (!st) st = tdacl_tensor_copy(dst, src);
+        free_tensor(&src), free_tensor(&dst);
+    }
+    if (st) return st;
+    /* attention over the cache; queries straight from the projection rows */
+    tdacl_tensor *q = NULL, *q2 = NULL, *k = NULL, *k2 = NULL, *v = NULL, *o = NULL;
+    const int64_t cache_b = (int64_t)m->info.max_context * C;
+    st = head_view(m, m->qkv, B, T, (int64_t)T * ld, ld, 0, &q);
+    if (!st) st = head_view(m, L->kcache, B, Tk, cache_b, C, 0, &k);
+    if (!st) st = head_view(m, L->vcache, B, Tk, cache_b, C, 0, &v);
+    if (!st && two) st = head_view(m, m->qkv, B, T, (int64_t)T * ld, ld, 2 * C, &q2);
+    if (!st && two) st = head_view(m, L->k2cache, B, Tk, cache_b, C, 0, &k2);
+    if (!st) st = head_view(m, m->att, B, T, (int64_t)T * C, C, 0, &o);
+    if (!st) {
+        tdacl_attention_desc desc;
+        tdacl_attention_desc_init(&desc);
+        desc.kind = m->cfg.attn_kind;
+        desc.beta = L->beta;
+        desc.kappa = m->cfg.kappa;
+        desc.power = m->cfg.power;
+        desc.norm = m->cfg.head_norm;
+        desc.offset = pos0;
+        tdacl_attention_tensors t = {q, k, v, q2, k2, L->head_norm, o, L->lambdas};
+        st = tdacl_attention(m->ctx, &desc, &t, NULL);
+    }
+    tdacl_tensor *views[] = {q, q2, k, k2, v, o};
+    for (size_t i = 0; i < TDACL_ARRAY_LEN(views); i++) tdacl_tensor_destroy(views[i]);
+    return st;
+}
+
+/* The whole stack for B sequences of T new tokens at positions pos0 ... pos0 + T - 1.  The
+ * final norm and LM head run on every row, or on the last row of each sequence. */
+static tdacl_status forward(tdacl_model *m, int B, int T, int pos0, const int32_t *tokens, int last_only)
+{
+    const int rows = B * T, C = m->C, V = m->info.vocab_size;
+    tdacl_status st = activations(m, rows);
+    if (st) return st;
+    if (rows > m->tokens_cap) {
+        if (m->tokens) clReleaseMemObject(m->tokens);
+        cl_int err;
+        m->tokens = clCreateBuffer(m->ctx->cl, CL_MEM_READ_ONLY, (size_t)rows * 4, NULL, &err);
+        if (!m->tokens) return tdacl__fail_cl(m->ctx, err, "model: token buffer");
+        m->tokens_cap = rows;
+    }
+    /* blocking: `tokens` is the caller's memory, free to change once we return */
+    cl_int err = clEnqueueWriteBuffer(m->ctx->queue, m->tokens, CL_TRUE, 0, (size_t)rows * 4, tokens, 0, NULL, NULL);
+    if (err) return tdacl__fail_cl(m->ctx, err, "model: uploading tokens");
+    st = embed(m, rows, T, pos0);
+    for (int l = 0; !st && l < m->info.n_layer; l++) {
+        layer *L = &m->layers[l];
+        st = norm(m, m->xn, m->x, L->ln1_w, L->ln1_b, rows);
+        if (!st) st = linear(m, m->qkv, m->xn, L->attn_w, L->attn_b, NULL, EPI_BIAS, rows, m->kqkv * C, C, 0);
+        if (!st && m->cfg.position == TDACL_POSITION_ROPE) st = rope(m, rows, T, pos0);
+        if (!st) st = attention_block(m, l, B, T, pos0);
+        if (!st) st = linear(m, m->x, m->att, L->proj_w, L->proj_b, m->x, EPI_BIAS | EPI_RESIDUAL, rows, C, C, 0);
+        if (!st) st = norm(m, m->xn, m->x, L->ln2_w, L->ln2_b, rows);
+        if (!st) st = linear(m, m->hid, m->xn, L->fc_w, L->fc_b, NULL, EPI_BIAS | EPI_GELU, rows, 4 * C, C, 0);
+        if (!st) st = linear(m, m->x, m->hid, L->fcproj_w, L->fcproj_b, m->x, EPI_BIAS | EPI_RESIDUAL, rows, C, 4 * C, 0);
+    }
+    if (st) return st;
+    /* final norm and LM head */
+    const tdacl_tensor *head = m->lm_head ? m->lm_head : m->wte;
+    tdacl_tensor *src = m->x;
+    int out_rows = rows;
+    if (last_only && T > 1) {
+        /* gather row b*T + T-1 of each sequence */
+        if ((st = ensure(m, &m->last, B, C))) return st;
+        tdacl_tensor *from = NULL, *to = NULL;
+        int64_t fs[2] = {B, C}, fst[2] = {(int64_t)T * C, 1}, ts[2] = {C, 1};
+        st = tdacl_tensor_view(m->x, 2, fs, fst, (int64_t)(T - 1) * C, &from);
+        if (!st) st = tdacl_tensor_view(m->last, 2, fs, ts, 0, &to);
+        if (!st) st = tdacl_tensor_copy(to, from);
+        tdacl_tensor_destroy(from), tdacl_tensor_destroy(to);
+        if (st) return st;
+        src = m->last;
+        out_rows = B;
+    }
+    if ((int64_t)out_rows > m->logits_cap) {
+        free_tensor(&m->logits);
+        int64_t ls[2] = {out_rows, V};
+        if ((st = tdacl_tensor_create(m->ctx, TDACL_F32, 2, ls, &m->logits))) return st;
+        m->logits_cap = out_rows;
+    }
+    st = norm(m, m->xn, src, m->lnf_w, m->lnf_b, out_rows);
+    if (!st) st = linear(m, m->logits, m->xn, head, NULL, NULL, 0, out_rows, V, C, 1);
+    if (!st) m->logit_rows = last_only ? 1 : T;
+    return st;
+}
+
+static tdacl_status check_tokens(tdacl_model *m, const char *call, const int32_t *tokens, int64_t n)
+{
+    if (!tokens) return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: tokens is NULL", call);
+    for (int64_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= m->info.vocab_size)
+            return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: tokens[%lld] = %d is outside the vocabulary 0..%d",
+                               call, (long long)i, tokens[i], m->info.vocab_size - 1);
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl__model_prefill(tdacl_model *m, int batch, int len, const int32_t *tokens, int last_only)
+{
+    const char *call = "tdacl_model_prefill";
+    if (!m) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: model is NULL", call);
+    if (batch < 1 || batch > m->info.max_batch)
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: batch %d is outside 1..%d (desc.max_batch)", call,
+                           batch, m->info.max_batch);
+    if (len < 1 || len > m->info.max_context)
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: len %d is outside 1..%d (the context)", call, len,
+                           m->info.max_context);
+    tdacl_status st = check_tokens(m, call, tokens, (int64_t)batch * len);
+    if (st) return st;
+    m->batch = 0, m->pos = 0;
+    st = forward(m, batch, len, 0, tokens, last_only);
+    if (st) return st;
+    m->batch = batch, m->pos = len;
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl_model_prefill(tdacl_model *m, int batch, int len, const int32_t *tokens)
+{
+    return tdacl__model_prefill(m, batch, len, tokens, 0);
+}
+
+tdacl_status tdacl_model_decode(tdacl_model *m, int batch, const int32_t *tokens)
+{
+    const char *call = "tdacl_model_decode";
+    if (!m) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: model is NULL", call);
+    if (m->batch == 0)
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: no sequence to extend (call tdacl_model_prefill first)", call);
+    if (batch != m->batch)
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: batch %d differs from the prefill's %d", call, batch,
+                           m->batch);
+    if (m->pos >= m->info.max_context)
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: the context of %d tokens is full", call,
+                           m->info.max_context);
+    tdacl_status st = check_tokens(m, call, tokens, batch);
+    if (st) return st;
+    st = forward(m, batch, 1, m->pos, tokens, 0);
+    if (st) return st;
+    m->pos++;
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl_model_logits(tdacl_model *m, float *logits, int64_t count, int *rows)
+{
+    const char *call = "tdacl_model_logits";
+    if (!m || !logits) return tdacl__fail(m ? m->ctx : NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call, m ? "logits" : "model");
+    if (m->batch == 0) return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: nothing has run yet", call);
+    int64_t want = (int64_t)m->batch * m->logit_rows * m->info.vocab_size;
+    if (count != want)
+        return tdacl__fail(m->ctx, TDACL_ERR_SHAPE, "%s: count %lld does not match batch %d x rows %d x vocab %d", call,
+                           (long long)count, m->batch, m->logit_rows, m->info.vocab_size);
+    if (rows) *rows = m->logit_rows;
+    cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->logits->storage->mem, CL_TRUE, 0, (size_t)want * 4, logits, 0,
+                                     NULL, NULL);
+    return err ? tdacl__fail_cl(m->ctx, err, "%s: reading the logits", call) : TDACL_SUCCESS;
+}
+
+/* ---- sampling ---- */
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* a ranks before b: larger logit, then smaller index */
+static int better(const float *l, int a, int b) { return l[a] > l[b] || (l[a] == l[b] && a < b); }
+
+/* min-heap on rank: idx[0] is the worst of those kept */
+static void heap_up(const float *l, int *h, int i)
+{
+    while (i > 0 && better(l, h[(i - 1) / 2], h[i])) {
+        int p = (i - 1) / 2, t = h[p];
+        h[p] = h[i], h[i] = t, i = p;
+    }
+}
+
+static void heap_down(const float *l, int *h, int n, int i)
+{
+    for (;;) {
+        int c = 2 * i + 1, w = i;
+        if (c < n && better(l, h[w], h[c])) w = c;
+        if (c + 1 < n && better(l, h[w], h[c + 1])) w = c + 1;
+        if (w == i) return;
+        int t = h[w];
+        h[w] = h[i], h[i] = t, i = w;
+    }
+}
+
+tdacl_status tdacl_sample(const float *logits, int vocab, float temperature, int top_k, uint64_t *seed, int32_t *token)
+{
+    const char *call = "tdacl_sample";
+    if (!logits || !token) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call, logits ? "token" : "logits");
+    if (vocab < 1) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: vocab %d < 1", call, vocab);
+    if (!(temperature >= 0) || !isfinite(temperature))
+        return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: temperature %g must be finite and >= 0", call, temperature);
+    if (top_k < 0) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: top_k %d < 0", call, top_k);
+    int best = 0;
+    for (int i = 1; i < vocab; i++)
+        if (logits[i] > logits[best]) best = i;
+    if (temperature == 0.0f || top_k == 1) {
+        *token = best;
+        return TDACL_SUCCESS;
+    }
+    if (!seed) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: seed is NULL (needed when temperature > 0)", call);
+    /* the k largest logits (ties broken by index), then softmax(logit / T) over them */
+    int k = top_k == 0 || top_k > vocab ? vocab : top_k;
+    int *idx = malloc((size_t)vocab * sizeof *idx);
+    double *p = malloc((size_t)k * sizeof *p);
+    if (!idx || !p) {
+        free(idx), free(p);
+        return tdacl__fail(NULL, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
+    }
+    if (k < vocab) {
+        /* the k best by (logit desc, index asc): a min-heap of the k best so far, O(V log k),
+         * then sorted best first, so the draw below is the same as over a full sort */
+        for (int i = 0; i < vocab; i++) {
+            if (i < k) {
+                idx[i] = i;
+                heap_up(logits, idx, i);
+            } else if (better(logits, i, idx[0])) {
+                idx[0] = i;
+                heap_down(logits, idx, k, 0);
+            }
+        }
+        for (int end = k - 1; end > 0; end--) { /* heap sort: the worst goes last */
+            int t = idx[0];
+            idx[0] = idx[end], idx[end] = t;
+            heap_down(logits, idx, end, 0);
+        }
+    } else {
+        for (int i = 0; i < vocab; i++) idx[i] = i;
+    }
+    double mx = logits[best], sum = 0;
+    for (int i = 0; i < k; i++) sum += (p[i] = exp(((double)logits[idx[i]] - mx) / temperature));
+    double u = (double)(splitmix(seed) >> 11) / 9007199254740992.0 * sum, acc = 0;
+    int pick = idx[k - 1];
+    for (int i = 0; i < k; i++) {
+        acc += p[i];
+        if (u < acc) {
+            pick = idx[i];
+            break;
+        }
+    }
+    free(idx), free(p);
+    *token = pick;
+    return TDACL_SUCCESS;
+}

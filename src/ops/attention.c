@@ -1,0 +1,632 @@
+/* Attention: descriptor validation, planning (prefill or flash-decoding), parameter
+ * lookup, launches and the sparsity statistics. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/kinds.h"
+#include "ops/attention.h"
+
+#define DECODE_MAX_TQ 16
+
+void tdacl_attention_desc_init(tdacl_attention_desc *d)
+{
+    if (!d) return;
+    memset(d, 0, sizeof *d);
+    d->kind = TDACL_ATTN_TRA;
+    d->beta = 1.0f;
+    d->kappa = 1.0f;
+    d->power = 2.0f;
+    d->lambda = 0.5f;
+    d->scale = NAN;
+    d->normalize = 1;
+    d->norm = TDACL_NORM_NONE;
+    d->norm_eps = 1e-5f;
+    d->out_scale = 1.0f;
+    d->offset = -1;
+    d->want_stats = 0;
+    d->path = TDACL_PATH_AUTO;
+}
+
+
+uint64_t tdacl__visible_pairs(int64_t tq, int64_t tk, int64_t offset)
+{
+    /* row i sees min(offset + i + 1, tk) keys */
+    uint64_t total = 0;
+    int64_t full_from = tk - offset - 1; /* rows i >= full_from see all tk keys */
+    if (full_from < 0) full_from = 0;
+    int64_t partial = full_from < tq ? full_from : tq; /* rows 0..partial-1 see offset+i+1 */
+    total += (uint64_t)partial * (uint64_t)(offset + 1) + (uint64_t)partial * (uint64_t)(partial - 1) / 2;
+    if (tq > partial) total += (uint64_t)(tq - partial) * (uint64_t)tk;
+    return total;
+}
+
+double tdacl_attention_flops(tdacl_attention_kind kind, int64_t batch_heads, int64_t tq, int64_t tk,
+                             int64_t offset, int64_t d, int64_t dv)
+{
+    if (offset < 0) offset = tk - tq;
+    double pairs = (double)tdacl__visible_pairs(tq, tk, offset);
+    /* one q.k product (2d per pair) and one weight x v product (2dv per pair); two-view
+     * kinds add a second q.k product */
+    double per_pair = tdacl__kind_views((int)kind) == 2 ? 2.0 * (2.0 * (double)d) + 2.0 * (double)dv
+                                           : 2.0 * (double)d + 2.0 * (double)dv;
+    return (double)batch_heads * pairs * per_pair;
+}
+
+static int pad32(int x) { return (x + 31) / 32 * 32; }
+
+static tdacl_status check_tensor(tdacl_context *ctx, const char *name, const tdacl_tensor *t,
+                                 int64_t b, int64_t h, int64_t rows, int64_t cols, int need_rows_cols)
+{
+    const char *call = "tdacl_attention";
+    if (!t) return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: tensor %s is NULL", call, name);
+    if (t->ctx != ctx)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: tensor %s belongs to another context", call, name);
+    if (t->ndim != 4)
+        return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: %s must have 4 dims [B,H,T,d], has %d", call, name, t->ndim);
+    const int64_t want[4] = {b, h, rows, cols};
+    static const char *dim[4] = {"B", "H", "T", "d"};
+    for (int i = 0; i < 4; i++) {
+        if (i >= 2 && !need_rows_cols) continue;
+        if (t->shape[i] != want[i])
+            return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: %s.shape[%d] (%s) is %lld, expected %lld", call,
+                               name, i, dim[i], (long long)t->shape[i], (long long)want[i]);
+    }
+    return TDACL_SUCCESS;
+}
+
+/* [first, last] element range a view can touch. */
+static void extent(const tdacl_tensor *t, int64_t *lo, int64_t *hi)
+{
+    int64_t last = t->offset;
+    for (int i = 0; i < t->ndim; i++)
+        if (t->shape[i] > 0) last += (t->shape[i] - 1) * t->strides[i];
+    *lo = t->offset;
+    *hi = last;
+}
+
+static int overlaps(const tdacl_tensor *a, const tdacl_tensor *b)
+{
+    if (!a || !b || a->storage != b->storage) return 0;
+    int64_t al, ah, bl, bh;
+    extent(a, &al, &ah);
+    extent(b, &bl, &bh);
+    size_t es = tdacl_dtype_size(a->dtype);
+    return !((ah + 1) * (int64_t)es <= bl * (int64_t)es || (bh + 1) * (int64_t)es <= al * (int64_t)es);
+}
+
+/* Rows of 8 16-bit elements start on 16 bytes (cp.async of the mma variant). */
+static int aligned16_view(const tdacl_tensor *t)
+{
+    if (!t) return 1;
+    return t->strides[3] == 1 && t->strides[2] % 8 == 0 && t->strides[1] % 8 == 0 && t->strides[0] % 8 == 0 &&
+           t->offset % 8 == 0;
+}
+
+static int aligned4_view(const tdacl_tensor *t)
+{
+    if (!t) return 1;
+    return t->strides[3] == 1 && t->strides[2] % 4 == 0 && t->strides[1] % 4 == 0 &&
+           t->strides[0] % 4 == 0 && t->offset % 4 == 0;
+}
+
+tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_desc *desc,
+                                   const tdacl_attention_tensors *t, tdacl_attention_plan *plan)
+{
+    const char *call = "tdacl_attention";
+    if (!desc) return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc is NULL", call);
+    if (!t) return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: tensors is NULL", call);
+    memset(plan, 0, sizeof *plan);
+    tdacl_attention_desc d = *desc;
+    const tdacl_kind_info *kind = tdacl__kind((int)d.kind);
+    if (!kind)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.kind %d is not a tdacl_attention_kind", call, (int)d.kind);
+    if (!isfinite(d.beta) || d.beta < 0)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.beta must be finite and >= 0 (got %g)", call, d.beta);
+    if (!isfinite(d.kappa) || d.kappa <= 0)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.kappa must be finite and > 0 (got %g)", call, d.kappa);
+    if (!isfinite(d.power) || d.power < 1)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.power must be finite and >= 1 (got %g)", call, d.power);
+    if (!isfinite(d.lambda))
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.lambda must be finite (got %g)", call, d.lambda);
+    if (!isnan(d.scale) && (!isfinite(d.scale)))
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.scale must be finite or NAN for the default (got %g)", call, d.scale);
+    if (d.normalize != 0 && d.normalize != 1)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.normalize must be 0 or 1 (got %d)", call, d.normalize);
+    if ((int)d.norm != TDACL_NORM_NONE && (int)d.norm != TDACL_NORM_RMS)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.norm %d is not a tdacl_head_norm", call, (int)d.norm);
+    if (!isfinite(d.norm_eps) || d.norm_eps <= 0)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.norm_eps must be finite and > 0 (got %g)", call, d.norm_eps);
+    if (!isfinite(d.out_scale))
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.out_scale must be finite (got %g)", call, d.out_scale);
+    if (d.offset < -1)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.offset must be >= 0, or -1 for Tk - Tq (got %lld)", call, (long long)d.offset);
+    if ((int)d.path < TDACL_PATH_AUTO || (int)d.path > TDACL_PATH_DECODE)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.path %d is not a tdacl_attention_path", call, (int)d.path);
+    if (d.want_stats != 0 && d.want_stats != 1)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.want_stats must be 0 or 1", call);
+
+    if (!t->q || !t->k || !t->v || !t->out)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: tensor %s is NULL", call,
+                           !t->q ? "q" : !t->k ? "k" : !t->v ? "v" : "out");
+    tdacl_status st;
+    if (t->q->ndim != 4) return check_tensor(ctx, "q", t->q, 0, 0, 0, 0, 0);
+    int64_t B = t->q->shape[0], H = t->q->shape[1], Tq = t->q->shape[2], dd = t->q->shape[3];
+    if ((st = check_tensor(ctx, "q", t->q, B, H, Tq, dd, 1))) return st;
+    if ((st = check_tensor(ctx, "k", t->k, B, H, 0, 0, 0))) return st;
+    int64_t Tk = t->k->shape[2];
+    if ((st = check_tensor(ctx, "k", t->k, B, H, Tk, dd, 1))) return st;
+    if ((st = check_tensor(ctx, "v", t->v, B, H, Tk, 0, 0))) return st;
+    int64_t dv = t->v->shape[3];
+    if ((st = check_tensor(ctx, "v", t->v, B, H, Tk, dv, 1))) return st;
+    if ((st = check_tensor(ctx, "out", t->out, B, H, Tq, dv, 1))) return st;
+    if (kind->views == 2) {
+        if (!t->q2 || !t->k2)
+            return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: kind %s needs tensors q2 and k2", call,
+                               tdacl__kind_name(d.kind));
+        if ((st = check_tensor(ctx, "q2", t->q2, B, H, Tq, dd, 1))) return st;
+        if ((st = check_tensor(ctx, "k2", t->k2, B, H, Tk, dd, 1))) return st;
+    } else if (t->q2 || t->k2) {
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: q2/k2 given but kind %s has one view", call,
+                           tdacl__kind_name(d.kind));
+    }
+    if (dd < 1 || dd > 256)
+        return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: head dim d=%lld is outside 1..256", call, (long long)dd);
+    if (dv < 1 || dv > 256)
+        return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: v head dim dv=%lld is outside 1..256", call, (long long)dv);
+    if (Tk == 0 && Tq > 0)
+        return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: k has no keys but q has %lld rows", call, (long long)Tq);
+    tdacl_dtype dt = t->q->dtype;
+    const struct { const char *n; const tdacl_tensor *x; } in[] = {{"k", t->k}, {"v", t->v}, {"q2", t->q2}, {"k2", t->k2}};
+    for (size_t i = 0; i < TDACL_ARRAY_LEN(in); i++)
+        if (in[i].x && in[i].x->dtype != dt)
+            return tdacl__fail(ctx, TDACL_ERR_DTYPE, "%s: %s is %s but q is %s (q, k, v, q2, k2 share a dtype)", call,
+                               in[i].n, tdacl_dtype_name(in[i].x->dtype), tdacl_dtype_name(dt));
+    if (t->lambdas) {
+        if (t->lambdas->ctx != ctx || t->lambdas->ndim != 1 || t->lambdas->shape[0] != H ||
+            t->lambdas->dtype != TDACL_F32 || !tdacl__tensor_is_contiguous(t->lambdas))
+            return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: lambdas must be a contiguous f32 tensor of length H=%lld", call,
+                               (long long)H);
+    }
+    if (t->gain) {
+        if (t->gain->ctx != ctx || t->gain->ndim != 1 || t->gain->shape[0] != dv)
+            return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: gain must be a 1-D tensor of length dv=%lld", call, (long long)dv);
+        if (d.norm != TDACL_NORM_RMS)
+            return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: gain given but desc.norm is not rms", call);
+    }
+    if (!tdacl__view_is_injective(t->out))
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT,
+                           "%s: out is a view whose strides map several elements to one place", call);
+    const struct { const char *n; const tdacl_tensor *x; } all[] = {{"q", t->q}, {"k", t->k}, {"v", t->v}, {"q2", t->q2}, {"k2", t->k2}, {"gain", t->gain}, {"lambdas", t->lambdas}};
+    for (size_t i = 0; i < TDACL_ARRAY_LEN(all); i++)
+        if (overlaps(t->out, all[i].x))
+            return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: out overlaps the storage of %s", call, all[i].n);
+    int64_t offset = d.offset < 0 ? Tk - Tq : d.offset;
+    if (offset < 0)
+        return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: Tq=%lld exceeds Tk=%lld; pass desc.offset explicitly", call,
+                           (long long)Tq, (long long)Tk);
+    /* compared before adding, so the check itself cannot overflow */
+    if (Tq > TDACL_MAX_POSITION || Tk > TDACL_MAX_POSITION || offset > TDACL_MAX_POSITION - Tq)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT,
+                           "%s: desc.offset %lld + Tq %lld (Tk %lld) exceeds the largest position %lld "
+                           "(TDACL_MAX_POSITION)", call, (long long)offset, (long long)Tq, (long long)Tk,
+                           (long long)TDACL_MAX_POSITION);
+    if (B * H > 65535 * 1024LL)
+        return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: B*H=%lld is too large", call, (long long)(B * H));
+    if (isnan(d.scale))
+        d.scale = kind->cosine_scale ? 1.0f : 1.0f / sqrtf((float)dd);
+    d.offset = offset;
+
+    plan->desc = d;
+    plan->B = B, plan->H = H, plan->Tq = Tq, plan->Tk = Tk, plan->offset = offset;
+    plan->d = (int)dd, plan->dv = (int)dv;
+    plan->dpad = pad32((int)dd), plan->dvpad = pad32((int)dv);
+    plan->dtype = dt;
+    plan->odtype = t->out->dtype;
+    plan->gdtype = t->gain ? t->gain->dtype : TDACL_F32;
+    plan->aligned4 = dt == TDACL_F32 && dd % 4 == 0 && dv % 4 == 0 && aligned4_view(t->q) &&
+                     aligned4_view(t->k) && aligned4_view(t->v) && aligned4_view(t->q2) && aligned4_view(t->k2);
+    if (d.path == TDACL_PATH_AUTO)
+        plan->path = Tq <= DECODE_MAX_TQ && Tk >= 4 * Tq ? TDACL_PATH_DECODE : TDACL_PATH_PREFILL;
+    else
+        plan->path = d.path;
+    if (plan->path == TDACL_PATH_DECODE && Tq > DECODE_MAX_TQ)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: the decode path takes Tq <= %d (got %lld)", call,
+                           DECODE_MAX_TQ, (long long)Tq);
+    plan->pmode = d.power == 1.0f ? 1 : d.power == 2.0f ? 2 : 0;
+    plan->problem.kind = d.kind;
+    plan->problem.dtype = dt;
+    plan->problem.d = plan->dpad;
+    plan->problem.dv = plan->dvpad;
+    plan->problem.t = Tk;
+    plan->problem.tq = (int)(Tq < DECODE_MAX_TQ ? Tq : DECODE_MAX_TQ);
+    if (plan->problem.tq < 1) plan->problem.tq = 1;
+    plan->aligned16 = aligned16_view(t->q) && aligned16_view(t->k) && aligned16_view(t->v) && aligned16_view(t->q2) &&
+                      aligned16_view(t->k2);
+    const char *emulate = getenv("TDACL_MMA_EMULATE");
+    plan->mma_emulate = emulate && !strcmp(emulate, "1");
+    plan->mma_native = ctx->info.nv_cc_major >= 8 && !plan->mma_emulate;
+    const tdacl_attention_call c = {plan, t, NULL, NULL};
+    const tdacl_op op = plan->path == TDACL_PATH_DECODE ? TDACL_OP_ATTENTION_DECODE : TDACL_OP_ATTENTION_PREFILL;
+    st = tdacl__variant_choose(ctx, op, &c, &plan->row, plan->variant_why, sizeof plan->variant_why);
+    if (!st && plan->row->matrix_units)
+        snprintf(plan->variant_why + strlen(plan->variant_why), sizeof plan->variant_why - strlen(plan->variant_why), " (%s)",
+                 plan->mma_native ? "native mma.sync" : "portable fragment body");
+    tdacl__log(ctx, TDACL_LOG_DEBUG, "attention %s %s %s d=%d: %s", tdacl__kind_name(d.kind), tdacl_dtype_name(dt),
+               tdacl__op_name(op), (int)dd, st ? tdacl_last_error(ctx) : plan->variant_why);
+    return st;
+}
+
+static cl_long4 strides4(const tdacl_tensor *t)
+{
+    cl_long4 s = {{0, 0, 0, 0}};
+    if (t)
+        for (int i = 0; i < 4; i++) s.s[i] = t->strides[i];
+    return s;
+}
+
+static cl_mem mem_of(const tdacl_tensor *t) { return t ? t->storage->mem : NULL; }
+static cl_long off_of(const tdacl_tensor *t) { return t ? t->offset : 0; }
+
+/* The kernel arguments every attention launch takes from the tensors and the descriptor. */
+typedef struct launch_args {
+    cl_mem qm, km, vm, q2m, k2m, gm, lm, om;
+    cl_long4 qs, ks, vs, q2s, k2s, os;
+    cl_long qo, ko, vo, q2o, k2o, oo;
+    cl_float scale, beta, kappa, power, lambda, eps, out_scale;
+} launch_args;
+
+static void launch_args_of(const tdacl_attention_plan *p, const tdacl_attention_tensors *t, launch_args *a)
+{
+    const tdacl_tensor *x[6] = {t->q, t->k, t->v, t->q2, t->k2, t->out};
+    cl_mem *mems[6] = {&a->qm, &a->km, &a->vm, &a->q2m, &a->k2m, &a->om};
+    cl_long4 *strides[6] = {&a->qs, &a->ks, &a->vs, &a->q2s, &a->k2s, &a->os};
+    cl_long *offsets[6] = {&a->qo, &a->ko, &a->vo, &a->q2o, &a->k2o, &a->oo};
+    for (int i = 0; i < 6; i++) *mems[i] = mem_of(x[i]), *strides[i] = strides4(x[i]), *offsets[i] = off_of(x[i]);
+    a->gm = mem_of(t->gain), a->lm = mem_of(t->lambdas);
+    const tdacl_attention_desc *d = &p->desc;
+    a->scale = d->scale, a->beta = tdacl__kind_threshold(d->kind) ? d->beta : 0.0f, a->kappa = d->kappa;
+    a->power = d->power, a->lambda = d->lambda, a->eps = d->norm_eps, a->out_scale = d->out_scale;
+}
+
+void tdacl__attention_problem(const tdacl_context *ctx, const void *call, tdacl_problem *p)
+{
+    *p = ((const tdacl_attention_call *)call)->plan->problem;
+}
+
+void tdacl__attention_call_options(const void *call, tdacl_strbuf *sb)
+{
+    const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
+    tdacl__sb_printf(sb, "-DKIND=%d -DDT=%d -DODT=%d -DGDT=%d -DD=%d -DDV=%d%s", (int)p->desc.kind,
+                     (int)p->dtype, (int)p->odtype, (int)p->gdtype, p->dpad, p->dvpad,
+                     p->aligned4 ? " -DALIGNED4" : "");
+}
+
+/* Adds an event's device time to *total, or (total NULL) just releases it: without stats
+ * the call returns with its kernels queued, so a model's layers do not wait on the host. */
+static tdacl_status add_event_ms(tdacl_context *ctx, cl_event ev, double *total)
+{
+    if (!ev) return TDACL_SUCCESS;
+    if (!total) {
+        clReleaseEvent(ev);
+        return TDACL_SUCCESS;
+    }
+    double ms = 0;
+    tdacl_status st = tdacl__event_ms(ctx, ev, &ms);
+    clReleaseEvent(ev);
+    *total += ms;
+    return st;
+}
+
+static tdacl_status inv_norms(tdacl_context *ctx, const tdacl_attention_plan *p, const tdacl_tensor *x,
+                              int64_t T, cl_mem out, cl_event *ev)
+{
+    char opts[32];
+    snprintf(opts, sizeof opts, "-DDT=%d", (int)p->dtype);
+    cl_kernel k;
+    tdacl_status st = tdacl__variant_kernel(ctx, tdacl__variant_of_op(TDACL_OP_ATTENTION_PREP), opts, "row_inv_norm", &k);
+    if (st) return st;
+    cl_mem xm = mem_of(x);
+    cl_long4 xs = strides4(x);
+    cl_long xo = off_of(x), cT = T;
+    cl_int H = (cl_int)p->H, d = p->d;
+    st = tdacl__set_args(ctx, k, "row_inv_norm", sizeof xm, &xm, sizeof xs, &xs, sizeof xo, &xo, sizeof H, &H,
+                         sizeof cT, &cT, sizeof d, &d, sizeof out, &out, (size_t)0);
+    if (st) return st;
+    size_t global[2] = {(size_t)T, (size_t)(p->B * p->H)}, local[2] = {64, 1};
+    return tdacl__launch(ctx, k, 2, global, local, ev, "row_inv_norm");
+}
+
+void tdacl__attention_decode_call_options(const void *call, tdacl_strbuf *sb)
+{
+    const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
+    tdacl__attention_call_options(call, sb);
+    tdacl__sb_printf(sb, " -DTQP=%d -DNR=%d", tdacl__decode_tqp(p->Tq), p->dvpad >= 64 ? 64 : p->dvpad);
+}
+
+/* Build options of the planned kernel with parameters v (the program cache key). */
+void tdacl__attention_options(const tdacl_attention_plan *p, const tdacl_param_values *v, tdacl_strbuf *sb)
+{
+    const tdacl_attention_call c = {p, NULL, NULL, NULL};
+    tdacl__variant_options(p->row, &c, v, sb);
+}
+
+tdacl_status tdacl__attention_build(tdacl_context *ctx, const tdacl_attention_plan *p, const tdacl_param_values *v)
+{
+    tdacl_strbuf opts = {0};
+    tdacl__attention_options(p, v, &opts);
+    cl_program prog;
+    tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
+                               : tdacl__program_get(ctx, &p->row->program, opts.data, &prog);
+    tdacl__sb_free(&opts);
+    return st;
+}
+
+/* The counters of a stats buffer (4 per work-group: survivors of view 1 and 2, pairs with a
+ * non-zero combined weight, tiles whose V was loaded) into the public statistics. */
+static tdacl_status read_stats(tdacl_context *ctx, const tdacl_attention_plan *p, cl_mem mem, size_t groups,
+                               tdacl_attention_stats *stats)
+{
+    size_t n = groups * 4;
+    cl_uint *buf = malloc(n * sizeof *buf);
+    if (!buf) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "attention stats: out of memory");
+    cl_int err = clEnqueueReadBuffer(ctx->queue, mem, CL_TRUE, 0, n * sizeof *buf, buf, 0, NULL, NULL);
+    if (err) {
+        free(buf);
+        return tdacl__fail_cl(ctx, err, "reading attention stats");
+    }
+    uint64_t s1 = 0, s2 = 0, sc = 0, vt = 0;
+    for (size_t i = 0; i < n; i += 4) s1 += buf[i], s2 += buf[i + 1], sc += buf[i + 2], vt += buf[i + 3];
+    free(buf);
+    const tdacl_kind_info *kind = tdacl__kind(p->desc.kind);
+    stats->survivors[0] = s1;
+    stats->survivors[1] = s2;
+    stats->tiles_skipped_v = stats->tiles_visited - vt;
+    /* two views combined into one weight (tda): a pair counts when the combination is non-zero */
+    uint64_t nonzero = kind->views == 2 && kind->weight_sets == 1 ? sc : s1;
+    if (kind->softmax) {
+        nonzero = stats->visible_pairs;
+        stats->survivors[0] = stats->visible_pairs;
+        stats->survivors[1] = kind->views == 2 ? stats->visible_pairs : 0;
+    }
+    stats->zero_weights = stats->visible_pairs - nonzero;
+    return TDACL_SUCCESS;
+}
+
+/* Both prefill variants take the same arguments; they differ in program, work-group size
+ * and tile, which follow from their named parameters. */
+tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
+                                             const tdacl_param_values *v)
+{
+    const tdacl_attention_call *call = callp;
+    const tdacl_attention_plan *p = call->plan;
+    const tdacl_attention_tensors *t = call->t;
+    const tdacl_attention_desc *d = &p->desc;
+    const tdacl_kernel_space *space = row->space;
+    const char *kernel_name = row->matrix_units ? "attention_mma_fwd" : "attention_fwd";
+    int nt, bm, bn = tdacl__param(space, v, "BN");
+    if (row->matrix_units) {
+        nt = 32 * tdacl__param(space, v, "NWARPS");
+        bm = 16 * tdacl__param(space, v, "MT") * tdacl__param(space, v, "NWARPS");
+    } else {
+        bm = tdacl__param(space, v, "BM");
+        nt = (bm / tdacl__param(space, v, "TM")) * (bn / tdacl__param(space, v, "TN"));
+    }
+    tdacl_strbuf opts = {0};
+    tdacl__variant_options(row, call, v, &opts);
+    int64_t bh = p->B * p->H, nqb = (p->Tq + bm - 1) / bm;
+    cl_kernel k;
+    tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
+                               : tdacl__variant_kernel(ctx, row, opts.data, kernel_name, &k);
+    tdacl__sb_free(&opts);
+    if (st) return st;
+
+    /* inverse norms of q, k (and q2, k2) for normalised kinds */
+    int normalize = d->normalize && tdacl__kind_threshold(d->kind);
+    cl_mem norms = NULL;
+    size_t nq = (size_t)(bh * p->Tq), nk = (size_t)(bh * p->Tk);
+    int nviews = tdacl__kind_views(d->kind);
+    cl_event evs[4] = {0};
+    cl_mem qinv = NULL, kinv = NULL, q2inv = NULL, k2inv = NULL;
+    cl_buffer_region reg;
+    cl_int err;
+    cl_mem subs[4] = {0};
+    if (normalize) {
+        /* sub-buffers of one scratch allocation; offsets stay aligned to the device's base
+         * alignment by rounding each region up */
+        size_t align = ctx->info.mem_base_align_bits ? ctx->info.mem_base_align_bits / 8 : 128;
+        size_t sizes[4] = {4 * nq, 4 * nk, 4 * nq, 4 * nk}, off = 0;
+        size_t need = 0;
+        for (int i = 0; i < 2 * nviews; i++) need += (sizes[i] + align - 1) / align * align;
+        if ((st = tdacl__scratch(ctx, TDACL_SCRATCH_NORMS, need, &norms))) return st;
+        for (int i = 0; i < 2 * nviews; i++) {
+            reg.origin = off;
+            reg.size = sizes[i] ? sizes[i] : 4;
+            subs[i] = clCreateSubBuffer(norms, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &reg, &err);
+            if (!subs[i]) {
+                for (int j = 0; j < i; j++) clReleaseMemObject(subs[j]);
+                return tdacl__fail_cl(ctx, err, "clCreateSubBuffer(norms)");
+            }
+            off += (sizes[i] + align - 1) / align * align;
+        }
+        qinv = subs[0], kinv = subs[1];
+        if (nviews == 2) q2inv = subs[2], k2inv = subs[3];
+        const tdacl_tensor *src[4] = {t->q, t->k, t->q2, t->k2};
+        int64_t rows[4] = {p->Tq, p->Tk, p->Tq, p->Tk};
+        for (int i = 0; i < 2 * nviews && !st; i++) st = inv_norms(ctx, p, src[i], rows[i], subs[i], &evs[i]);
+    }
+    cl_mem stats_mem = NULL;
+    int want = call->stats != NULL && d->want_stats;
+    if (!st && want) {
+        if ((st = tdacl__scratch(ctx, TDACL_SCRATCH_STATS, (size_t)(bh * nqb) * 16, &stats_mem)) == 0) {
+            cl_uint zero = 0;
+            err = clEnqueueFillBuffer(ctx->queue, stats_mem, &zero, sizeof zero, 0, (size_t)(bh * nqb) * 16, 0, NULL, NULL);
+            if (err) st = tdacl__fail_cl(ctx, err, "clEnqueueFillBuffer(stats)");
+        }
+    }
+    cl_event ev = NULL;
+    if (!st) {
+        launch_args a;
+        launch_args_of(p, t, &a);
+        cl_int H = (cl_int)p->H, dd = p->d, dv = p->dv, pmode = p->pmode, norm = d->norm == TDACL_NORM_RMS,
+               want_i = want;
+        cl_long Tq = p->Tq, Tk = p->Tk, offset = p->offset;
+        st = tdacl__set_args(ctx, k, kernel_name, sizeof a.qm, &a.qm, sizeof a.km, &a.km, sizeof a.vm, &a.vm,
+                             sizeof a.q2m, &a.q2m, sizeof a.k2m, &a.k2m, sizeof qinv, &qinv, sizeof kinv, &kinv,
+                             sizeof q2inv, &q2inv, sizeof k2inv, &k2inv, sizeof a.gm, &a.gm, sizeof a.lm, &a.lm, sizeof a.om, &a.om,
+                             sizeof stats_mem, &stats_mem, sizeof a.qs, &a.qs, sizeof a.ks, &a.ks, sizeof a.vs, &a.vs,
+                             sizeof a.q2s, &a.q2s, sizeof a.k2s, &a.k2s, sizeof a.os, &a.os, sizeof a.qo, &a.qo,
+                             sizeof a.ko, &a.ko, sizeof a.vo, &a.vo, sizeof a.q2o, &a.q2o, sizeof a.k2o, &a.k2o,
+                             sizeof a.oo, &a.oo, sizeof H, &H, sizeof Tq, &Tq, sizeof Tk, &Tk,
+                             sizeof offset, &offset, sizeof dd, &dd, sizeof dv, &dv, sizeof a.scale, &a.scale,
+                             sizeof a.beta, &a.beta, sizeof a.kappa, &a.kappa, sizeof pmode, &pmode,
+                             sizeof a.power, &a.power, sizeof a.lambda, &a.lambda, sizeof norm, &norm,
+                             sizeof a.eps, &a.eps, sizeof a.out_scale, &a.out_scale, sizeof want_i, &want_i,
+                             (size_t)0);
+        if (!st) {
+            size_t global[3] = {(size_t)nt, (size_t)bh, (size_t)nqb}, local[3] = {(size_t)nt, 1, 1};
+            st = tdacl__launch(ctx, k, 3, global, local, &ev, kernel_name);
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        if (evs[i]) {
+            tdacl_status s2 = add_event_ms(ctx, evs[i], call->ms);
+            if (!st) st = s2;
+        }
+        if (subs[i]) clReleaseMemObject(subs[i]);
+    }
+    if (ev) {
+        tdacl_status s2 = add_event_ms(ctx, ev, call->ms);
+        if (!st) st = s2;
+    }
+    if (!st && call->stats) {
+        /* tiles visited: per query block, the key tiles up to its last visible key */
+        uint64_t visited = 0;
+        for (int64_t qb = 0; qb < nqb; qb++) {
+            int64_t last = (qb + 1) * bm < p->Tq ? (qb + 1) * bm : p->Tq;
+            int64_t kend = p->offset + last < p->Tk ? p->offset + last : p->Tk;
+            visited += (uint64_t)((kend + bn - 1) / bn);
+        }
+        call->stats->tiles_visited = visited * (uint64_t)bh;
+        if (want) st = read_stats(ctx, p, stats_mem, (size_t)(bh * nqb), call->stats);
+    }
+    return st;
+}
+
+tdacl_status tdacl__attention_decode_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
+                                            const tdacl_param_values *v)
+{
+    const tdacl_attention_call *call = callp;
+    const tdacl_attention_plan *p = call->plan;
+    const tdacl_attention_desc *d = &p->desc;
+    const int ntd = tdacl__param(row->space, v, "NTD"), waves = tdacl__param(row->space, v, "WAVES");
+    int64_t bh = p->B * p->H;
+    int64_t kend = p->offset + p->Tq < p->Tk ? p->offset + p->Tq : p->Tk;
+    int64_t chunks = (kend + ntd - 1) / ntd;
+    int64_t target = (int64_t)waves * (ctx->info.compute_units ? ctx->info.compute_units : 1);
+    int64_t nsplit = (target + bh - 1) / bh;
+    if (nsplit > chunks) nsplit = chunks;
+    if (nsplit < 1) nsplit = 1;
+    int64_t split_len = ((kend + nsplit - 1) / nsplit + ntd - 1) / ntd * ntd;
+    nsplit = (kend + split_len - 1) / split_len;
+    const int nw = tdacl__kind_weight_sets(d->kind), nv = tdacl__kind_views(d->kind);
+    int nr = p->dvpad >= 64 ? 64 : p->dvpad;
+
+    const int tqp = tdacl__decode_tqp(p->Tq);
+    tdacl_strbuf opts = {0};
+    tdacl__variant_options(row, call, v, &opts);
+    cl_kernel kp, kr;
+    tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
+                               : tdacl__variant_kernel(ctx, row, opts.data, "attention_decode_part", &kp);
+    if (!st) st = tdacl__variant_kernel(ctx, row, opts.data, "attention_decode_reduce", &kr);
+    tdacl__sb_free(&opts);
+    if (st) return st;
+
+    cl_mem opart, mlpart, stats_mem = NULL;
+    size_t slots = (size_t)(bh * nsplit);
+    if ((st = tdacl__scratch(ctx, TDACL_SCRATCH_PARTIAL, slots * (size_t)nw * (size_t)tqp * (size_t)p->dvpad * 4, &opart))) return st;
+    if ((st = tdacl__scratch(ctx, TDACL_SCRATCH_ML, slots * (size_t)nv * (size_t)tqp * 8, &mlpart))) return st;
+    int want = call->stats != NULL && d->want_stats;
+    if (want && (st = tdacl__scratch(ctx, TDACL_SCRATCH_STATS, slots * 16, &stats_mem))) return st;
+    launch_args a;
+    launch_args_of(p, call->t, &a);
+    cl_int H = (cl_int)p->H, Tq = (cl_int)p->Tq, dd = p->d, dv = p->dv, pmode = p->pmode,
+           normalize = d->normalize && tdacl__kind_threshold(d->kind), want_i = want,
+           norm = d->norm == TDACL_NORM_RMS, ns = (cl_int)nsplit;
+    cl_long Tk = p->Tk, offset = p->offset, sl = split_len;
+    st = tdacl__set_args(ctx, kp, "attention_decode_part", sizeof a.qm, &a.qm, sizeof a.km, &a.km, sizeof a.vm, &a.vm,
+                         sizeof a.q2m, &a.q2m, sizeof a.k2m, &a.k2m, sizeof a.lm, &a.lm, sizeof opart, &opart, sizeof mlpart, &mlpart,
+                         sizeof stats_mem, &stats_mem, sizeof a.qs, &a.qs, sizeof a.ks, &a.ks, sizeof a.vs, &a.vs,
+                         sizeof a.q2s, &a.q2s, sizeof a.k2s, &a.k2s, sizeof a.qo, &a.qo, sizeof a.ko, &a.ko, sizeof a.vo, &a.vo,
+                         sizeof a.q2o, &a.q2o, sizeof a.k2o, &a.k2o, sizeof H, &H, sizeof Tq, &Tq, sizeof Tk, &Tk,
+                         sizeof offset, &offset, sizeof dd, &dd, sizeof dv, &dv, sizeof sl, &sl,
+                         sizeof a.scale, &a.scale, sizeof a.beta, &a.beta, sizeof a.kappa, &a.kappa, sizeof pmode, &pmode,
+                         sizeof a.power, &a.power, sizeof a.lambda, &a.lambda, sizeof normalize, &normalize,
+                         sizeof want_i, &want_i, (size_t)0);
+    if (!st)
+        st = tdacl__set_args(ctx, kr, "attention_decode_reduce", sizeof opart, &opart, sizeof mlpart, &mlpart,
+                             sizeof a.gm, &a.gm, sizeof a.lm, &a.lm, sizeof a.om, &a.om, sizeof a.os, &a.os, sizeof a.oo, &a.oo, sizeof H, &H,
+                             sizeof ns, &ns, sizeof dv, &dv, sizeof a.lambda, &a.lambda, sizeof norm, &norm,
+                             sizeof a.eps, &a.eps, sizeof a.out_scale, &a.out_scale, (size_t)0);
+    cl_event e1 = NULL, e2 = NULL;
+    if (!st) {
+        size_t g[3] = {(size_t)ntd, (size_t)bh, (size_t)nsplit}, l[3] = {(size_t)ntd, 1, 1};
+        st = tdacl__launch(ctx, kp, 3, g, l, &e1, "attention_decode_part");
+    }
+    if (!st) {
+        size_t g[3] = {(size_t)nr, (size_t)bh, (size_t)p->Tq}, l[3] = {(size_t)nr, 1, 1};
+        st = tdacl__launch(ctx, kr, 3, g, l, &e2, "attention_decode_reduce");
+    }
+    tdacl_status s2 = add_event_ms(ctx, e1, call->ms);
+    if (!st) st = s2;
+    s2 = add_event_ms(ctx, e2, call->ms);
+    if (!st) st = s2;
+    if (!st && call->stats) {
+        /* the kernel counts rounds of LIST keys, not NTD chunks (tdacl__decode_list) */
+        const int64_t list = tdacl__decode_list(ntd, tqp);
+        uint64_t per_split_chunks = 0;
+        for (int64_t s = 0; s < nsplit; s++) {
+            int64_t lo = s * split_len, hi = lo + split_len < kend ? lo + split_len : kend;
+            per_split_chunks += (uint64_t)((hi - lo + list - 1) / list);
+        }
+        call->stats->tiles_visited = per_split_chunks * (uint64_t)bh;
+        if (want) st = read_stats(ctx, p, stats_mem, slots, call->stats);
+    }
+    return st;
+}
+
+tdacl_status tdacl__attention_run(tdacl_context *ctx, const tdacl_attention_plan *p,
+                                  const tdacl_attention_tensors *t, const tdacl_param_values *force,
+                                  tdacl_tuned *used, tdacl_attention_stats *stats)
+{
+    if (stats) {
+        memset(stats, 0, sizeof *stats);
+        stats->path = p->path;
+        stats->variant = p->row->matrix_units ? TDACL_VARIANT_MMA : TDACL_VARIANT_SIMT;
+        stats->visible_pairs = tdacl__visible_pairs(p->Tq, p->Tk, p->offset) * (uint64_t)(p->B * p->H);
+    }
+    if (p->Tq == 0 || p->B * p->H == 0) return TDACL_SUCCESS;
+    double ms = 0;
+    const tdacl_attention_call call = {p, t, stats, stats ? &ms : NULL};
+    tdacl_tuned tuned;
+    tdacl_status st = tdacl__variant_params(ctx, p->row, &call, force, &tuned);
+    if (st) return st;
+    if (used) *used = tuned;
+    st = p->row->launch(ctx, p->row, &call, &tuned.values);
+    if (stats) {
+        stats->kernel_ms = ms;
+        stats->sparsity = stats->visible_pairs ? (double)stats->zero_weights / (double)stats->visible_pairs : 0.0;
+    }
+    return st;
+}
+
+tdacl_status tdacl_attention(tdacl_context *ctx, const tdacl_attention_desc *desc,
+                             const tdacl_attention_tensors *tensors, tdacl_attention_stats *stats)
+{
+    if (!ctx) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "tdacl_attention: ctx is NULL");
+    tdacl_attention_plan plan;
+    tdacl_status st = tdacl__attention_plan(ctx, desc, tensors, &plan);
+    if (st) return st;
+    return tdacl__attention_run(ctx, &plan, tensors, NULL, NULL, stats);
+}

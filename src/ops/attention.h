@@ -1,0 +1,63 @@
+/* Internal attention entry points shared by the public call, the tuner and the bench. */
+#ifndef TDACL_ATTENTION_H
+#define TDACL_ATTENTION_H
+
+#include "ops/variants.h"
+
+/* Everything a launch needs, derived from a validated descriptor and tensors. */
+typedef struct tdacl_attention_plan {
+    tdacl_attention_desc desc; /* with defaults resolved (scale, offset) */
+    int64_t B, H, Tq, Tk, offset;
+    int d, dv, dpad, dvpad;
+    tdacl_dtype dtype, odtype, gdtype;
+    int aligned4;   /* f32 views whose rows load as float4 */
+    int aligned16;  /* views whose rows start on 16 bytes (the mma variant's cp.async) */
+    int mma_native; /* the device has mma.sync and TDACL_MMA_EMULATE is not set */
+    int mma_emulate; /* TDACL_MMA_EMULATE=1: the mma variant through its portable body */
+    tdacl_attention_path path;  /* TDACL_PATH_PREFILL or TDACL_PATH_DECODE */
+    int pmode;      /* 1, 2 or 0 (general power) */
+    tdacl_problem problem;
+    const tdacl_variant_def *row; /* the variant that runs the call */
+    char variant_why[320];
+} tdacl_attention_plan;
+
+/* What the variant functions of the registry receive for an attention call. */
+typedef struct tdacl_attention_call {
+    const tdacl_attention_plan *plan;
+    const tdacl_attention_tensors *t;
+    tdacl_attention_stats *stats; /* NULL: no counters, no waiting */
+    double *ms;                   /* accumulates kernel time (NULL: events released unread) */
+} tdacl_attention_call;
+
+tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_desc *desc,
+                                   const tdacl_attention_tensors *t, tdacl_attention_plan *plan);
+
+/* Runs a planned call on plan->row.  `force` overrides the tuned parameters (tuner); NULL
+ * uses the lookup.  `used` (may be NULL) receives the parameters and where they came from. */
+tdacl_status tdacl__attention_run(tdacl_context *ctx, const tdacl_attention_plan *plan,
+                                  const tdacl_attention_tensors *t,
+                                  const tdacl_param_values *force, tdacl_tuned *used,
+                                  tdacl_attention_stats *stats);
+
+/* Build options (after the device's base options) of a planned call with parameters v. */
+void tdacl__attention_options(const tdacl_attention_plan *plan, const tdacl_param_values *v, tdacl_strbuf *sb);
+/* Builds (or loads from the cache) the program of a planned call with parameters v. */
+tdacl_status tdacl__attention_build(tdacl_context *ctx, const tdacl_attention_plan *plan, const tdacl_param_values *v);
+
+/* Visible (query, key) pairs per head for the causal rule j <= offset + i, j < Tk. */
+uint64_t tdacl__visible_pairs(int64_t tq, int64_t tk, int64_t offset);
+
+/* ---- the registry rows' functions (call: const tdacl_attention_call *) ---- */
+void tdacl__attention_problem(const tdacl_context *ctx, const void *call, tdacl_problem *p);
+void tdacl__attention_call_options(const void *call, tdacl_strbuf *sb);
+void tdacl__attention_decode_call_options(const void *call, tdacl_strbuf *sb);
+tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *call,
+                                             const tdacl_param_values *v);
+tdacl_status tdacl__attention_decode_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *call,
+                                            const tdacl_param_values *v);
+/* attention_mma.c */
+int tdacl__attention_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n);
+void tdacl__attention_mma_problem(const tdacl_context *ctx, const void *call, tdacl_problem *p);
+void tdacl__attention_mma_call_options(const void *call, tdacl_strbuf *sb);
+
+#endif

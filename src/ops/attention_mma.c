@@ -1,0 +1,40 @@
+/* The tensor-core prefill variant (cl/attention_mma.cl) as a row of the registry: when it
+ * applies and the options the call fixes.  Native on NVIDIA compute capability >= 8.0
+ * (mma.sync through inline PTX); with TDACL_MMA_EMULATE=1 the same kernel source runs on
+ * any device through the portable body of cl/mma.cl (how CI tests it on PoCL).  Its tile
+ * (BN, NWARPS, MT) is the tuning space "attention_mma" (spaces.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/kinds.h"
+#include "ops/attention.h"
+
+int tdacl__attention_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
+{
+    const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
+    if (!p->mma_native && !p->mma_emulate)
+        return snprintf(why, n, "%s has no mma.sync (NVIDIA compute capability >= 8.0 needed; TDACL_MMA_EMULATE=1 "
+                        "runs the portable body)", ctx->info.name), 1;
+    if (p->dtype != TDACL_BF16 && p->dtype != TDACL_F16)
+        return snprintf(why, n, "%s storage runs exact on the FP32 lanes", tdacl_dtype_name(p->dtype)), 1;
+    if (p->dpad > 128 || p->dvpad > 128)
+        return snprintf(why, n, "head dims d=%d dv=%d: the mma variant takes up to 128", p->d, p->dv), 1;
+    return 0;
+}
+
+void tdacl__attention_mma_problem(const tdacl_context *ctx, const void *call, tdacl_problem *p)
+{
+    const tdacl_attention_plan *plan = ((const tdacl_attention_call *)call)->plan;
+    *p = plan->problem;
+    p->native = plan->mma_native && !plan->mma_emulate;
+}
+
+void tdacl__attention_mma_call_options(const void *call, tdacl_strbuf *sb)
+{
+    const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
+    /* the power is a compile-time constant for the threshold kinds; the others use 2 */
+    const int pmode = tdacl__kind_threshold(p->desc.kind) ? p->pmode : 2;
+    tdacl__sb_printf(sb, "-DKIND=%d -DDT=%d -DODT=%d -DGDT=%d -DD=%d -DDV=%d -DMMA_NATIVE=%d -DMMA_IN=%d -DPMODE=%d%s",
+                     (int)p->desc.kind, (int)p->dtype, (int)p->odtype, (int)p->gdtype, p->dpad, p->dvpad,
+                     p->mma_native && !p->mma_emulate, (int)p->dtype, pmode, p->aligned16 ? " -DALIGNED16" : "");
+}

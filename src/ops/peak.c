@@ -1,0 +1,138 @@
+/* Peak probe: measured FP32 FMA rate, global-memory read bandwidth and launch latency,
+ * the denominators of every "percent of peak" the bench reports.  Each probe calibrates
+ * its size to run long enough for stable timing, then keeps the best of a few runs. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ops/variants.h"
+
+#define FMA_ITERS 512
+
+static tdacl_status run_timed(tdacl_context *ctx, cl_kernel k, size_t global, size_t local, double *ms)
+{
+    cl_event ev = NULL;
+    tdacl_status st = tdacl__launch(ctx, k, 1, &global, &local, &ev, "peak probe");
+    if (st) return st;
+    st = tdacl__event_ms(ctx, ev, ms);
+    clReleaseEvent(ev);
+    return st;
+}
+
+static tdacl_status probe_kernel(tdacl_context *ctx, const char *options, const char *name, cl_kernel *k)
+{
+    return tdacl__variant_kernel(ctx, tdacl__variant_of_op(TDACL_OP_PEAK), options, name, k);
+}
+
+/* The shortest of `runs` timed launches, the first `warmup` of them not counted. */
+static tdacl_status best_of(tdacl_context *ctx, cl_kernel k, size_t global, size_t local, int runs, int warmup, double *best)
+{
+    double ms;
+    tdacl_status st = TDACL_SUCCESS;
+    for (int r = 0; !st && r < runs; r++)
+        if (!(st = run_timed(ctx, k, global, local, &ms)) && r >= warmup && ms < *best) *best = ms;
+    return st;
+}
+
+static tdacl_status fma_rate(tdacl_context *ctx, double *gflops)
+{
+    char opts[32];
+    snprintf(opts, sizeof opts, "-DFMA_ITERS=%d", FMA_ITERS);
+    cl_kernel k;
+    tdacl_status st = probe_kernel(ctx, opts, "fma_peak", &k);
+    if (st) return st;
+    size_t local = ctx->info.max_work_group_size < 256 ? ctx->info.max_work_group_size : 256;
+    size_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+    size_t global = cu * local * 4;
+    double target_ms = ctx->info.type == TDACL_DEVICE_GPU ? 20.0 : 150.0;
+    size_t max_global = (size_t)1 << 24;
+    cl_mem out = clCreateBuffer(ctx->cl, CL_MEM_WRITE_ONLY, max_global * 4, NULL, NULL);
+    if (!out) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "peak probe: cannot allocate its output");
+    cl_float a = 0.9999f, b = 1e-4f;
+    st = tdacl__set_args(ctx, k, "fma_peak", sizeof out, &out, sizeof a, &a, sizeof b, &b, (size_t)0);
+    double ms = 0, best = 1e30;
+    for (int cal = 0; !st && cal < 4; cal++) {
+        if ((st = run_timed(ctx, k, global, local, &ms))) break;
+        if (ms >= target_ms / 2 || global >= max_global) break;
+        double scale = ms > 0 ? target_ms / ms : 16;
+        if (scale > 16) scale = 16;
+        size_t g = (size_t)((double)global * scale) / local * local;
+        global = g > max_global ? max_global : g < global ? global : g;
+    }
+    if (!st) st = best_of(ctx, k, global, local, 3, 0, &best);
+    clReleaseMemObject(out);
+    if (st) return st;
+    *gflops = (double)global * FMA_ITERS * 256.0 / (best * 1e-3) * 1e-9;
+    return TDACL_SUCCESS;
+}
+
+static tdacl_status read_bandwidth(tdacl_context *ctx, double *gbs)
+{
+    cl_kernel k;
+    tdacl_status st = probe_kernel(ctx, "", "read_bw", &k);
+    if (st) return st;
+    size_t bytes = ctx->info.type == TDACL_DEVICE_GPU ? ((size_t)1 << 30) : ((size_t)128 << 20);
+    while (bytes > ctx->info.max_alloc_bytes / 2 && bytes > ((size_t)1 << 20)) bytes /= 2;
+    cl_int err;
+    cl_mem in = clCreateBuffer(ctx->cl, CL_MEM_READ_ONLY, bytes, NULL, &err);
+    if (!in) return tdacl__fail_cl(ctx, err, "peak probe: clCreateBuffer(%zu bytes)", bytes);
+    size_t local = ctx->info.max_work_group_size < 256 ? ctx->info.max_work_group_size : 256;
+    size_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+    size_t global = cu * local * (ctx->info.type == TDACL_DEVICE_GPU ? 32 : 4);
+    cl_mem out = clCreateBuffer(ctx->cl, CL_MEM_WRITE_ONLY, global * 4, NULL, &err);
+    if (!out) {
+        clReleaseMemObject(in);
+        return tdacl__fail_cl(ctx, err, "peak probe: clCreateBuffer(out)");
+    }
+    cl_float zero = 0.0f;
+    err = clEnqueueFillBuffer(ctx->queue, in, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
+    if (err) st = tdacl__fail_cl(ctx, err, "peak probe: clEnqueueFillBuffer");
+    cl_long n4 = (cl_long)(bytes / 16);
+    /* GPUs coalesce a grid stride; CPU work-items each stream a contiguous chunk */
+    cl_long chunk = ctx->info.type == TDACL_DEVICE_GPU ? 0 : (n4 + (cl_long)global - 1) / (cl_long)global;
+    if (!st)
+        st = tdacl__set_args(ctx, k, "read_bw", sizeof in, &in, sizeof n4, &n4, sizeof out, &out,
+                             sizeof chunk, &chunk, (size_t)0);
+    double best = 1e30;
+    if (!st) st = best_of(ctx, k, global, local, 6, 1, &best); /* the first run warms up */
+    clReleaseMemObject(in);
+    clReleaseMemObject(out);
+    if (st) return st;
+    *gbs = (double)bytes / (best * 1e-3) * 1e-9;
+    return TDACL_SUCCESS;
+}
+
+static tdacl_status launch_latency(tdacl_context *ctx, double *us)
+{
+    cl_mem out = clCreateBuffer(ctx->cl, CL_MEM_WRITE_ONLY, 4, NULL, NULL);
+    if (!out) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "peak probe: cannot allocate");
+    cl_kernel k;
+    tdacl_status st = probe_kernel(ctx, "", "empty_kernel", &k);
+    if (!st) st = tdacl__set_args(ctx, k, "empty_kernel", sizeof out, &out, (size_t)0);
+    size_t one = 1;
+    const int n = 200;
+    double t0 = 0;
+    for (int i = 0; !st && i < n + 10; i++) {
+        if (i == 10) t0 = tdacl__now();
+        st = tdacl__launch(ctx, k, 1, &one, &one, NULL, "empty_kernel");
+        if (!st) {
+            cl_int err = clFinish(ctx->queue);
+            if (err) st = tdacl__fail_cl(ctx, err, "clFinish");
+        }
+    }
+    double t = tdacl__now() - t0;
+    clReleaseMemObject(out);
+    if (st) return st;
+    *us = t / n * 1e6;
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl_measure_peak(tdacl_context *ctx, tdacl_peak *peak)
+{
+    if (!ctx || !peak)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "tdacl_measure_peak: %s is NULL", ctx ? "peak" : "ctx");
+    memset(peak, 0, sizeof *peak);
+    tdacl_status st = fma_rate(ctx, &peak->fp32_gflops);
+    if (!st) st = read_bandwidth(ctx, &peak->bandwidth_gbs);
+    if (!st) st = launch_latency(ctx, &peak->launch_us);
+    return st;
+}

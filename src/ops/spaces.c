@@ -1,0 +1,240 @@
+/* The tuning spaces of the kernel variants: named parameters (defaults equal to the kernel
+ * sources' #ifndef defaults), constraint predicates, local-memory formulas mirroring each
+ * kernel's __local declarations, device-class defaults and the generic ladder that is
+ * correct everywhere.  Parameters are read by name; build options are generated from the
+ * names (tdacl__params_options). */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/kinds.h"
+#include "ops/spaces.h"
+
+#define P(name) tdacl__param(ks, v, name)
+
+static int work_group_fits(const tdacl_device_info *dev, int nt, char *why, size_t n)
+{
+    if ((size_t)nt <= dev->max_work_group_size && (size_t)nt <= dev->max_work_item_sizes[0]) return 1;
+    snprintf(why, n, "%d work-items exceed the device's work-group limit %zu", nt, dev->max_work_group_size);
+    return 0;
+}
+
+/* ---- attention prefill on the FP32 lanes, cl/attention.cl ---- */
+
+static const tdacl_tunable attention_params[] = {
+    {"BM", 1, 64, {16, 32, 64, 128, TDACL_END}, "query rows per work-group"},
+    {"BN", 1, 32, {16, 32, 64, TDACL_END}, "keys per tile"},
+    {"TM", 1, 8, {4, 8, TDACL_END}, "query rows per work-item (multiple of 4)"},
+    {"TN", 1, 4, {4, 8, TDACL_END}, "keys per work-item in the score tile (multiple of 4)"},
+    {"VC", 1, 32, {8, 16, 32, 64, TDACL_END}, "keys per weight x V chunk"},
+    {"KUNROLL", 1, 2, {1, 2, 4, TDACL_END}, "unroll of the head-dim loop (in steps of 4)"},
+    {"PREFETCH", 1, 1, {0, 1, TDACL_END}, "load the next K tile into registers while scoring"},
+    {"SEQV", 1, 0, {0, 1, TDACL_END}, "two-view kinds: stage K1 and K2 through one buffer in turn"},
+};
+
+static size_t attention_local(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *v)
+{
+    const int bm = P("BM"), bn = P("BN"), vc = P("VC"), seqv = P("SEQV");
+    const size_t nv = (size_t)tdacl__kind_views(p->kind), nw = (size_t)tdacl__kind_weight_sets(p->kind);
+    size_t kfloats = (nv == 2 && !seqv ? 2 : 1) * (size_t)p->d * (size_t)bn;
+    size_t wvfloats = nw * (size_t)vc * (size_t)bm + (size_t)vc * (size_t)(p->dv + 4);
+    /* Qs4, R4 (the K tiles, or the W and V chunks), then the double-buffered mask_buf (sparse
+     * kinds) or tmax (softmax kinds), then counters[4] */
+    size_t bytes = 4 * (nv * (size_t)p->d * (size_t)bm + (kfloats > wvfloats ? kfloats : wvfloats));
+    if (!tdacl__kind_softmax(p->kind)) bytes += 2 * 4 * (size_t)((bn + 31) / 32);
+    else bytes += 2 * 4 * nv * (size_t)bm;
+    return bytes + 16;
+}
+
+static int attention_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
+                           const tdacl_param_values *v, char *why, size_t n)
+{
+    const int bm = P("BM"), bn = P("BN"), tm = P("TM"), tn = P("TN"), vc = P("VC"), ku = P("KUNROLL"), seqv = P("SEQV");
+    if (bm <= 0 || bn <= 0 || tm <= 0 || tn <= 0 || vc <= 0 || ku <= 0)
+        return snprintf(why, n, "parameters must be positive"), 1;
+    if (tm % 4 || tn % 4) return snprintf(why, n, "TM=%d and TN=%d must be multiples of 4", tm, tn), 1;
+    if (bm % tm) return snprintf(why, n, "BM=%d is not a multiple of TM=%d", bm, tm), 1;
+    if (bn % tn) return snprintf(why, n, "BN=%d is not a multiple of TN=%d", bn, tn), 1;
+    if (bn % vc || vc % 4) return snprintf(why, n, "VC=%d must divide BN=%d and be a multiple of 4", vc, bn), 1;
+    if (bn > 128 || bm > 256) return snprintf(why, n, "BM=%d/BN=%d too large", bm, bn), 1;
+    if ((p->d / 4) % ku) return snprintf(why, n, "KUNROLL=%d does not divide d/4=%d", ku, p->d / 4), 1;
+    if (tm * tn > 128) return snprintf(why, n, "TM*TN=%d registers per work-item is too many", tm * tn), 1;
+    const int two = tdacl__kind_views(p->kind) == 2;
+    if (seqv && !two) return snprintf(why, n, "SEQV applies to two-view kinds only"), 1;
+    const int ncg = bn / tn, nt = (bm / tm) * ncg;
+    if ((p->dv / 4) % ncg) return snprintf(why, n, "dv/4=%d is not a multiple of BN/TN=%d", p->dv / 4, ncg), 1;
+    if (!work_group_fits(dev, nt, why, n)) return 1;
+    /* the norm epilogue reduces NCG x BM partial sums through the K region */
+    const int kviews = two && !seqv ? 2 : 1;
+    if ((size_t)ncg * (size_t)bm > (size_t)kviews * (size_t)p->d * (size_t)bn)
+        return snprintf(why, n, "BN/TN x BM partial sums do not fit the K region"), 1;
+    return 0;
+}
+
+static const tdacl_class_default attention_classes[] = {
+    {"nvidia-", TDACL_ATTN_TDA, 0, "BM=32 BN=32 TM=4 TN=4 VC=32 KUNROLL=2 PREFETCH=1 SEQV=0"},
+    {"nvidia-", TDACL_ATTN_DIFF_SOFTMAX, 0, "BM=32 BN=32 TM=4 TN=4 VC=16 KUNROLL=2 PREFETCH=1 SEQV=0"},
+    {"nvidia-", -1, 0, "BM=64 BN=32 TM=8 TN=4 VC=32 KUNROLL=2 PREFETCH=1 SEQV=0"},
+    {"amd-", -1, 0, "BM=64 BN=32 TM=8 TN=4 VC=32 KUNROLL=2 PREFETCH=1 SEQV=0"},
+    {"pocl-cpu", -1, 0, "BM=32 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0"},
+    {NULL, -1, 0, NULL},
+};
+
+static const char *const attention_ladder[] = {
+    "BM=64 BN=32 TM=8 TN=4 VC=32 KUNROLL=1", "BM=32 BN=32 TM=4 TN=4 VC=32 KUNROLL=1",
+    "BM=32 BN=32 TM=4 TN=4 VC=16 KUNROLL=1", "BM=32 BN=16 TM=4 TN=4 VC=16 KUNROLL=1",
+    "BM=16 BN=16 TM=4 TN=4 VC=16 KUNROLL=1", "BM=16 BN=16 TM=4 TN=4 VC=8 KUNROLL=1",
+    "BM=16 BN=8 TM=4 TN=4 VC=8 KUNROLL=1",   "BM=8 BN=8 TM=4 TN=4 VC=4 KUNROLL=1",
+    "BM=4 BN=4 TM=4 TN=4 VC=4 KUNROLL=1",
+};
+
+const tdacl_kernel_space tdacl__attention_space = {
+    "attention", attention_params, (int)TDACL_ARRAY_LEN(attention_params), attention_check, attention_local,
+    attention_classes, attention_ladder, (int)TDACL_ARRAY_LEN(attention_ladder)};
+
+/* ---- attention prefill on the matrix units, cl/attention_mma.cl ---- */
+
+static const tdacl_tunable mma_params[] = {
+    {"BN", 1, 64, {16, 32, 64, TDACL_END}, "keys per tile"},
+    {"NWARPS", 1, 4, {2, 4, 8, TDACL_END}, "warps per work-group (each owns MT x 16 query rows)"},
+    {"MT", 1, 1, {1, 2, TDACL_END}, "16-row m-tiles per warp (two share every K and V fragment)"},
+};
+
+/* As the __local declarations of attention_mma_fwd (KSTAGES = 2 there). */
+static size_t mma_local(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *v)
+{
+    const int bn = P("BN"), nwarps = P("NWARPS"), mt = P("MT"), bm = 16 * mt * nwarps, kstages = 2;
+    const size_t nv = (size_t)tdacl__kind_views(p->kind), nw = (size_t)tdacl__kind_weight_sets(p->kind);
+    const size_t ldk = (size_t)p->d + 8, ldv = (size_t)p->dv + 8;
+    size_t k_rows = (size_t)kstages * nv * (size_t)bn;
+    size_t bytes = (size_t)(tdacl__kind_softmax(p->kind) ? 2 : 1) * (size_t)bn * ldv * 2 + 2 * sizeof(int) +
+                   4 * sizeof(unsigned) + (tdacl__kind_threshold(p->kind) ? k_rows * sizeof(float) : 0);
+    if (p->native) {
+        if (k_rows < nv * (size_t)bm) k_rows = nv * (size_t)bm; /* Q is staged through the K buffer */
+        return bytes + k_rows * ldk * 2;
+    }
+    /* the portable body also keeps Q, the weight fragments and a lane exchange in local memory */
+    return bytes + k_rows * ldk * 2 + nv * (size_t)bm * ldk * 2 + (size_t)nwarps * nw * (size_t)mt * 16 * (size_t)(bn + 8) * 2 +
+           (size_t)(32 * nwarps) * sizeof(float);
+}
+
+static int mma_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
+                     const tdacl_param_values *v, char *why, size_t n)
+{
+    const int bn = P("BN"), nwarps = P("NWARPS"), mt = P("MT");
+    if (bn != 16 && bn != 32 && bn != 64) return snprintf(why, n, "BN=%d is not 16, 32 or 64", bn), 1;
+    if (nwarps < 1 || nwarps > 8) return snprintf(why, n, "NWARPS=%d is outside 1..8", nwarps), 1;
+    if (mt != 1 && mt != 2) return snprintf(why, n, "MT=%d is not 1 or 2", mt), 1;
+    if (p->d > 128 || p->dv > 128) return snprintf(why, n, "head dims d=%d dv=%d exceed 128", p->d, p->dv), 1;
+    return work_group_fits(dev, 32 * nwarps, why, n) ? 0 : 1;
+}
+
+/* Measured on the H200 (bf16, d=64, T=8192): two m-tiles per warp help softmax (1.88 against
+ * 2.30 ms) and rela (1.46 / 1.74) but hurt tra (2.44 / 2.04, 245 registers), tda (4.69 /
+ * 3.79) and diff_softmax (6.05 / 5.25); 64-key tiles pay for one view at d <= 64; 8 warps
+ * were slower than 4 for every kind.  The rows apply to any device (prefix ""): the variant
+ * runs only on NVIDIA matrix units or, for tests, their portable body.  A row whose tile
+ * does not fit local memory gives way to the next. */
+static const tdacl_class_default mma_classes[] = {
+    {"", TDACL_ATTN_SOFTMAX, 64, "BN=64 NWARPS=4 MT=2"},
+    {"", TDACL_ATTN_RELA, 64, "BN=64 NWARPS=4 MT=2"},
+    {"", TDACL_ATTN_TRA, 64, "BN=64 NWARPS=4 MT=1"},
+    {"", TDACL_ATTN_SOFTMAX, 0, "BN=32 NWARPS=4 MT=2"},
+    {"", TDACL_ATTN_RELA, 0, "BN=32 NWARPS=4 MT=2"},
+    {"", TDACL_ATTN_SOFTMAX, 0, "BN=16 NWARPS=4 MT=2"},
+    {"", TDACL_ATTN_RELA, 0, "BN=16 NWARPS=4 MT=2"},
+    {"", -1, 0, "BN=32 NWARPS=4 MT=1"},
+    {NULL, -1, 0, NULL},
+};
+
+static const char *const mma_ladder[] = {"BN=32 NWARPS=4 MT=1", "BN=16 NWARPS=4 MT=1", "BN=16 NWARPS=2 MT=1"};
+
+const tdacl_kernel_space tdacl__attention_mma_space = {
+    "attention_mma", mma_params, (int)TDACL_ARRAY_LEN(mma_params), mma_check, mma_local,
+    mma_classes, mma_ladder, (int)TDACL_ARRAY_LEN(mma_ladder)};
+
+/* ---- attention decode, cl/attention_decode.cl ---- */
+
+static const tdacl_tunable decode_params[] = {
+    {"NTD", 1, 128, {32, 64, 128, 256, TDACL_END}, "work-items per work-group = keys per staged chunk"},
+    {"WAVES", 0, 4, {1, 2, 4, 8, 16, 32, TDACL_END}, "target work-groups per compute unit (sets the split count)"},
+};
+
+int tdacl__decode_tqp(int64_t tq)
+{
+    int tqp = 1;
+    while (tqp < tq) tqp *= 2;
+    return tqp;
+}
+
+int tdacl__decode_list(int ntd, int tqp) { return ntd * (tqp <= 2 ? 4 : tqp <= 8 ? 2 : 1); }
+
+static size_t decode_local(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *v)
+{
+    const size_t ntd = (size_t)P("NTD"), tqp = (size_t)tdacl__decode_tqp(p->tq), d4 = (size_t)p->d / 4;
+    const size_t nv = (size_t)tdacl__kind_views(p->kind), nw = (size_t)tdacl__kind_weight_sets(p->kind);
+    const size_t list = (size_t)tdacl__decode_list((int)ntd, (int)tqp);
+    /* Qs, Ks (KS4 = d/4 + 1), Wl, klist, red, cnt, tmax, counters */
+    return nv * tqp * d4 * 16 + nv * ntd * (d4 + 1) * 16 + list * tqp * nw * 4 + list * 4 + tqp * (size_t)(p->dv / 4) * 16 +
+           4 + nv * tqp * 4 + 16;
+}
+
+static int decode_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
+                        const tdacl_param_values *v, char *why, size_t n)
+{
+    const int ntd = P("NTD"), waves = P("WAVES");
+    if (ntd <= 0 || waves <= 0) return snprintf(why, n, "NTD and WAVES must be positive"), 1;
+    if (ntd < p->dv / 4) return snprintf(why, n, "NTD=%d is below dv/4=%d", ntd, p->dv / 4), 1;
+    return work_group_fits(dev, ntd, why, n) ? 0 : 1;
+}
+
+static const tdacl_class_default decode_classes[] = {
+    {"nvidia-", -1, 0, "NTD=128 WAVES=8"},
+    {"pocl-cpu", -1, 0, "NTD=64 WAVES=4"},
+    {NULL, -1, 0, NULL},
+};
+
+static const char *const decode_ladder[] = {"NTD=128", "NTD=64", "NTD=256", "NTD=32", "NTD=16"};
+
+const tdacl_kernel_space tdacl__decode_space = {
+    "attention_decode", decode_params, (int)TDACL_ARRAY_LEN(decode_params), decode_check, decode_local,
+    decode_classes, decode_ladder, (int)TDACL_ARRAY_LEN(decode_ladder)};
+
+/* ---- GEMM, cl/layers.cl (the model's matmuls) ---- */
+
+static const tdacl_tunable gemm_params[] = {
+    {"GBM", 1, 64, {32, 64, 128, TDACL_END}, "rows per work-group"},
+    {"GBN", 1, 64, {32, 64, 128, TDACL_END}, "columns per work-group"},
+    {"GTM", 1, 4, {4, 8, TDACL_END}, "rows per work-item (multiple of 4)"},
+    {"GTN", 1, 4, {4, 8, TDACL_END}, "columns per work-item (multiple of 4)"},
+    {"GKC", 1, 16, {8, 16, 32, TDACL_END}, "k-chunk staged in local memory"},
+};
+
+static size_t gemm_local(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *v)
+{
+    return (size_t)P("GKC") * (size_t)(P("GBM") + P("GBN")) * 4;
+}
+
+static int gemm_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
+                      const tdacl_param_values *v, char *why, size_t n)
+{
+    const int bm = P("GBM"), bn = P("GBN"), tm = P("GTM"), tn = P("GTN"), kc = P("GKC");
+    if (bm <= 0 || bn <= 0 || tm <= 0 || tn <= 0 || kc <= 0) return snprintf(why, n, "parameters must be positive"), 1;
+    if (tm % 4 || tn % 4 || kc % 4) return snprintf(why, n, "GTM, GTN and GKC must be multiples of 4"), 1;
+    if (bm % tm || bn % tn) return snprintf(why, n, "GBM/GBN must be multiples of GTM/GTN"), 1;
+    return work_group_fits(dev, (bm / tm) * (bn / tn), why, n) ? 0 : 1;
+}
+
+static const tdacl_class_default gemm_classes[] = {
+    {"nvidia-", -1, 0, "GBM=128 GBN=128 GTM=8 GTN=8 GKC=16"},
+    {"amd-", -1, 0, "GBM=128 GBN=128 GTM=8 GTN=8 GKC=16"},
+    {"pocl-cpu", -1, 0, "GBM=32 GBN=32 GTM=4 GTN=4 GKC=16"},
+    {NULL, -1, 0, NULL},
+};
+
+static const char *const gemm_ladder[] = {
+    "GBM=64 GBN=64", "GBM=32 GBN=32", "GBM=16 GBN=16 GKC=8", "GBM=8 GBN=8 GKC=4", "GBM=4 GBN=4 GKC=4",
+};
+
+const tdacl_kernel_space tdacl__gemm_space = {
+    "gemm", gemm_params, (int)TDACL_ARRAY_LEN(gemm_params), gemm_check, gemm_local,
+    gemm_classes, gemm_ladder, (int)TDACL_ARRAY_LEN(gemm_ladder)};

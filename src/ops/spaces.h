@@ -1,0 +1,17 @@
+/* The tuning spaces of the kernel variants (spaces.c); the variant registry names them. */
+#ifndef TDACL_SPACES_H
+#define TDACL_SPACES_H
+
+#include "runtime/tuning.h"
+
+extern const tdacl_kernel_space tdacl__attention_space;     /* cl/attention.cl */
+extern const tdacl_kernel_space tdacl__attention_mma_space; /* cl/attention_mma.cl */
+extern const tdacl_kernel_space tdacl__decode_space;        /* cl/attention_decode.cl */
+extern const tdacl_kernel_space tdacl__gemm_space;          /* cl/layers.cl gemm */
+
+/* Query rows of a decode call rounded up to a power of two (TQP in cl/attention_decode.cl). */
+int tdacl__decode_tqp(int64_t tq);
+/* Keys a decode round scores (LIST in cl/attention_decode.cl). */
+int tdacl__decode_list(int ntd, int tqp);
+
+#endif

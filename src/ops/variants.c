@@ -1,0 +1,143 @@
+/* The variant table and the dispatch over it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/attention.h"
+#include "ops/gemm.h"
+#include "ops/variants.h"
+
+#define ATTENTION_SOURCES "common.cl", "attention_math.cl"
+
+static const tdacl_variant_def rows[] = {
+    /* attention prefill: matrix units first, the FP32 lanes everywhere */
+    {"attention.mma", TDACL_OP_ATTENTION_PREFILL, {"attention_mma", {ATTENTION_SOURCES, "mma.cl", "attention_mma.cl"}},
+     &tdacl__attention_mma_space, 1, tdacl__attention_mma_supports, tdacl__attention_mma_problem,
+     tdacl__attention_mma_call_options, tdacl__attention_prefill_launch},
+    {"attention.simt", TDACL_OP_ATTENTION_PREFILL, {"attention", {ATTENTION_SOURCES, "attention.cl"}},
+     &tdacl__attention_space, 0, NULL, tdacl__attention_problem, tdacl__attention_call_options,
+     tdacl__attention_prefill_launch},
+    {"attention_decode.simt", TDACL_OP_ATTENTION_DECODE, {"attention_decode", {ATTENTION_SOURCES, "attention_decode.cl"}},
+     &tdacl__decode_space, 0, NULL, tdacl__attention_problem, tdacl__attention_decode_call_options,
+     tdacl__attention_decode_launch},
+    {"attention_prep", TDACL_OP_ATTENTION_PREP, {"attention_prep", {"common.cl", "attention_prep.cl"}}, NULL, 0, NULL, NULL, NULL, NULL},
+    /* matmuls: GEMV for the few rows of decode, the tiled GEMM otherwise */
+    {"gemv.simt", TDACL_OP_MATMUL, {"layers", {"common.cl", "layers.cl"}}, NULL, 0, tdacl__gemv_supports, NULL,
+     tdacl__gemv_call_options, tdacl__gemv_launch},
+    {"gemm.simt", TDACL_OP_MATMUL, {"layers", {"common.cl", "layers.cl"}}, &tdacl__gemm_space, 0, NULL, tdacl__gemm_problem,
+     tdacl__gemm_call_options, tdacl__gemm_launch},
+    {"layers", TDACL_OP_LAYERS, {"layers", {"common.cl", "layers.cl"}}, NULL, 0, NULL, NULL, NULL, NULL},
+    {"peak", TDACL_OP_PEAK, {"peak", {"peak.cl"}}, NULL, 0, NULL, NULL, NULL, NULL},
+};
+
+static const char *const op_names[TDACL_OP_COUNT] = {"attention prefill", "attention decode", "attention row norms",
+                                                      "matmul", "layer kernels", "device probes"};
+
+const char *tdacl__op_name(tdacl_op op) { return (unsigned)op < TDACL_OP_COUNT ? op_names[op] : "?"; }
+
+const tdacl_variant_def *tdacl__variant_at(int i)
+{
+    return i >= 0 && i < (int)TDACL_ARRAY_LEN(rows) ? &rows[i] : NULL;
+}
+
+const tdacl_variant_def *tdacl__variant(const char *name)
+{
+    for (size_t i = 0; i < TDACL_ARRAY_LEN(rows); i++)
+        if (!strcmp(rows[i].name, name)) return &rows[i];
+    return NULL;
+}
+
+const tdacl_variant_def *tdacl__variant_of_space(const char *kernel)
+{
+    for (size_t i = 0; i < TDACL_ARRAY_LEN(rows); i++)
+        if (rows[i].space && !strcmp(rows[i].space->kernel, kernel)) return &rows[i];
+    return NULL;
+}
+
+const tdacl_variant_def *tdacl__variant_of_op(tdacl_op op)
+{
+    for (size_t i = 0; i < TDACL_ARRAY_LEN(rows); i++)
+        if (rows[i].op == op) return &rows[i];
+    return NULL;
+}
+
+/* 1 when $TDACL_VARIANT names no row of the row's operation, or names this row. */
+static int allowed(const tdacl_variant_def *row)
+{
+    const char *env = getenv("TDACL_VARIANT");
+    if (!env || !*env) return 1;
+    int names_op = 0;
+    for (size_t i = 0; i < TDACL_ARRAY_LEN(rows); i++) {
+        size_t len = strlen(rows[i].name);
+        for (const char *p = env; (p = strstr(p, rows[i].name)) != NULL; p += len)
+            if ((p == env || p[-1] == ',') && (p[len] == 0 || p[len] == ',')) {
+                if (&rows[i] == row) return 1;
+                if (rows[i].op == row->op) names_op = 1;
+                break;
+            }
+    }
+    return !names_op;
+}
+
+tdacl_status tdacl__variant_choose(tdacl_context *ctx, tdacl_op op, const void *call, const tdacl_variant_def **out,
+                                   char *why, size_t n)
+{
+    size_t off = 0;
+    why[0] = 0;
+    int excluded = 0;
+    for (size_t i = 0; i < TDACL_ARRAY_LEN(rows); i++) {
+        const tdacl_variant_def *r = &rows[i];
+        if (r->op != op) continue;
+        char reason[200] = "";
+        int refused = r->supports && r->supports(ctx, call, reason, sizeof reason);
+        if (!refused && !allowed(r)) refused = excluded = 1, snprintf(reason, sizeof reason, "excluded by TDACL_VARIANT");
+        if (refused) {
+            if (off < n) off += (size_t)snprintf(why + off, n - off, "%s: %s; ", r->name, reason);
+            continue;
+        }
+        if (off < n) snprintf(why + off, n - off, "took %s", r->name);
+        *out = r;
+        return TDACL_SUCCESS;
+    }
+    return tdacl__fail(ctx, excluded ? TDACL_ERR_INVALID_ARGUMENT : TDACL_ERR_UNSUPPORTED, "%s: no variant runs this call (%s)",
+                       tdacl__op_name(op), why);
+}
+
+void tdacl__variant_options(const tdacl_variant_def *row, const void *call, const tdacl_param_values *v, tdacl_strbuf *sb)
+{
+    if (row->call_options) row->call_options(call, sb);
+    if (row->space && v) tdacl__params_options(row->space, v, sb);
+}
+
+tdacl_status tdacl__variant_params(tdacl_context *ctx, const tdacl_variant_def *row, const void *call,
+                                   const tdacl_param_values *force, tdacl_tuned *used)
+{
+    tdacl_tuned tuned;
+    memset(&tuned, 0, sizeof tuned);
+    if (!row->space) {
+        if (used) *used = tuned;
+        return TDACL_SUCCESS;
+    }
+    tdacl_problem p;
+    memset(&p, 0, sizeof p);
+    row->problem(ctx, call, &p);
+    if (force) {
+        char why[200];
+        if (tdacl__params_check(row->space, &ctx->info, &p, force, why, sizeof why))
+            return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s parameters rejected: %s", row->name, why);
+        tuned.values = *force;
+        tuned.source = TDACL_TUNED_USER;
+        snprintf(tuned.origin, sizeof tuned.origin, "forced");
+    } else {
+        tdacl_status st = tdacl__tuned(ctx, row->space, &p, &tuned);
+        if (st) return st;
+    }
+    if (used) *used = tuned;
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl__variant_kernel(tdacl_context *ctx, const tdacl_variant_def *row, const char *options,
+                                   const char *kernel, cl_kernel *k)
+{
+    return tdacl__kernel_get(ctx, &row->program, options, kernel, k);
+}

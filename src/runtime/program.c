@@ -1,0 +1,288 @@
+/* Programs: building from the embedded sources or the binary cache, and the per-context
+ * registry of built programs and kernel objects.  Which files make a program is the
+ * caller's (the variant registry of the ops layer). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+
+typedef struct kernel_entry {
+    char name[64]; /* the library's own kernel names, all short */
+    cl_kernel kernel;
+    struct kernel_entry *next;
+} kernel_entry;
+
+struct tdacl_program_entry {
+    char *name;    /* program name or test label */
+    char *options; /* caller options (without the base options) */
+    cl_program program;
+    kernel_entry *kernels;
+    tdacl_program_entry *next;
+};
+
+const tdacl_embedded_source *tdacl__find_source(const char *name)
+{
+    for (int i = 0; i < tdacl_embedded_source_count; i++)
+        if (!strcmp(tdacl_embedded_sources[i].name, name)) return &tdacl_embedded_sources[i];
+    return NULL;
+}
+
+const char *tdacl__base_options(const tdacl_context *ctx)
+{
+    return ctx->base_options;
+}
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+static void set_build_log(tdacl_context *ctx, cl_program prog)
+{
+    size_t n = 0;
+    free(ctx->build_log);
+    ctx->build_log = NULL;
+    if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS)
+        return;
+    ctx->build_log = malloc(n + 1);
+    if (!ctx->build_log) return;
+    if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, n, ctx->build_log, NULL) !=
+        CL_SUCCESS)
+        n = 0;
+    ctx->build_log[n] = '\0';
+}
+
+const char *tdacl_build_log(const tdacl_context *ctx)
+{
+    return (ctx && ctx->build_log) ? ctx->build_log : "";
+}
+
+/* The first line of the log that mentions an error, for the status message. */
+static void first_error_line(const char *log, char *out, size_t n)
+{
+    const char *p = log ? strstr(log, "error") : NULL;
+    if (!p) {
+        snprintf(out, n, "%s", "(see tdacl_build_log)");
+        return;
+    }
+    while (p > log && p[-1] != '\n') p--;
+    size_t len = strcspn(p, "\n");
+    if (len >= n) len = n - 1;
+    memcpy(out, p, len);
+    out[len] = 0;
+}
+
+static void cache_key(const tdacl_context *ctx, const char *source, const char *options,
+                      tdacl_strbuf *key)
+{
+    const tdacl_device_info *i = &ctx->info;
+    tdacl__sb_printf(key,
+                     "tdacl-program v1\nplatform: %s | %s\ndevice: %s | %s\ndriver: %s\n"
+                     "options: %s\nsource: %016llx %zu\n",
+                     i->platform_name, i->platform_version, i->name, i->device_version,
+                     i->driver_version, options,
+                     (unsigned long long)tdacl__fnv1a64(source, strlen(source), TDACL_FNV_SEED),
+                     strlen(source));
+}
+
+static tdacl_status build(tdacl_context *ctx, const char *label, const char *source,
+                          const char *options, cl_program *out)
+{
+    tdacl_strbuf opts = {0}, key = {0};
+    tdacl__sb_printf(&opts, "%s%s%s", ctx->base_options, options && *options ? " " : "",
+                     options ? options : "");
+    cache_key(ctx, source, opts.data, &key);
+    if (opts.oom || key.oom) {
+        tdacl__sb_free(&opts), tdacl__sb_free(&key);
+        return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "building '%s': out of memory", label);
+    }
+    cl_int err;
+    cl_program prog = NULL;
+    double t0 = tdacl__now();
+    unsigned char *bin = NULL;
+    size_t bin_size = 0;
+    if (tdacl__cache_load(ctx, key.data, &bin, &bin_size)) {
+        const unsigned char *bins[1] = {bin};
+        cl_int bin_status = CL_SUCCESS;
+        prog = clCreateProgramWithBinary(ctx->cl, 1, &ctx->device, &bin_size, bins, &bin_status, &err);
+        if (prog && err == CL_SUCCESS && bin_status == CL_SUCCESS)
+            err = clBuildProgram(prog, 1, &ctx->device, opts.data, NULL, NULL);
+        if (!prog || err != CL_SUCCESS || bin_status != CL_SUCCESS) {
+            if (prog) clReleaseProgram(prog);
+            prog = NULL;
+            ctx->cache.stats.hits--;
+            ctx->cache.stats.misses++;
+            tdacl__cache_discard(ctx, key.data);
+        } else {
+            tdacl__log(ctx, TDACL_LOG_DEBUG, "program '%s' loaded from cache in %.1f ms", label,
+                       1e3 * (tdacl__now() - t0));
+        }
+        free(bin);
+    }
+    if (!prog) {
+        size_t len = strlen(source);
+        prog = clCreateProgramWithSource(ctx->cl, 1, &source, &len, &err);
+        if (!prog) {
+            tdacl__sb_free(&opts), tdacl__sb_free(&key);
+            return tdacl__fail_cl(ctx, err, "clCreateProgramWithSource('%s')", label);
+        }
+        err = clBuildProgram(prog, 1, &ctx->device, opts.data, NULL, NULL);
+        set_build_log(ctx, prog);
+        if (err != CL_SUCCESS) {
+            char line[512];
+            first_error_line(ctx->build_log, line, sizeof line);
+            tdacl_status st = tdacl__fail(
+                ctx, err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS ? TDACL_ERR_BUILD : tdacl__cl_status(err),
+                "building program '%s' (options: %s) failed: %s (%d); first error: %s",
+                label, opts.data, tdacl__cl_error_name(err), (int)err, line);
+            tdacl__log(ctx, TDACL_LOG_ERROR, "build log of '%s':\n%s", label,
+                       ctx->build_log ? ctx->build_log : "");
+            clReleaseProgram(prog);
+            tdacl__sb_free(&opts), tdacl__sb_free(&key);
+            return st;
+        }
+        if (ctx->build_log && ctx->build_log[0] && tdacl__log_enabled(ctx, TDACL_LOG_DEBUG))
+            tdacl__log(ctx, TDACL_LOG_DEBUG, "build log of '%s':\n%s", label, ctx->build_log);
+        tdacl__log(ctx, TDACL_LOG_INFO, "program '%s' compiled in %.1f ms (options: %s)", label,
+                   1e3 * (tdacl__now() - t0), opts.data);
+        if (ctx->cache.enabled) {
+            size_t size = 0;
+            if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) ==
+                    CL_SUCCESS && size) {
+                unsigned char *b = malloc(size);
+                unsigned char *bins[1] = {b};
+                if (b && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) ==
+                             CL_SUCCESS)
+                    tdacl__cache_store(ctx, key.data, b, size);
+                free(b);
+            }
+        }
+    }
+    tdacl__sb_free(&opts), tdacl__sb_free(&key);
+    *out = prog;
+    return TDACL_SUCCESS;
+}
+
+static tdacl_program_entry *find_entry(tdacl_context *ctx, const char *name, const char *options)
+{
+    for (tdacl_program_entry *e = ctx->programs; e; e = e->next)
+        if (!strcmp(e->name, name) && !strcmp(e->options, options)) return e;
+    return NULL;
+}
+
+static tdacl_status add_entry(tdacl_context *ctx, const char *name, const char *options,
+                              cl_program prog)
+{
+    tdacl_program_entry *e = calloc(1, sizeof *e);
+    if (e) e->name = dup_str(name), e->options = dup_str(options);
+    if (!e || !e->name || !e->options) {
+        if (e) free(e->name), free(e->options);
+        free(e);
+        clReleaseProgram(prog);
+        return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "program registry: out of memory");
+    }
+    e->program = prog;
+    e->next = ctx->programs;
+    ctx->programs = e;
+    return TDACL_SUCCESS;
+}
+
+/* Builds source and keeps the program in the context's registry. */
+static tdacl_status build_registered(tdacl_context *ctx, const char *label, const char *source, const char *options,
+                                     cl_program *program)
+{
+    cl_program prog;
+    tdacl_status st = build(ctx, label, source, options, &prog);
+    if (!st) st = add_entry(ctx, label, options, prog);
+    if (!st) *program = prog;
+    return st;
+}
+
+tdacl_status tdacl__program_get(tdacl_context *ctx, const tdacl_program_def *def, const char *options,
+                                cl_program *program)
+{
+    if (!options) options = "";
+    const char *name = def->name;
+    tdacl_program_entry *e = find_entry(ctx, name, options);
+    if (e) {
+        *program = e->program;
+        return TDACL_SUCCESS;
+    }
+    tdacl_strbuf src = {0};
+    for (size_t i = 0; i < TDACL_ARRAY_LEN(def->files) && def->files[i]; i++) {
+        const tdacl_embedded_source *s = tdacl__find_source(def->files[i]);
+        if (!s) {
+            tdacl__sb_free(&src);
+            return tdacl__fail(ctx, TDACL_ERR_INTERNAL, "kernel source %s is not embedded", def->files[i]);
+        }
+        tdacl__sb_printf(&src, "/* ---- %s ---- */\n%.*s\n", s->name, (int)s->size, s->text);
+    }
+    if (src.oom) {
+        tdacl__sb_free(&src);
+        return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "program '%s': out of memory", name);
+    }
+    tdacl_status st = build_registered(ctx, name, src.data, options, program);
+    tdacl__sb_free(&src);
+    return st;
+}
+
+tdacl_status tdacl__program_build_source(tdacl_context *ctx, const char *label, const char *source,
+                                         const char *options, cl_program *program)
+{
+    return build_registered(ctx, label, source, options ? options : "", program);
+}
+
+tdacl_status tdacl__kernel_get(tdacl_context *ctx, const tdacl_program_def *def, const char *options,
+                               const char *kernel, cl_kernel *out)
+{
+    if (!options) options = "";
+    const char *program = def->name;
+    if (strlen(kernel) >= sizeof ((kernel_entry *)0)->name)
+        return tdacl__fail(ctx, TDACL_ERR_INTERNAL, "kernel name '%.80s' is too long", kernel);
+    cl_program prog;
+    tdacl_status st = tdacl__program_get(ctx, def, options, &prog);
+    if (st) return st;
+    tdacl_program_entry *e = find_entry(ctx, program, options);
+    for (kernel_entry *k = e->kernels; k; k = k->next)
+        if (!strcmp(k->name, kernel)) {
+            *out = k->kernel;
+            return TDACL_SUCCESS;
+        }
+    cl_int err;
+    cl_kernel k = clCreateKernel(prog, kernel, &err);
+    if (!k) return tdacl__fail_cl(ctx, err, "clCreateKernel(%s.%s)", program, kernel);
+    kernel_entry *ke = calloc(1, sizeof *ke);
+    if (!ke) {
+        clReleaseKernel(k);
+        return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "kernel registry: out of memory");
+    }
+    snprintf(ke->name, sizeof ke->name, "%s", kernel);
+    ke->kernel = k;
+    ke->next = e->kernels;
+    e->kernels = ke;
+    *out = k;
+    return TDACL_SUCCESS;
+}
+
+void tdacl__programs_release(tdacl_context *ctx)
+{
+    tdacl_program_entry *e = ctx->programs;
+    while (e) {
+        tdacl_program_entry *next = e->next;
+        for (kernel_entry *k = e->kernels, *kn; k; k = kn) {
+            kn = k->next;
+            clReleaseKernel(k->kernel);
+            free(k);
+        }
+        clReleaseProgram(e->program);
+        free(e->name);
+        free(e->options);
+        free(e);
+        e = next;
+    }
+    ctx->programs = NULL;
+}

@@ -1,0 +1,345 @@
+/* The kind table and the variant registry: public kind names, the tuning spaces' defaults
+ * against the kernel sources' #ifndef defaults, every class default and ladder entry
+ * parsing, the local-memory formulas against CL_KERNEL_LOCAL_MEM_SIZE of the compiled
+ * kernels, and dispatch (which row a call takes, why the others were passed over, and the
+ * TDACL_VARIANT / TDACL_MMA_EMULATE overrides). */
+#include <stdlib.h>
+
+#include "common/testutil.h"
+#include "base/kinds.h"
+#include "ops/attention.h"
+#include "ops/gemm.h"
+
+static tdacl_context *open_ctx(void)
+{
+    tdacl_context_desc desc;
+    tdacl_context_desc_init(&desc);
+    desc.use_tuning_db = 0;
+    tdacl_context *ctx = NULL;
+    assert_ok(NULL, tdacl_context_create(&desc, &ctx));
+    return ctx;
+}
+
+/* ---- kinds ---- */
+
+static void test_kind_names(void **state)
+{
+    (void)state;
+    int n = 0;
+    for (; tdacl_attention_kind_name((tdacl_attention_kind)n); n++) {
+        const char *name = tdacl_attention_kind_name((tdacl_attention_kind)n);
+        tdacl_attention_kind k = (tdacl_attention_kind)-1;
+        assert_ok(NULL, tdacl_attention_kind_from_name(name, &k));
+        assert_int_equal((int)k, n);
+        const tdacl_kind_info *info = tdacl__kind(n);
+        assert_non_null(info);
+        assert_string_equal(info->name, name);
+        assert_true(info->views == 1 || info->views == 2);
+        assert_true(info->weight_sets == 1 || info->weight_sets == 2);
+        /* a second weight set is a second view's softmax; a clamped lambda needs a lambda */
+        assert_true(info->weight_sets == 1 || info->views == 2);
+        assert_true(!info->lambda_clamped || info->lambda);
+        assert_true(info->lambda == (info->views == 2));
+        assert_true(!info->softmax || !info->threshold);
+    }
+    assert_int_equal(n, 5);
+    assert_null(tdacl_attention_kind_name((tdacl_attention_kind)-1));
+    assert_string_equal(tdacl_attention_kind_name(TDACL_ATTN_TDA), "tda");
+    tdacl_attention_kind k = TDACL_ATTN_TRA;
+    assert_status(NULL, tdacl_attention_kind_from_name("TDA", &k), TDACL_ERR_INVALID_ARGUMENT);
+    assert_contains(tdacl_last_error(NULL), "'TDA'");
+    assert_contains(tdacl_last_error(NULL), "softmax, rela, tra, tda, diff_softmax");
+    assert_int_equal(k, TDACL_ATTN_TRA); /* untouched on failure */
+    assert_status(NULL, tdacl_attention_kind_from_name(NULL, &k), TDACL_ERR_INVALID_ARGUMENT);
+    assert_status(NULL, tdacl_attention_kind_from_name("tra", NULL), TDACL_ERR_INVALID_ARGUMENT);
+    assert_string_equal(tdacl__kind_name(-1), "any");
+    assert_string_equal(tdacl__kind_name(7), "?");
+    assert_int_equal(tdacl__kind_from_name("nope"), -2);
+}
+
+/* ---- spaces ---- */
+
+/* The value a kernel source gives NAME in "#ifndef NAME / #define NAME value"; a value that
+ * names another macro resolves through that macro's default. */
+static int source_default(const char *src, const char *name, int depth)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "#ifndef %s\n#define %s ", name, name);
+    const char *p = strstr(src, pat);
+    if (!p) return -1000;
+    p += strlen(pat);
+    if (*p >= '0' && *p <= '9') return atoi(p);
+    char ref[32];
+    size_t len = strcspn(p, " \n");
+    if (len >= sizeof ref || depth > 3) return -1000;
+    memcpy(ref, p, len);
+    ref[len] = 0;
+    return source_default(src, ref, depth + 1);
+}
+
+static void test_space_defaults_match_sources(void **state)
+{
+    (void)state;
+    int checked = 0;
+    for (int i = 0; tdacl__variant_at(i); i++) {
+        const tdacl_variant_def *row = tdacl__variant_at(i);
+        if (!row->space) continue;
+        /* the kernel file is the program's last source */
+        int last = 0;
+        while (last + 1 < (int)TDACL_ARRAY_LEN(row->program.files) && row->program.files[last + 1]) last++;
+        const tdacl_embedded_source *src = tdacl__find_source(row->program.files[last]);
+        assert_non_null(src);
+        for (int p = 0; p < row->space->nparams; p++) {
+            const tdacl_tunable *t = &row->space->params[p];
+            if (!t->is_macro) continue;
+            int def = source_default(src->text, t->name, 0);
+            if (def != t->def)
+                fail_msg("%s: %s defaults to %d in the space but %d in %s", row->name, t->name, t->def, def, src->name);
+            checked++;
+        }
+    }
+    assert_true(checked >= 15);
+}
+
+static void test_space_entries_parse(void **state)
+{
+    (void)state;
+    char why[200];
+    tdacl_param_values v;
+    for (int i = 0; tdacl__variant_at(i); i++) {
+        const tdacl_kernel_space *ks = tdacl__variant_at(i)->space;
+        if (!ks) continue;
+        assert_true(ks->nladder > 0);
+        for (int l = 0; l < ks->nladder; l++)
+            if (tdacl__params_parse(ks, ks->ladder[l], &v, why, sizeof why)) fail_msg("%s ladder #%d: %s", ks->kernel, l, why);
+        for (const tdacl_class_default *c = ks->class_defaults; c && c->arch_prefix; c++)
+            if (tdacl__params_parse(ks, c->values, &v, why, sizeof why)) fail_msg("%s class %s: %s", ks->kernel, c->arch_prefix, why);
+    }
+    const tdacl_kernel_space *ks = tdacl__variant("attention.simt")->space;
+    assert_int_equal(tdacl__params_parse(ks, "BM=32 BN=16", &v, why, sizeof why), 0);
+    assert_int_equal(tdacl__param(ks, &v, "BM"), 32);
+    assert_int_equal(tdacl__param(ks, &v, "BN"), 16);
+    assert_int_equal(tdacl__param(ks, &v, "TM"), ks->params[tdacl__param_index(ks, "TM")].def);
+    assert_int_equal(tdacl__param(ks, &v, "XX"), -1);
+    assert_int_equal(tdacl__params_parse(ks, "QQ=3", &v, why, sizeof why), -1);
+    assert_contains(why, "has no parameter QQ");
+    assert_int_equal(tdacl__params_parse(ks, "BM=", &v, why, sizeof why), -1);
+    assert_contains(why, "BM needs an integer");
+    assert_int_equal(tdacl__params_parse(ks, "BM 32", &v, why, sizeof why), -1);
+    assert_contains(why, "malformed");
+}
+
+/* ---- local memory: the formula against the compiled kernel ---- */
+
+typedef struct attn_bufs {
+    tdacl_tensor *q, *k, *v, *q2, *k2, *out;
+    tdacl_attention_tensors t;
+} attn_bufs;
+
+static void make_bufs(tdacl_context *ctx, tdacl_dtype dt, int d, int tq, int tk, attn_bufs *b)
+{
+    memset(b, 0, sizeof *b);
+    int64_t qs[4] = {1, 1, tq, d}, ks[4] = {1, 1, tk, d};
+    assert_ok(ctx, tdacl_tensor_create(ctx, dt, 4, qs, &b->q));
+    assert_ok(ctx, tdacl_tensor_create(ctx, dt, 4, ks, &b->k));
+    assert_ok(ctx, tdacl_tensor_create(ctx, dt, 4, ks, &b->v));
+    assert_ok(ctx, tdacl_tensor_create(ctx, dt, 4, qs, &b->q2));
+    assert_ok(ctx, tdacl_tensor_create(ctx, dt, 4, ks, &b->k2));
+    assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 4, qs, &b->out));
+    b->t = (tdacl_attention_tensors){b->q, b->k, b->v, NULL, NULL, NULL, b->out, NULL};
+}
+
+static void free_bufs(attn_bufs *b)
+{
+    tdacl_tensor *all[] = {b->q, b->k, b->v, b->q2, b->k2, b->out};
+    for (size_t i = 0; i < TDACL_ARRAY_LEN(all); i++) tdacl_tensor_destroy(all[i]);
+}
+
+static size_t compiled_local(tdacl_context *ctx, const tdacl_variant_def *row, const char *options, const char *kernel)
+{
+    cl_kernel k;
+    assert_ok(ctx, tdacl__variant_kernel(ctx, row, options, kernel, &k));
+    cl_ulong bytes = 0;
+    assert_int_equal(clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof bytes, &bytes, NULL), CL_SUCCESS);
+    return (size_t)bytes;
+}
+
+/* The formula may round up (alignment, a few bytes of slack) but never under-count. */
+static void expect_local(const char *what, size_t formula, size_t compiled)
+{
+    print_message("%-44s formula %6zu B, compiled %6zu B\n", what, formula, compiled);
+    if (formula < compiled || formula > compiled + 64)
+        fail_msg("%s: formula %zu bytes, compiled kernel %zu bytes", what, formula, compiled);
+}
+
+static void check_attention_local(tdacl_context *ctx, tdacl_attention_kind kind, tdacl_dtype dt, int d, int tq,
+                                  const char *variant, const char *params)
+{
+    attn_bufs b;
+    make_bufs(ctx, dt, d, tq, 300, &b);
+    if (tdacl__kind_views(kind) == 2) b.t.q2 = b.q2, b.t.k2 = b.k2;
+    tdacl_attention_desc desc;
+    tdacl_attention_desc_init(&desc);
+    desc.kind = kind;
+    desc.path = tq > 16 ? TDACL_PATH_PREFILL : TDACL_PATH_DECODE;
+    tdacl_attention_plan plan;
+    assert_ok(ctx, tdacl__attention_plan(ctx, &desc, &b.t, &plan));
+    assert_string_equal(plan.row->name, variant);
+    const tdacl_kernel_space *ks = plan.row->space;
+    tdacl_param_values v;
+    char why[200];
+    assert_int_equal(tdacl__params_parse(ks, params, &v, why, sizeof why), 0);
+    const tdacl_attention_call call = {&plan, &b.t, NULL, NULL};
+    tdacl_problem p;
+    plan.row->problem(ctx, &call, &p);
+    tdacl_strbuf opts = {0};
+    tdacl__attention_options(&plan, &v, &opts);
+    const char *kernel = plan.row->matrix_units ? "attention_mma_fwd"
+                         : desc.path == TDACL_PATH_DECODE ? "attention_decode_part" : "attention_fwd";
+    char what[128];
+    snprintf(what, sizeof what, "%s %s %s d=%d %s", variant, tdacl_attention_kind_name(kind), tdacl_dtype_name(dt), d, params);
+    expect_local(what, ks->local_bytes(ks, &p, &v), compiled_local(ctx, plan.row, opts.data, kernel));
+    tdacl__sb_free(&opts);
+    free_bufs(&b);
+}
+
+static void test_local_memory_formulas(void **state)
+{
+    (void)state;
+    tdacl_context *ctx = open_ctx();
+    /* one-view and two-view prefill, two tiles; a decode of 3 query rows (TQP 4) */
+    check_attention_local(ctx, TDACL_ATTN_TRA, TDACL_F32, 64, 64, "attention.simt", "BM=32 BN=32 TM=4 TN=4 VC=32 KUNROLL=1");
+    check_attention_local(ctx, TDACL_ATTN_DIFF_SOFTMAX, TDACL_F32, 32, 64, "attention.simt",
+                          "BM=16 BN=16 TM=4 TN=4 VC=8 KUNROLL=1");
+    check_attention_local(ctx, TDACL_ATTN_TDA, TDACL_F32, 64, 3, "attention_decode.simt", "NTD=64");
+    /* the tensor-core kernel through its portable body (TDACL_MMA_EMULATE) */
+    setenv("TDACL_MMA_EMULATE", "1", 1);
+    check_attention_local(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 64, "attention.mma", "BN=32 NWARPS=4 MT=1");
+    check_attention_local(ctx, TDACL_ATTN_SOFTMAX, TDACL_BF16, 32, 64, "attention.mma", "BN=16 NWARPS=2 MT=2");
+    unsetenv("TDACL_MMA_EMULATE");
+    /* GEMM */
+    const tdacl_variant_def *gemm = tdacl__variant("gemm.simt");
+    int64_t as[2] = {40, 24}, ws[2] = {24, 40};
+    tdacl_tensor *a, *w, *c;
+    assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 2, as, &a));
+    assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 2, ws, &w));
+    assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 2, as, &c));
+    const tdacl_matmul_call call = {c, a, w, NULL, NULL, 0, 40, 40, 24, 0, NULL};
+    tdacl_param_values v;
+    char why[200];
+    assert_int_equal(tdacl__params_parse(gemm->space, "GBM=32 GBN=64 GKC=8", &v, why, sizeof why), 0);
+    tdacl_problem p;
+    memset(&p, 0, sizeof p);
+    gemm->problem(ctx, &call, &p);
+    tdacl_strbuf opts = {0};
+    tdacl__variant_options(gemm, &call, &v, &opts);
+    expect_local("gemm.simt GBM=32 GBN=64 GKC=8", gemm->space->local_bytes(gemm->space, &p, &v),
+                 compiled_local(ctx, gemm, opts.data, "gemm"));
+    tdacl__sb_free(&opts);
+    tdacl_tensor_destroy(a), tdacl_tensor_destroy(w), tdacl_tensor_destroy(c);
+    tdacl_context_destroy(ctx);
+}
+
+/* ---- dispatch ---- */
+
+static tdacl_status plan_of(tdacl_context *ctx, tdacl_attention_kind kind, tdacl_dtype dt, int d, int tq,
+                            tdacl_attention_plan *plan)
+{
+    attn_bufs b;
+    make_bufs(ctx, dt, d, tq, 300, &b);
+    if (tdacl__kind_views(kind) == 2) b.t.q2 = b.q2, b.t.k2 = b.k2;
+    tdacl_attention_desc desc;
+    tdacl_attention_desc_init(&desc);
+    desc.kind = kind;
+    tdacl_status st = tdacl__attention_plan(ctx, &desc, &b.t, plan);
+    free_bufs(&b);
+    return st;
+}
+
+static void test_dispatch(void **state)
+{
+    (void)state;
+    tdacl_context *ctx = open_ctx();
+    tdacl_attention_plan plan;
+    unsetenv("TDACL_VARIANT");
+    unsetenv("TDACL_MMA_EMULATE");
+    const int native = ctx->info.nv_cc_major >= 8;
+    /* bf16 prefill: the matrix units where the device has them, else the FP32 lanes, saying why */
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 64, &plan));
+    if (native) {
+        assert_string_equal(plan.row->name, "attention.mma");
+    } else {
+        assert_string_equal(plan.row->name, "attention.simt");
+        assert_contains(plan.variant_why, "attention.mma: ");
+        assert_contains(plan.variant_why, "has no mma.sync");
+        assert_contains(plan.variant_why, "took attention.simt");
+    }
+    /* the portable body on request */
+    setenv("TDACL_MMA_EMULATE", "1", 1);
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TDA, TDACL_F16, 64, 64, &plan));
+    assert_string_equal(plan.row->name, "attention.mma");
+    assert_int_equal(plan.row->matrix_units, 1);
+    /* f32 storage and d > 128 stay on the FP32 lanes, with the reason */
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_F32, 64, 64, &plan));
+    assert_string_equal(plan.row->name, "attention.simt");
+    assert_contains(plan.variant_why, "f32 storage runs exact");
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_SOFTMAX, TDACL_BF16, 160, 64, &plan));
+    assert_string_equal(plan.row->name, "attention.simt");
+    assert_contains(plan.variant_why, "d=160");
+    /* decode has one variant */
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 2, &plan));
+    assert_string_equal(plan.row->name, "attention_decode.simt");
+    /* TDACL_VARIANT restricts the choice to the rows it names, per operation */
+    setenv("TDACL_VARIANT", "attention.simt,gemm.simt", 1);
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 64, &plan));
+    assert_string_equal(plan.row->name, "attention.simt");
+    assert_contains(plan.variant_why, "attention.mma: excluded by TDACL_VARIANT");
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 2, &plan)); /* names no decode row: free */
+    assert_string_equal(plan.row->name, "attention_decode.simt");
+    /* naming only a row that cannot run the call is an error, not a silent fallback */
+    unsetenv("TDACL_MMA_EMULATE");
+    setenv("TDACL_VARIANT", "attention.mma", 1);
+    if (!native) {
+        assert_status(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 64, &plan), TDACL_ERR_INVALID_ARGUMENT);
+        assert_contains(tdacl_last_error(ctx), "no variant runs this call");
+        assert_contains(tdacl_last_error(ctx), "attention.simt: excluded by TDACL_VARIANT");
+    }
+    unsetenv("TDACL_VARIANT");
+
+    /* matmuls: GEMV up to TDACL_GEMV_MAX_ROWS rows, the tiled GEMM beyond */
+    int64_t ws[2] = {16, 16}, a1[2] = {1, 16}, a9[2] = {9, 16};
+    tdacl_tensor *w, *x1, *x9;
+    assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_BF16, 2, ws, &w));
+    assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 2, a1, &x1));
+    assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 2, a9, &x9));
+    const tdacl_variant_def *row;
+    char why[256];
+    const tdacl_matmul_call one = {x1, x1, w, NULL, NULL, 0, 1, 16, 16, 0, NULL},
+                            nine = {x9, x9, w, NULL, NULL, 0, TDACL_GEMV_MAX_ROWS + 1, 16, 16, 0, NULL};
+    assert_ok(ctx, tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &one, &row, why, sizeof why));
+    assert_string_equal(row->name, "gemv.simt");
+    assert_ok(ctx, tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &nine, &row, why, sizeof why));
+    assert_string_equal(row->name, "gemm.simt");
+    assert_contains(why, "gemv.simt: M=9 rows exceed");
+    tdacl_tensor_destroy(w), tdacl_tensor_destroy(x1), tdacl_tensor_destroy(x9);
+    /* every operation has a row, every row a known operation and a unique name */
+    for (int op = 0; op < TDACL_OP_COUNT; op++) assert_non_null(tdacl__variant_of_op((tdacl_op)op));
+    for (int i = 0; tdacl__variant_at(i); i++) {
+        assert_true((unsigned)tdacl__variant_at(i)->op < TDACL_OP_COUNT);
+        assert_ptr_equal(tdacl__variant(tdacl__variant_at(i)->name), tdacl__variant_at(i));
+        if (tdacl__variant_at(i)->space) assert_non_null(tdacl__variant_at(i)->launch);
+    }
+    tdacl_context_destroy(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kind_names),
+        cmocka_unit_test(test_space_defaults_match_sources),
+        cmocka_unit_test(test_space_entries_parse),
+        cmocka_unit_test(test_dispatch),
+        cmocka_unit_test(test_local_memory_formulas),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
