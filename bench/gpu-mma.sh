@@ -13,7 +13,7 @@ export TDACL_CACHE_DIR=/tmp/tdacl-cache
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build-gpu -j"$(nproc)" >/dev/null || exit 1
 : >"$OUT/test-attention-native.txt"
-for part in mma mma-wide ${MMA_TEST_PARTS:-}; do
+for part in mma mma-wide mma-f32 ${MMA_TEST_PARTS:-}; do
     (cd build-gpu/tests && TDACL_LOG=warn ./test_attention --part "$part") 2>&1 | tee -a "$OUT/test-attention-native.txt" | tail -4
 done
 # registers and spills of the mma programs, from NVIDIA's compiler (-cl-nv-verbose)
@@ -23,6 +23,6 @@ TDACL_CACHE=off TDACL_LOG=debug TDACL_BUILD_OPTIONS=-cl-nv-verbose build-gpu/tda
 B=(build-gpu/tdacl-bench --device nvidia --suite attention --dtype bf16 --T "$T" --no-decode --beta "${MMA_BETA:-1}"
    --kinds "${MMA_KINDS:-softmax,tra,tda,diff_softmax,rela}")
 "${B[@]}" --json "$OUT/attention-mma.json" 2>&1 | tail -40
-[ -n "${MMA_SIMT:-}" ] && TDACL_ATTENTION_VARIANT=simt "${B[@]}" --json "$OUT/attention-simt.json" 2>&1 | tail -20
+[ -n "${MMA_SIMT:-}" ] && TDACL_VARIANT=attention.simt "${B[@]}" --json "$OUT/attention-simt.json" 2>&1 | tail -20
 [ -n "${MMA_ANCHORS-1}" ] && python3 bench/anchors/anchors.py --T "$T" --skip sdpa-fp32,tra,tda --out "$OUT/anchors.json" 2>&1 | tail -12
 exit 0

@@ -56,14 +56,24 @@ inline float rect_pow(float x, int pmode, float p)
 }
 
 /* Four consecutive elements (4*c4..) of the row starting at element p of a view whose
- * innermost stride is sd, zero beyond d.  Storage type DT; ALIGNED4 (f32 rows on 16 bytes)
- * takes one vector load. */
+ * innermost stride is sd, zero beyond d.  Storage type DT.  ALIGNED4 (the host's promise:
+ * innermost stride 1, the other strides, the offset and d multiples of 4) takes one wide
+ * load: 16 bytes of f32, or 8 bytes of bf16/f16 converted in registers. */
 inline float4 load_row4(__global const void *x, long p, long sd, int c4, int d)
 {
     float4 v = (float4)(0.0f);
     int c = 4 * c4;
-#if DT == 0 && defined(ALIGNED4)
-    if (c < d) v = vload4(0, (__global const float *)x + p + c);
+#if defined(ALIGNED4)
+    if (c < d) {
+#if DT == 0
+        v = vload4(0, (__global const float *)x + p + c);
+#elif DT == 1
+        uint2 u = *(__global const uint2 *)((__global const ushort *)x + p + c);
+        v = (float4)(as_float(u.x << 16), as_float(u.x & 0xffff0000u), as_float(u.y << 16), as_float(u.y & 0xffff0000u));
+#else
+        v = vload_half4(0, (__global const half *)x + p + c);
+#endif
+    }
 #else
     if (c + 0 < d) v.s0 = LOAD(DT, x, p + (c + 0) * sd);
     if (c + 1 < d) v.s1 = LOAD(DT, x, p + (c + 1) * sd);

@@ -8,7 +8,8 @@
  * Tiles above the block's diagonal are never visited; a warp whose rows all lie above a
  * tile skips its S products, and for the sparse kinds a warp with no surviving weight in a
  * tile skips its W V products, and a work-group with none skips loading the V tile.
- * Inputs are 16-bit (DT 1 bf16, 2 f16); products accumulate in f32.  The same argument list
+ * Inputs are 16-bit (DT 1 bf16, 2 f16), or fp32 (DT 0) rounded to bf16 as they are staged
+ * when the call's precision allows it; products accumulate in f32.  The same argument list
  * as attention_fwd (attention.cl), so the host launches either. */
 
 #ifndef BN
@@ -67,9 +68,14 @@ inline float rectify(float x, float p)
 }
 
 /* Rows [r0, r0 + nrows) of a [.., T, cols] view into local rows of ld elements, columns
- * 0..CPAD-1, zero beyond `rows` and `cols`.  Aligned views move 16-byte chunks (cp.async on
- * NVIDIA); others go element by element. */
-inline void load_tile(__local ushort *dst, int ld, __global const ushort *src, long base, long st, long sd, long r0,
+ * 0..CPAD-1, zero beyond `rows` and `cols`.  16-bit storage: aligned views move 16-byte
+ * chunks (cp.async on NVIDIA), others go element by element.  fp32 storage (DT 0, when the
+ * caller's precision allows bf16 compute) is rounded to bf16 (nearest even) as it is staged:
+ * two float4 loads per 8 elements on aligned views. */
+#if DT == 0 && MMA_IN != 1
+#error "fp32 storage reaches the matrix units as bf16 only (MMA_IN 1)"
+#endif
+inline void load_tile(__local ushort *dst, int ld, __global const void *src, long base, long st, long sd, long r0,
                       long rows, int cols, int CPAD, int nrows, int tid)
 {
     const int chunks = CPAD / 8;
@@ -77,12 +83,24 @@ inline void load_tile(__local ushort *dst, int ld, __global const ushort *src, l
         const int r = idx / chunks, c = (idx - r * chunks) * 8;
         const long row = r0 + r;
         __local ushort *to = dst + r * ld + c;
+#if DT == 0
+        __global const float *from = (__global const float *)src + base + row * st;
 #ifdef ALIGNED16
-        const int bytes = row < rows ? 2 * clamp(cols - c, 0, 8) : 0;
-        mma_copy16(to, src + base + (bytes ? row * st + c : 0), bytes);
-#else
+        if (row < rows && c + 8 <= cols) {
+            const float4 a = vload4(0, from + c), b = vload4(1, from + c);
+            to[0] = f32_to_bf16(a.s0), to[1] = f32_to_bf16(a.s1), to[2] = f32_to_bf16(a.s2), to[3] = f32_to_bf16(a.s3);
+            to[4] = f32_to_bf16(b.s0), to[5] = f32_to_bf16(b.s1), to[6] = f32_to_bf16(b.s2), to[7] = f32_to_bf16(b.s3);
+            continue;
+        }
+#endif
         for (int i = 0; i < 8; i++)
-            to[i] = (row < rows && c + i < cols) ? src[base + row * st + (long)(c + i) * sd] : (ushort)0;
+            to[i] = (row < rows && c + i < cols) ? f32_to_bf16(from[(long)(c + i) * sd]) : (ushort)0;
+#elif defined(ALIGNED16)
+        const int bytes = row < rows ? 2 * clamp(cols - c, 0, 8) : 0;
+        mma_copy16(to, (__global const ushort *)src + base + (bytes ? row * st + c : 0), bytes);
+#else
+        __global const ushort *from = (__global const ushort *)src + base + row * st;
+        for (int i = 0; i < 8; i++) to[i] = (row < rows && c + i < cols) ? from[(long)(c + i) * sd] : (ushort)0;
 #endif
     }
 }
@@ -126,12 +144,12 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
     long row[NR];
     UNROLL for (int ri = 0; ri < NR; ri++) row[ri] = wrow0 + 16 * (ri >> 1) + g + 8 * (ri & 1);
 
-    __global const ushort *qp = (__global const ushort *)q, *kp = (__global const ushort *)k;
-    __global const ushort *vp = (__global const ushort *)v;
+    __global const void *qp = q, *kp = k;
+    __global const void *vp = v;
     const long qb_off = q_off + b * qs.s0 + h * qs.s1, kb_off = k_off + b * ks.s0 + h * ks.s1;
     const long vb_off = v_off + b * vs.s0 + h * vs.s1;
 #if TWO_VIEWS
-    __global const ushort *q2p = (__global const ushort *)q2, *k2p = (__global const ushort *)k2;
+    __global const void *q2p = q2, *k2p = k2;
     const long q2b_off = q2_off + b * q2s.s0 + h * q2s.s1, k2b_off = k2_off + b * k2s.s0 + h * k2s.s1;
 #endif
     if (tid < 4) counters[tid] = 0;

@@ -26,8 +26,13 @@
  *                     ~/.config/tdacl/tuning.tdb; format in docs/tuning.md).  A file named
  *                     here (or in tdacl_context_desc.tuning_file) that cannot be read, is not
  *                     a regular file or is over 4 MiB is reported once and ignored.
- *  TDACL_ATTENTION_VARIANT  simt: never use the tensor-core prefill kernel; mma: warn when
- *                     it cannot be used (TDACL_LOG=debug always says which ran and why)
+ *  TDACL_VARIANT    name[,name...]: each operation runs only on the kernel variants named
+ *                   (attention.simt, attention.mma, attention_decode.simt, gemm.simt,
+ *                   gemv.simt); an operation none of them names is unrestricted.  When the
+ *                   named ones cannot run a call, the call fails with the reason.
+ *                   TDACL_LOG=debug says for every call which variant ran and why.
+ *  TDACL_PRECISION  exact | tf32 | bf16: replaces tdacl_attention_desc.precision in every
+ *                   call (run an unchanged program with fp32 inputs on the matrix units)
  *  TDACL_MMA_EMULATE  1: run the tensor-core prefill kernel on any device through the
  *                     portable body of its fragment layer (slow; how CI tests it)
  *
@@ -279,6 +284,15 @@ typedef enum tdacl_attention_path {
     TDACL_PATH_DECODE = 2
 } tdacl_attention_path;
 
+/* What fp32 inputs may be rounded to so that the matrix units can take them (PyTorch's
+ * allow_tf32, made a per-call setting).  16-bit storage goes to the matrix units as it is. */
+typedef enum tdacl_precision {
+    TDACL_PRECISION_EXACT = 0, /* fp32 storage computes in fp32 on the FP32 lanes (default) */
+    TDACL_PRECISION_TF32 = 1,  /* tf32 (10-bit mantissa) allowed; no tf32 kernel yet: runs exact */
+    TDACL_PRECISION_BF16 = 2   /* bf16 (7-bit mantissa) allowed: fp32 inputs are rounded to bf16
+                                  as they are staged for the tensor-core kernel */
+} tdacl_precision;
+
 /* Attention descriptor.  Defaults (tdacl_attention_desc_init) are the paper's setting:
  * kind tra, beta 1, kappa 1, power 2, lambda 0.5, normalize on, norm none. */
 typedef struct tdacl_attention_desc {
@@ -297,6 +311,8 @@ typedef struct tdacl_attention_desc {
                           offset + Tq <= TDACL_MAX_POSITION */
     int want_stats;    /* fill tdacl_attention_stats.sparsity etc. (small extra cost) */
     tdacl_attention_path path;
+    tdacl_precision precision; /* fp32 inputs on the matrix units (default exact);
+                                  $TDACL_PRECISION=exact|tf32|bf16 replaces it for every call */
 } tdacl_attention_desc;
 
 TDACL_API void tdacl_attention_desc_init(tdacl_attention_desc *desc);

@@ -135,7 +135,16 @@ typedef struct attn_case {
     tdacl_attention_path path;
     uint64_t seed;
     const char *force; /* "NAME=value ..." over the tuned parameters; NULL = the tuned ones */
+    tdacl_precision precision; /* desc.precision; bf16 with f32 storage draws bf16-exact inputs */
 } attn_case;
+
+/* The dtype the inputs q, k, v are drawn in: the storage dtype, or bf16 for f32 storage
+ * computed in bf16 (so the kernel's rounding as it stages them is exact and the reference
+ * sees what the matrix units take). */
+static tdacl_dtype input_values(const attn_case *c)
+{
+    return c->dtype == TDACL_F32 && c->precision == TDACL_PRECISION_BF16 ? TDACL_BF16 : c->dtype;
+}
 
 static const char *kind_name(tdacl_attention_kind k)
 {
@@ -300,8 +309,8 @@ static void keep_off_threshold(problem *pb, rng *r)
         for (size_t row = 0; row < nk; row++) {
             if (km[row] >= need) continue;
             for (int e = 0; e < c->d; e++) {
-                pb->k[row * c->d + e] = to_storage(c->dtype, rng_normal(r));
-                if (pb->k2) pb->k2[row * c->d + e] = to_storage(c->dtype, rng_normal(r));
+                pb->k[row * c->d + e] = to_storage(input_values(c), rng_normal(r));
+                if (pb->k2) pb->k2[row * c->d + e] = to_storage(input_values(c), rng_normal(r));
             }
         }
     }
@@ -314,12 +323,12 @@ static void problem_generate(problem *pb, const attn_case *c)
     pb->c = *c;
     rng r = {c->seed};
     size_t bh = (size_t)c->B * c->H;
-    pb->q = normal_array(&r, bh * c->Tq * c->d, c->dtype);
-    pb->k = normal_array(&r, bh * c->Tk * c->d, c->dtype);
-    pb->v = normal_array(&r, bh * c->Tk * c->dv, c->dtype);
+    pb->q = normal_array(&r, bh * c->Tq * c->d, input_values(c));
+    pb->k = normal_array(&r, bh * c->Tk * c->d, input_values(c));
+    pb->v = normal_array(&r, bh * c->Tk * c->dv, input_values(c));
     if (two_views(c->kind)) {
-        pb->q2 = normal_array(&r, bh * c->Tq * c->d, c->dtype);
-        pb->k2 = normal_array(&r, bh * c->Tk * c->d, c->dtype);
+        pb->q2 = normal_array(&r, bh * c->Tq * c->d, input_values(c));
+        pb->k2 = normal_array(&r, bh * c->Tk * c->d, input_values(c));
     }
     if (c->gain) {
         /* gains of both signs, away from 0 */
@@ -549,6 +558,7 @@ static void dev_run(tdacl_context *ctx, const attn_case *c, const dev_problem *d
     desc.beta = c->beta, desc.kappa = c->kappa, desc.power = c->power, desc.lambda = c->lambda;
     desc.scale = c->scale, desc.normalize = c->normalize, desc.norm = c->norm, desc.norm_eps = c->norm_eps;
     desc.out_scale = c->out_scale, desc.offset = offset, desc.want_stats = 1, desc.path = path;
+    desc.precision = c->precision;
     tdacl_attention_tensors ts = {in[TQ], in[TK], in[TV], in[TQ2], in[TK2], dp->gain, out, NULL};
     if (force) {
         tdacl_attention_plan plan;
@@ -591,7 +601,8 @@ static void dev_run(tdacl_context *ctx, const attn_case *c, const dev_problem *d
 static void tolerance(const attn_case *c, int Tq, const ref_out *r, const double *gain, double *tol)
 {
     const int dv = c->dv, rows = c->B * c->H * Tq;
-    const double u_in = g_variant != 1 ? 0.0 : c->dtype == TDACL_BF16 ? 0x1p-8 : 0x1p-11;
+    /* the matrix units take bf16 (bf16 storage, and f32 storage at precision bf16) or f16 */
+    const double u_in = g_variant != 1 ? 0.0 : c->dtype == TDACL_F16 ? 0x1p-11 : 0x1p-8;
     const double eps_acc = (c->Tk + 32.0) * U32 + u_in, eps_s = eps_score(c->d);
     const double u_out = c->odtype == TDACL_BF16 ? 0x1p-8 : c->odtype == TDACL_F16 ? 0x1p-11 : 0.0;
     double *tx = xcalloc((size_t)dv, sizeof(double));
@@ -881,7 +892,7 @@ static void test_variant_d_f16_d128_two_views(void **state) { sweep_kinds(state,
  * 16/32/64-key tiles; d 32, 64 and 128 (and 96 with dv 40 padded to 64), both 16-bit
  * dtypes, contiguous, token-major and fused (16-byte cp.async and element loads), offsets,
  * every parameter set. */
-static void mma_shapes(void **state, int first, int count)
+static void mma_shapes(void **state, int first, int count, int alternate)
 {
     tdacl_device_info info;
     CHECK_OK(ctx_of(state), tdacl_context_get_info(ctx_of(state), &info));
@@ -892,12 +903,16 @@ static void mma_shapes(void **state, int first, int count)
         {32, 32, 17, 130, 113, LAYOUT_BTHD, TDACL_F16},  /* decode-like rows at the end, padded out rows */
         {128, 128, 33, 33, -1, LAYOUT_BHTD, TDACL_BF16}, /* 32-key tiles */
         {96, 40, 20, 70, 5, LAYOUT_FUSED, TDACL_BF16},   /* keys 25..69 seen by no row; element loads */
+        {64, 64, 40, 40, -1, LAYOUT_BTHD, TDACL_F32},    /* f32 storage at precision bf16: float4 staging */
+        {40, 24, 19, 37, -1, LAYOUT_FUSED, TDACL_F32},   /* ... and element staging */
     };
     for (int ki = 0; ki < 5; ki++)
         for (int s = first; s < first + count; s++) {
+            if (alternate && s != first + ki % count) continue; /* one shape per kind, in turn */
             attn_case c = make_case(KINDS[ki], VAR_TINY_BF16, shapes[s].Tq, shapes[s].Tk, shapes[s].off);
             c.d = shapes[s].d, c.dv = shapes[s].dv, c.lay = shapes[s].lay;
             c.dtype = c.odtype = shapes[s].dt;
+            if (c.dtype == TDACL_F32) c.precision = TDACL_PRECISION_BF16;
             c.B = 1, c.H = 2;
             c.seed += 77 * (uint64_t)s;
             apply_pset(&c, &PSETS[(ki + s) % 6]);
@@ -907,8 +922,10 @@ static void mma_shapes(void **state, int first, int count)
 }
 
 /* two halves, so that each ctest part stays well under five minutes cold on PoCL */
-static void test_mma_variant(void **state) { mma_shapes(state, 0, 2); }
-static void test_mma_variant_wide(void **state) { mma_shapes(state, 2, 2); }
+static void test_mma_variant(void **state) { mma_shapes(state, 0, 2, 0); }
+static void test_mma_variant_wide(void **state) { mma_shapes(state, 2, 2, 0); }
+/* fp32 storage on the matrix units (desc.precision bf16), each kind on one of the shapes */
+static void test_mma_f32_bf16(void **state) { mma_shapes(state, 4, 2, 1); }
 
 /* The smallest mma case per kind, for the Oclgrind run of the portable fragment body. */
 static void test_mma_tiny(void **state)
@@ -1315,6 +1332,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_nan_inputs),
         cmocka_unit_test(test_mma_variant),
         cmocka_unit_test(test_mma_variant_wide),
+        cmocka_unit_test(test_mma_f32_bf16),
         cmocka_unit_test(test_mma_tiny),
     };
     const struct CMUnitTest small[] = {
@@ -1329,7 +1347,7 @@ int main(int argc, char **argv)
     static const struct { const char *name; int first, count; } parts[] = {
         {"basics", 0, 4}, {"layouts", 4, 1}, {"layouts-bf16", 5, 1}, {"layouts-f16", 6, 1},
         {"layouts-f16-two-views", 7, 1}, {"decode", 8, 2}, {"forced-big", 10, 1}, {"semantics", 11, 1},
-        {"semantics-edge", 12, 3}, {"mma", 15, 1}, {"mma-wide", 16, 1}, {"mma-tiny", 17, 1},
+        {"semantics-edge", 12, 3}, {"mma", 15, 1}, {"mma-wide", 16, 1}, {"mma-f32", 17, 1}, {"mma-tiny", 18, 1},
     };
     int first = 0, count = (int)(sizeof full / sizeof full[0]);
     if (part) {
@@ -1337,7 +1355,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
             if (!strcmp(part, parts[i].name)) first = parts[i].first, count = parts[i].count, found = 1;
         if (!found) {
-            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-two-views, decode, forced-big, semantics, semantics-edge, mma, mma-wide, mma-tiny)\n", part);
+            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-two-views, decode, forced-big, semantics, semantics-edge, mma, mma-wide, mma-f32, mma-tiny)\n", part);
             return 2;
         }
     }

@@ -242,6 +242,8 @@ static void test_local_memory_formulas(void **state)
 
 /* ---- dispatch ---- */
 
+static tdacl_precision g_precision; /* desc.precision of plan_of */
+
 static tdacl_status plan_of(tdacl_context *ctx, tdacl_attention_kind kind, tdacl_dtype dt, int d, int tq,
                             tdacl_attention_plan *plan)
 {
@@ -251,6 +253,7 @@ static tdacl_status plan_of(tdacl_context *ctx, tdacl_attention_kind kind, tdacl
     tdacl_attention_desc desc;
     tdacl_attention_desc_init(&desc);
     desc.kind = kind;
+    desc.precision = g_precision;
     tdacl_status st = tdacl__attention_plan(ctx, &desc, &b.t, plan);
     free_bufs(&b);
     return st;
@@ -286,6 +289,33 @@ static void test_dispatch(void **state)
     assert_ok(ctx, plan_of(ctx, TDACL_ATTN_SOFTMAX, TDACL_BF16, 160, 64, &plan));
     assert_string_equal(plan.row->name, "attention.simt");
     assert_contains(plan.variant_why, "d=160");
+    /* fp32 storage reaches the matrix units only at precision bf16; tf32 has no kernel yet */
+    g_precision = TDACL_PRECISION_BF16;
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_F32, 64, 64, &plan));
+    assert_string_equal(plan.row->name, "attention.mma");
+    tdacl_strbuf opts = {0};
+    tdacl_param_values pv;
+    char pwhy[200];
+    assert_int_equal(tdacl__params_parse(plan.row->space, "", &pv, pwhy, sizeof pwhy), 0);
+    tdacl__attention_options(&plan, &pv, &opts);
+    assert_contains(opts.data, "-DDT=0 ");
+    assert_contains(opts.data, "-DMMA_IN=1 ");
+    tdacl__sb_free(&opts);
+    g_precision = TDACL_PRECISION_TF32;
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_F32, 64, 64, &plan));
+    assert_string_equal(plan.row->name, "attention.simt");
+    assert_contains(plan.variant_why, "precision tf32 runs exact");
+    g_precision = (tdacl_precision)7;
+    assert_status(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_F32, 64, 64, &plan), TDACL_ERR_INVALID_ARGUMENT);
+    assert_contains(tdacl_last_error(ctx), "desc.precision 7");
+    g_precision = TDACL_PRECISION_EXACT;
+    setenv("TDACL_PRECISION", "bf16", 1); /* replaces desc.precision */
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TDA, TDACL_F32, 64, 64, &plan));
+    assert_string_equal(plan.row->name, "attention.mma");
+    setenv("TDACL_PRECISION", "half", 1);
+    assert_status(ctx, plan_of(ctx, TDACL_ATTN_TDA, TDACL_F32, 64, 64, &plan), TDACL_ERR_INVALID_ARGUMENT);
+    assert_contains(tdacl_last_error(ctx), "TDACL_PRECISION='half'");
+    unsetenv("TDACL_PRECISION");
     /* decode has one variant */
     assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 2, &plan));
     assert_string_equal(plan.row->name, "attention_decode.simt");

@@ -27,6 +27,7 @@ void tdacl_attention_desc_init(tdacl_attention_desc *d)
     d->offset = -1;
     d->want_stats = 0;
     d->path = TDACL_PATH_AUTO;
+    d->precision = TDACL_PRECISION_EXACT;
 }
 
 
@@ -144,6 +145,18 @@ tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_des
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.offset must be >= 0, or -1 for Tk - Tq (got %lld)", call, (long long)d.offset);
     if ((int)d.path < TDACL_PATH_AUTO || (int)d.path > TDACL_PATH_DECODE)
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.path %d is not a tdacl_attention_path", call, (int)d.path);
+    if ((int)d.precision < TDACL_PRECISION_EXACT || (int)d.precision > TDACL_PRECISION_BF16)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.precision %d is not a tdacl_precision", call, (int)d.precision);
+    const char *pe = getenv("TDACL_PRECISION");
+    if (pe && *pe) {
+        static const char *const names[] = {"exact", "tf32", "bf16"};
+        int found = -1;
+        for (int i = 0; i < 3; i++)
+            if (!strcmp(pe, names[i])) found = i;
+        if (found < 0)
+            return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: TDACL_PRECISION='%.32s' is not exact, tf32 or bf16", call, pe);
+        d.precision = (tdacl_precision)found;
+    }
     if (d.want_stats != 0 && d.want_stats != 1)
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.want_stats must be 0 or 1", call);
 
@@ -225,7 +238,7 @@ tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_des
     plan->dtype = dt;
     plan->odtype = t->out->dtype;
     plan->gdtype = t->gain ? t->gain->dtype : TDACL_F32;
-    plan->aligned4 = dt == TDACL_F32 && dd % 4 == 0 && dv % 4 == 0 && aligned4_view(t->q) &&
+    plan->aligned4 = dd % 4 == 0 && dv % 4 == 0 && aligned4_view(t->q) &&
                      aligned4_view(t->k) && aligned4_view(t->v) && aligned4_view(t->q2) && aligned4_view(t->k2);
     if (d.path == TDACL_PATH_AUTO)
         plan->path = Tq <= DECODE_MAX_TQ && Tk >= 4 * Tq ? TDACL_PATH_DECODE : TDACL_PATH_PREFILL;

@@ -10,7 +10,7 @@ typedef struct tdacl_attention_plan {
     int64_t B, H, Tq, Tk, offset;
     int d, dv, dpad, dvpad;
     tdacl_dtype dtype, odtype, gdtype;
-    int aligned4;   /* f32 views whose rows load as float4 */
+    int aligned4;   /* views whose rows load 4 elements at a time (strides, offsets, d multiples of 4) */
     int aligned16;  /* views whose rows start on 16 bytes (the mma variant's cp.async) */
     int mma_native; /* the device has mma.sync and TDACL_MMA_EMULATE is not set */
     int mma_emulate; /* TDACL_MMA_EMULATE=1: the mma variant through its portable body */

@@ -15,8 +15,11 @@ int tdacl__attention_mma_supports(const tdacl_context *ctx, const void *call, ch
     if (!p->mma_native && !p->mma_emulate)
         return snprintf(why, n, "%s has no mma.sync (NVIDIA compute capability >= 8.0 needed; TDACL_MMA_EMULATE=1 "
                         "runs the portable body)", ctx->info.name), 1;
-    if (p->dtype != TDACL_BF16 && p->dtype != TDACL_F16)
-        return snprintf(why, n, "%s storage runs exact on the FP32 lanes", tdacl_dtype_name(p->dtype)), 1;
+    if (p->dtype == TDACL_F32 && p->desc.precision == TDACL_PRECISION_TF32)
+        return snprintf(why, n, "f32 storage with precision tf32 runs exact on the FP32 lanes (no tf32 kernel yet; "
+                        "precision bf16 takes the matrix units)"), 1;
+    if (p->dtype == TDACL_F32 && p->desc.precision != TDACL_PRECISION_BF16)
+        return snprintf(why, n, "f32 storage runs exact on the FP32 lanes (precision bf16 takes the matrix units)"), 1;
     if (p->dpad > 128 || p->dvpad > 128)
         return snprintf(why, n, "head dims d=%d dv=%d: the mma variant takes up to 128", p->d, p->dv), 1;
     return 0;
@@ -32,9 +35,11 @@ void tdacl__attention_mma_problem(const tdacl_context *ctx, const void *call, td
 void tdacl__attention_mma_call_options(const void *call, tdacl_strbuf *sb)
 {
     const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
-    /* the power is a compile-time constant for the threshold kinds; the others use 2 */
+    /* the power is a compile-time constant for the threshold kinds; the others use 2.
+     * MMA_IN: the type the matrix units take (fp32 storage arrives as bf16) */
     const int pmode = tdacl__kind_threshold(p->desc.kind) ? p->pmode : 2;
     tdacl__sb_printf(sb, "-DKIND=%d -DDT=%d -DODT=%d -DGDT=%d -DD=%d -DDV=%d -DMMA_NATIVE=%d -DMMA_IN=%d -DPMODE=%d%s",
                      (int)p->desc.kind, (int)p->dtype, (int)p->odtype, (int)p->gdtype, p->dpad, p->dvpad,
-                     p->mma_native && !p->mma_emulate, (int)p->dtype, pmode, p->aligned16 ? " -DALIGNED16" : "");
+                     p->mma_native && !p->mma_emulate, p->dtype == TDACL_F32 ? (int)TDACL_BF16 : (int)p->dtype, pmode,
+                     p->aligned16 ? " -DALIGNED16" : "");
 }

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "base/kinds.h"
 #include "ops/gemm.h"
 #include "tools/tuner.h"
 
@@ -24,8 +25,8 @@ static double inv_norm(const float *x, int n)
 static void row_weights(const tdacl_attention_desc *a, const float *q, const float *k, int d, long pos,
                         int visible, double *w)
 {
-    int thr = a->kind == TDACL_ATTN_TRA || a->kind == TDACL_ATTN_TDA;
-    int softmax = a->kind == TDACL_ATTN_SOFTMAX || a->kind == TDACL_ATTN_DIFF_SOFTMAX;
+    const tdacl_kind_info *kind = tdacl__kind(a->kind);
+    const int thr = kind->threshold, softmax = kind->softmax;
     double qn = thr && a->normalize ? inv_norm(q, d) : 1.0;
     double tau = 0;
     if (thr) {
@@ -42,7 +43,7 @@ static void row_weights(const tdacl_attention_desc *a, const float *q, const flo
             if (s > mx) mx = s;
         } else {
             double x = s - tau;
-            w[j] = x > 0 ? (a->kind == TDACL_ATTN_RELA ? x : pow(x, a->power)) : 0.0;
+            w[j] = x > 0 ? (kind->rectified_power ? pow(x, a->power) : x) : 0.0;
         }
     }
     if (softmax) {
@@ -62,8 +63,9 @@ void tdacl__reference_attention(const tdacl_attention_desc *a, int B, int H, int
         free(w), free(w2), free(o);
         return;
     }
-    int two = a->kind == TDACL_ATTN_TDA || a->kind == TDACL_ATTN_DIFF_SOFTMAX;
-    double lam = a->kind == TDACL_ATTN_TDA ? fmin(fmax(a->lambda, 0.0), 1.0) : a->lambda;
+    const tdacl_kind_info *kind = tdacl__kind(a->kind);
+    const int two = kind->views == 2;
+    const double lam = kind->lambda_clamped ? fmin(fmax(a->lambda, 0.0), 1.0) : a->lambda;
     for (int bh = 0; bh < B * H; bh++) {
         const float *kb = k + (size_t)bh * Tk * d, *vb = v + (size_t)bh * Tk * dv;
         for (int i = 0; i < Tq; i++) {
