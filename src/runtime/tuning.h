@@ -81,7 +81,10 @@ int tdacl__param(const tdacl_kernel_space *ks, const tdacl_param_values *v, cons
 /* Every parameter at its default, then the "NAME=value ..." assignments of text; -1 (and
  * why) on an unknown name or a malformed assignment. */
 int tdacl__params_parse(const tdacl_kernel_space *ks, const char *text, tdacl_param_values *out, char *why, size_t n);
-/* The whole constraint: the space's predicate, then local memory against the device. */
+/* The whole constraint: the space's predicate, then local memory against the device, with
+ * TDACL_LOCAL_HEADROOM bytes to spare: a compiler may pad each __local array to its
+ * alignment (NVIDIA's reports 16 bytes more than the declarations for attention_fwd). */
+#define TDACL_LOCAL_HEADROOM 64
 int tdacl__params_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
                         const tdacl_param_values *v, char *why, size_t n);
 const char *tdacl__t_bucket(int64_t t);
