@@ -118,7 +118,9 @@ static tdacl_status no_duplicates(const char *file, const cJSON *obj, const char
 /* An object with no key given twice; `what` names it in the message. */
 static tdacl_status checked_object(const char *file, const cJSON *o, const char *prefix, const char *what)
 {
-    if (!cJSON_IsObject(o)) return tdacl__fail(NULL, TDACL_ERR_FORMAT, "%s: %s must be an object, found %s", file, what, type_name(o));
+    if (!cJSON_IsObject(o))
+        return tdacl__fail(NULL, TDACL_ERR_FORMAT, "%s: %s must be a%s object, found %s", file, what, *prefix ? "n" : " JSON",
+                           type_name(o));
     return no_duplicates(file, o, prefix);
 }
 

@@ -417,15 +417,22 @@ tdacl_status tdacl__tune(tdacl_context **ctxp, const tdacl_tune_job *job, tdacl_
     /* filtered into a second array (reading and writing one array in place would clobber
      * candidates not yet read) */
     tdacl_param_values *all = cands;
-    cands = calloc((size_t)total + 1, sizeof *cands);
+    cands = calloc((size_t)total + 2, sizeof *cands);
     if (!cands) {
         free(all);
         st = tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "tune: out of memory");
         goto done;
     }
     cands[kept++] = res->generic;
+    /* second, what the lookup gives today (a shipped entry or a class default): the search
+     * is timed against it early, so a short budget cannot settle on something slower */
+    tdacl_tuned current;
+    int have_current = !tdacl__tuned(ctx, ks, &t.problem, &current) &&
+                       memcmp(&current.values, &res->generic, sizeof current.values) != 0;
+    if (have_current) cands[kept++] = current.values;
     for (int i = 0; i < total; i++) {
         if (!memcmp(&all[i], &res->generic, sizeof all[i])) continue;
+        if (have_current && !memcmp(&all[i], &current.values, sizeof all[i])) continue;
         if (tdacl__params_check(ks, &ctx->info, &t.problem, &all[i], why, sizeof why)) {
             res->rejected_constraint++;
             tdacl__log(ctx, TDACL_LOG_DEBUG, "tune: candidate rejected by constraints: %s", why);
@@ -437,8 +444,8 @@ tdacl_status tdacl__tune(tdacl_context **ctxp, const tdacl_tune_job *job, tdacl_
     res->candidates = kept;
     uint64_t rng = job->seed * 31ULL + 5;
     if (job->strategy != TDACL_TUNE_EXHAUSTIVE)
-        for (int i = kept - 1; i > 1; i--) { /* shuffle all but the generic default */
-            int j = 1 + (int)(mix(&rng) % (uint64_t)i);
+        for (int i = kept - 1; i > 1 + have_current; i--) { /* shuffle all but the defaults */
+            int j = 1 + have_current + (int)(mix(&rng) % (uint64_t)(i - have_current));
             tdacl_param_values tmp = cands[i];
             cands[i] = cands[j];
             cands[j] = tmp;
