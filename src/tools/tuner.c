@@ -159,7 +159,9 @@ static tdacl_status attn_setup(target *t, tdacl_context *ctx)
     }
     for (int i = 0; i < 5; i++) free(host[i]);
     if (!st) st = attn_make(ctx, job, job->B, job->H, decode ? 1 : job->T, job->T, 1.0f, NULL, &s->big);
-    if (!st) t->problem = s->big.plan.problem;
+    /* the lookup key as the variant sees it (the mma row adds whether it runs natively) */
+    const tdacl_attention_call call = {&s->big.plan, &s->big.t, NULL, NULL};
+    if (!st) t->row->problem(ctx, &call, &t->problem);
     return st;
 }
 
