@@ -129,6 +129,31 @@ static void test_space_entries_parse(void **state)
     assert_contains(why, "malformed");
 }
 
+/* Every shipped entry names a tuned variant's space and all of its parameters, by name. */
+static void test_shipped_entries_name_known_parameters(void **state)
+{
+    (void)state;
+    tdacl_context_desc desc;
+    tdacl_context_desc_init(&desc);
+    tdacl_context *ctx = NULL;
+    assert_ok(NULL, tdacl_context_create(&desc, &ctx));
+    assert_non_null(ctx->tuning);
+    const tdacl_tdb *db = &ctx->tuning->shipped;
+    int checked = 0;
+    for (int i = 0; i < db->count; i++) {
+        const tdacl_tdb_entry *e = &db->entries[i];
+        if (!strncmp(e->kernel, "clblast_", 8)) continue; /* CLBlast's own parameters */
+        const tdacl_variant_def *row = tdacl__variant_of_space(e->kernel);
+        if (!row) fail_msg("shipped line %d: no variant has the tuning space '%s'", e->line, e->kernel);
+        if (e->nparams != row->space->nparams) fail_msg("shipped line %d: %d parameters, %s has %d", e->line, e->nparams, e->kernel, row->space->nparams);
+        for (int k = 0; k < e->nparams; k++)
+            if (tdacl__param_index(row->space, e->pname[k]) < 0) fail_msg("shipped line %d: %s has no parameter %s", e->line, e->kernel, e->pname[k]);
+        checked++;
+    }
+    assert_true(checked >= 20);
+    tdacl_context_destroy(ctx);
+}
+
 /* ---- local memory: the formula against the compiled kernel ---- */
 
 typedef struct attn_bufs {
@@ -370,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_kind_names),
         cmocka_unit_test(test_space_defaults_match_sources),
         cmocka_unit_test(test_space_entries_parse),
+        cmocka_unit_test(test_shipped_entries_name_known_parameters),
         cmocka_unit_test(test_dispatch),
         cmocka_unit_test(test_local_memory_formulas),
     };
