@@ -31,6 +31,7 @@ void bench_print_table(const bench_run *run, FILE *f)
         if (d->have_peak)
             fprintf(f, ": FP32 %.1f GFLOP/s, %.1f GB/s, launch %.1f us", d->peak.fp32_gflops, d->peak.bandwidth_gbs,
                     d->peak.launch_us);
+        if (d->have_peak && d->peak.mma_bf16_gflops > 0) fprintf(f, ", mma.sync bf16 %.1f GFLOP/s", d->peak.mma_bf16_gflops);
         fprintf(f, "\n");
     }
     fprintf(f, "%-3s %-9s %-13s %-5s %-7s %-34s %5s %10s %10s %10s %8s %6s %8s %8s %8s  %s\n", "dev", "suite", "name",
@@ -91,6 +92,7 @@ static cJSON *device_json(const bench_device *d)
         cJSON_AddNumberToObject(p, "fp32_gflops", d->peak.fp32_gflops);
         cJSON_AddNumberToObject(p, "bandwidth_gbs", d->peak.bandwidth_gbs);
         cJSON_AddNumberToObject(p, "launch_us", d->peak.launch_us);
+        if (d->peak.mma_bf16_gflops > 0) cJSON_AddNumberToObject(p, "mma_bf16_gflops", d->peak.mma_bf16_gflops);
     }
     return j;
 }
@@ -245,6 +247,7 @@ int bench_load_json(const char *path, bench_run *out)
             bd->peak.fp32_gflops = num(pk, "fp32_gflops", 0);
             bd->peak.bandwidth_gbs = num(pk, "bandwidth_gbs", 0);
             bd->peak.launch_us = num(pk, "launch_us", 0);
+            bd->peak.mma_bf16_gflops = num(pk, "mma_bf16_gflops", 0);
         }
     }
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(root, "rows"), *r;

@@ -29,26 +29,56 @@
 #define LIST (NTD * (TQP <= 2 ? 4 : TQP <= 8 ? 2 : 1))
 #define KS4 (D4 + 1) /* padded row stride of the key chunk, in float4 */
 
-/* The float4s of a key chunk that work-item tid moves: element u is float4 (tid + u*NTD)
- * of the chunk (coalesced across work-items); views in [t]. */
+/* A key chunk moves through registers (kreg, fetched while the previous chunk is scored)
+ * into local memory.  fp32 and unaligned views: work-item tid moves float4 (tid + u*NTD) of
+ * each view's chunk.  16-bit views on 16-byte rows (WIDE16): it moves 8 elements (16 bytes)
+ * per load, half the load instructions for the same bytes, so decode reads bf16 keys at the
+ * bandwidth fp32 keys get.  Loads are coalesced across work-items either way. */
+#if DT != 0 && defined(ALIGNED16)
+#define WIDE16 1
+#define KLOADS (D4 / 2) /* 16-byte loads per work-item and view */
+#else
+#define WIDE16 0
+#define KLOADS D4
+#endif
+
+/* 8 bf16 or f16 elements (a uint4) as two float4s. */
+inline void unpack8(uint4 w, float4 *lo, float4 *hi)
+{
+#if DT == 1
+    *lo = (float4)(as_float(w.x << 16), as_float(w.x & 0xffff0000u), as_float(w.y << 16), as_float(w.y & 0xffff0000u));
+    *hi = (float4)(as_float(w.z << 16), as_float(w.z & 0xffff0000u), as_float(w.w << 16), as_float(w.w & 0xffff0000u));
+#else
+    __private uint4 tmp = w;
+    *lo = vload_half4(0, (__private const half *)&tmp);
+    *hi = vload_half4(1, (__private const half *)&tmp);
+#endif
+}
+
 inline void fetch_chunk(float4 kreg[NV][D4], __global const void *k, long kb, long4 ks,
                         __global const void *k2, long k2b, long4 k2s, long c0, long s1, int d, int tid)
 {
 #pragma unroll
     for (int t = 0; t < NV; t++)
 #pragma unroll
-        for (int u = 0; u < D4; u++) {
-            int idx = tid + u * NTD, j = idx / D4, cc = idx - (idx / D4) * D4;
+        for (int u = 0; u < KLOADS; u++) {
+            int idx = tid + u * NTD, j = idx / KLOADS, cc = idx - (idx / KLOADS) * KLOADS;
             long n = c0 + j;
-            float4 val = (float4)(0.0f);
-            if (n < s1) {
 #if TWO_VIEWS
-                if (t) val = load_row4(k2, k2b + n * k2s.s2, k2s.s3, cc, d);
-                else
+            __global const void *x = t ? k2 : k;
+            const long row = t ? k2b + n * k2s.s2 : kb + n * ks.s2;
+            const long sd = t ? k2s.s3 : ks.s3;
+#else
+            __global const void *x = k;
+            const long row = kb + n * ks.s2, sd = ks.s3;
 #endif
-                    val = load_row4(k, kb + n * ks.s2, ks.s3, cc, d);
-            }
-            kreg[t][u] = val;
+#if WIDE16
+            float4 lo = (float4)(0.0f), hi = (float4)(0.0f);
+            if (n < s1 && 8 * cc < d) unpack8(*(__global const uint4 *)((__global const ushort *)x + row + 8 * cc), &lo, &hi);
+            kreg[t][2 * u] = lo, kreg[t][2 * u + 1] = hi;
+#else
+            kreg[t][u] = n < s1 ? load_row4(x, row, sd, cc, d) : (float4)(0.0f);
+#endif
         }
 }
 
@@ -156,9 +186,14 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
 #pragma unroll
             for (int t = 0; t < NV; t++)
 #pragma unroll
-                for (int u = 0; u < D4; u++) {
-                    int idx = tid + u * NTD, j = idx / D4, cc = idx - (idx / D4) * D4;
+                for (int u = 0; u < KLOADS; u++) {
+                    int idx = tid + u * NTD, j = idx / KLOADS, cc = idx - (idx / KLOADS) * KLOADS;
+#if WIDE16
+                    Ks[(t * NTD + j) * KS4 + 2 * cc] = kreg[t][2 * u];
+                    Ks[(t * NTD + j) * KS4 + 2 * cc + 1] = kreg[t][2 * u + 1];
+#else
                     Ks[(t * NTD + j) * KS4 + cc] = kreg[t][u];
+#endif
                 }
             barrier(CLK_LOCAL_MEM_FENCE);
             /* next chunk (possibly in the next round) */

@@ -429,6 +429,8 @@ typedef struct tdacl_peak {
     double fp32_gflops;      /* measured FMA rate */
     double bandwidth_gbs;    /* measured global-memory read bandwidth */
     double launch_us;        /* empty-kernel launch-to-completion latency */
+    double mma_bf16_gflops;  /* measured bf16 mma.sync rate (f32 accumulation); 0 on devices
+                                whose matrix units the library does not drive */
 } tdacl_peak;
 
 /* Runs short probe kernels (a fraction of a second on a GPU, a few seconds on a CPU). */

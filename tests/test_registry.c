@@ -379,6 +379,11 @@ static void test_dispatch(void **state)
     assert_string_equal(row->name, "gemm.simt");
     assert_contains(why, "gemv.simt: M=9 rows exceed");
     tdacl_tensor_destroy(w), tdacl_tensor_destroy(x1), tdacl_tensor_destroy(x9);
+    /* the matrix-unit peak probe is a row of its own, taken only where mma.sync exists */
+    const tdacl_variant_def *pm = tdacl__variant("peak.mma");
+    assert_non_null(pm);
+    assert_int_equal(pm->supports(ctx, NULL, why, sizeof why) == 0, native);
+    if (!native) assert_contains(why, "has no mma.sync");
     /* every operation has a row, every row a known operation and a unique name */
     for (int op = 0; op < TDACL_OP_COUNT; op++) assert_non_null(tdacl__variant_of_op((tdacl_op)op));
     for (int i = 0; tdacl__variant_at(i); i++) {

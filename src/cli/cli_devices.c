@@ -29,7 +29,8 @@ static void print_record(const tdacl_device_info *i, int verbose)
     printf("\n");
     /* the matrix units the attention prefill uses (the variant registry decides per call) */
     if (i->nv_cc_major >= 8)
-        printf("    matrix units: mma.sync bf16/f16 (sm_%d%d), used by attention prefill with bf16/f16 inputs\n",
+        printf("    matrix units: mma.sync bf16/f16 (sm_%d%d), used by attention prefill with bf16/f16 inputs and f32 at\n"
+               "                  precision bf16; tf32 not used\n",
                i->nv_cc_major, i->nv_cc_minor);
     else
         printf("    matrix units: none used (SIMT kernels; TDACL_MMA_EMULATE=1 runs the mma kernel's portable body)\n");
@@ -153,8 +154,10 @@ int cmd_devices(int argc, char **argv)
                 tdacl_context_destroy(ctx);
                 return 1;
             }
-            printf("    measured peak: FP32 %.1f GFLOP/s, read bandwidth %.1f GB/s, launch latency %.1f us\n",
-                   pk.fp32_gflops, pk.bandwidth_gbs, pk.launch_us);
+            printf("    measured peak: FP32 %.1f GFLOP/s, read bandwidth %.1f GB/s, launch latency %.1f us", pk.fp32_gflops,
+                   pk.bandwidth_gbs, pk.launch_us);
+            if (pk.mma_bf16_gflops > 0) printf(", mma.sync bf16 %.1f GFLOP/s", pk.mma_bf16_gflops);
+            printf("\n");
         }
         tdacl_context_destroy(ctx);
     }

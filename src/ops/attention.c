@@ -356,6 +356,8 @@ void tdacl__attention_decode_call_options(const void *call, tdacl_strbuf *sb)
     const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
     tdacl__attention_call_options(call, sb);
     tdacl__sb_printf(sb, " -DTQP=%d -DNR=%d", tdacl__decode_tqp(p->Tq), p->dvpad >= 64 ? 64 : p->dvpad);
+    /* 16-bit keys on 16-byte rows move 8 elements per load (cl/attention_decode.cl) */
+    if (p->dtype != TDACL_F32 && p->aligned16 && p->d % 8 == 0) tdacl__sb_printf(sb, " -DALIGNED16");
 }
 
 /* Build options of the planned kernel with parameters v (the program cache key). */

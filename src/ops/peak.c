@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ops/variants.h"
+#include "ops/peak.h"
 
 #define FMA_ITERS 512
 
@@ -20,8 +20,15 @@ static tdacl_status run_timed(tdacl_context *ctx, cl_kernel k, size_t global, si
 
 static tdacl_status probe_kernel(tdacl_context *ctx, const char *options, const char *name, cl_kernel *k)
 {
-    return tdacl__variant_kernel(ctx, tdacl__variant_of_op(TDACL_OP_PEAK), options, name, k);
+    return tdacl__variant_kernel(ctx, tdacl__variant("peak"), options, name, k);
 }
+
+int tdacl__peak_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
+{
+    if (ctx->info.nv_cc_major >= 8) return 0;
+    return snprintf(why, n, "%s has no mma.sync (NVIDIA compute capability >= 8.0)", ctx->info.name), 1;
+}
+
 
 /* The shortest of `runs` timed launches, the first `warmup` of them not counted. */
 static tdacl_status best_of(tdacl_context *ctx, cl_kernel k, size_t global, size_t local, int runs, int warmup, double *best)
@@ -126,6 +133,35 @@ static tdacl_status launch_latency(tdacl_context *ctx, double *us)
     return TDACL_SUCCESS;
 }
 
+/* bf16 mma.sync rate: four warps per work-group, eight per compute unit's worth of
+ * work-groups, MMA_ITERS calibrated to about 20 ms. */
+static tdacl_status mma_rate(tdacl_context *ctx, double *gflops)
+{
+    const tdacl_variant_def *row = tdacl__variant("peak.mma");
+    char why[160];
+    *gflops = 0;
+    if (row->supports(ctx, NULL, why, sizeof why)) {
+        tdacl__log(ctx, TDACL_LOG_DEBUG, "peak probe: no matrix-unit rate: %s", why);
+        return TDACL_SUCCESS;
+    }
+    const int iters = 2048;
+    char opts[64];
+    snprintf(opts, sizeof opts, "-DMMA_NATIVE=1 -DMMA_IN=1 -DMMA_ITERS=%d", iters);
+    cl_kernel k;
+    tdacl_status st = tdacl__variant_kernel(ctx, row, opts, "mma_peak", &k);
+    if (st) return st;
+    const size_t local = 128, cu = ctx->info.compute_units ? ctx->info.compute_units : 1, global = cu * 8 * local;
+    cl_mem out = clCreateBuffer(ctx->cl, CL_MEM_WRITE_ONLY, global * 4, NULL, NULL);
+    if (!out) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "peak probe: cannot allocate its output");
+    cl_uint seed = 1;
+    st = tdacl__set_args(ctx, k, "mma_peak", sizeof out, &out, sizeof seed, &seed, (size_t)0);
+    double best = 1e30;
+    if (!st) st = best_of(ctx, k, global, local, 4, 1, &best);
+    clReleaseMemObject(out);
+    if (!st) *gflops = (double)(global / 32) * iters * 8 * 4096.0 / (best * 1e-3) * 1e-9;
+    return st;
+}
+
 tdacl_status tdacl_measure_peak(tdacl_context *ctx, tdacl_peak *peak)
 {
     if (!ctx || !peak)
@@ -134,5 +170,6 @@ tdacl_status tdacl_measure_peak(tdacl_context *ctx, tdacl_peak *peak)
     tdacl_status st = fma_rate(ctx, &peak->fp32_gflops);
     if (!st) st = read_bandwidth(ctx, &peak->bandwidth_gbs);
     if (!st) st = launch_latency(ctx, &peak->launch_us);
+    if (!st) st = mma_rate(ctx, &peak->mma_bf16_gflops);
     return st;
 }

@@ -5,6 +5,7 @@
 
 #include "ops/attention.h"
 #include "ops/gemm.h"
+#include "ops/peak.h"
 #include "ops/variants.h"
 
 #define ATTENTION_SOURCES "common.cl", "attention_math.cl"
@@ -27,6 +28,9 @@ static const tdacl_variant_def rows[] = {
     {"gemm.simt", TDACL_OP_MATMUL, {"layers", {"common.cl", "layers.cl"}}, &tdacl__gemm_space, 0, NULL, tdacl__gemm_problem,
      tdacl__gemm_call_options, tdacl__gemm_launch},
     {"layers", TDACL_OP_LAYERS, {"layers", {"common.cl", "layers.cl"}}, NULL, 0, NULL, NULL, NULL, NULL},
+    /* device probes: the matrix-unit rate first, where there are matrix units */
+    {"peak.mma", TDACL_OP_PEAK, {"peak_mma", {"common.cl", "mma.cl", "peak_mma.cl"}}, NULL, 1, tdacl__peak_mma_supports, NULL,
+     NULL, NULL},
     {"peak", TDACL_OP_PEAK, {"peak", {"peak.cl"}}, NULL, 0, NULL, NULL, NULL, NULL},
 };
 
