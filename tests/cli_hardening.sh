@@ -119,7 +119,7 @@ TDACL_LOG=debug TDACL_MMA_EMULATE=1 TDACL_VARIANT=attention.simt expect variant-
 TDACL_LOG=debug TDACL_MMA_EMULATE=1 expect variant-mma-emulated 0 'took attention.mma \(portable fragment body\)' -- \
     "$TDACL" "${A[@]}" --dtype bf16
 TDACL_MMA_EMULATE=1 TDACL_VARIANT=attention.mma expect variant-mma-refused 1 \
-    'no variant runs this call \(attention.mma: f32 storage runs exact on the FP32 lanes; attention.simt: excluded by TDACL_VARIANT' -- \
+    'no variant runs this call \(attention.mma: f32 storage runs exact on the FP32 lanes \(precision bf16 takes the matrix units\); attention.simt: excluded by TDACL_VARIANT\)' -- \
     "$TDACL" "${A[@]}"
 # the matrix units the device offers to attention are named (none on a CPU)
 expect devices-matrix-units 0 'matrix units: (none used|mma.sync)' -- "$TDACL" devices

@@ -103,6 +103,8 @@ tdacl_status tdacl__variant_choose(tdacl_context *ctx, tdacl_op op, const void *
         *out = r;
         return TDACL_SUCCESS;
     }
+    size_t len = strlen(why);
+    if (len >= 2 && !strcmp(why + len - 2, "; ")) why[len - 2] = 0;
     return tdacl__fail(ctx, excluded ? TDACL_ERR_INVALID_ARGUMENT : TDACL_ERR_UNSUPPORTED, "%s: no variant runs this call (%s)",
                        tdacl__op_name(op), why);
 }
