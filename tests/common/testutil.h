@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "tdacl.h"
+#include "base/fileio.h"
 
 /* Asserts a status and prints the library's message when it differs, so a failure
  * says why instead of just "1 != 0". */
@@ -95,28 +96,11 @@ static inline int tu_count_files(const char *dir, const char *pattern, int conta
     return n;
 }
 
-/* Whole file into a malloc'ed buffer (NUL-terminated for convenience); NULL on error. */
+/* Whole file into a malloc'ed buffer (NUL-terminated for convenience); NULL on error.
+ * The library's own reader (regular files only). */
 static inline unsigned char *tu_read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    unsigned char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 65536;
-            unsigned char *g = realloc(buf, cap);
-            if (!g) { free(buf); fclose(f); return NULL; }
-            buf = g;
-        }
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0) break;
-    }
-    fclose(f);
-    buf[n] = 0;
-    *len = n;
-    return buf;
+    return (unsigned char *)tdacl__read_regular(path, (size_t)1 << 34, len);
 }
 
 static inline void tu_write_file(const char *path, const void *data, size_t len)
