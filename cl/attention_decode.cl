@@ -64,20 +64,26 @@ inline void fetch_chunk(float4 kreg[NV][D4], __global const void *k, long kb, lo
         for (int u = 0; u < KLOADS; u++) {
             int idx = tid + u * NTD, j = idx / KLOADS, cc = idx - (idx / KLOADS) * KLOADS;
             long n = c0 + j;
-#if TWO_VIEWS
-            __global const void *x = t ? k2 : k;
-            const long row = t ? k2b + n * k2s.s2 : kb + n * ks.s2;
-            const long sd = t ? k2s.s3 : ks.s3;
-#else
-            __global const void *x = k;
-            const long row = kb + n * ks.s2, sd = ks.s3;
-#endif
 #if WIDE16
-            float4 lo = (float4)(0.0f), hi = (float4)(0.0f);
-            if (n < s1 && 8 * cc < d) unpack8(*(__global const uint4 *)((__global const ushort *)x + row + 8 * cc), &lo, &hi);
-            kreg[t][2 * u] = lo, kreg[t][2 * u + 1] = hi;
+            uint4 w = (uint4)(0u);
+            if (n < s1 && 8 * cc < d) {
+#if TWO_VIEWS
+                if (t) w = *(__global const uint4 *)((__global const ushort *)k2 + k2b + n * k2s.s2 + 8 * cc);
+                else
+#endif
+                    w = *(__global const uint4 *)((__global const ushort *)k + kb + n * ks.s2 + 8 * cc);
+            }
+            unpack8(w, &kreg[t][2 * u], &kreg[t][2 * u + 1]);
 #else
-            kreg[t][u] = n < s1 ? load_row4(x, row, sd, cc, d) : (float4)(0.0f);
+            float4 val = (float4)(0.0f);
+            if (n < s1) {
+#if TWO_VIEWS
+                if (t) val = load_row4(k2, k2b + n * k2s.s2, k2s.s3, cc, d);
+                else
+#endif
+                    val = load_row4(k, kb + n * ks.s2, ks.s3, cc, d);
+            }
+            kreg[t][u] = val;
 #endif
         }
 }
