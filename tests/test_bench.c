@@ -1,5 +1,5 @@
 /* tdacl-bench's host code, no device needed: the JSON and CSV schema round trip, the
- * nominal FLOP count against docs/spec.md section 5, the sample statistics of src/measure.c,
+ * nominal FLOP count against docs/spec.md section 5, the sample statistics of src/tools/measure.c,
  * --compare's regression rule and the option parser.  The measured run and the CLI's
  * error exits are driven by tests/bench_cli.cmake. */
 #include <float.h>

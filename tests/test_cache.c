@@ -1,4 +1,4 @@
-/* The on-disk program binary cache (src/cache.c, src/program.c): hits and misses, the
+/* The on-disk program binary cache (src/runtime/cache.c, src/runtime/program.c): hits and misses, the
  * entry layout, rejection of corrupted / truncated / foreign entries, disabling it, write
  * failures and two processes writing the same entry at once.  Every test gets its own
  * temporary cache directory; after each rebuild a kernel is run to prove the program

@@ -1,5 +1,5 @@
-/* Checkpoints (src/model_config.c, src/safetensors.c, src/checkpoint.c,
- * src/checkpoint_write.c): config.json parsing, safetensors validation with one malformed
+/* Checkpoints (src/model/model_config.c, src/model/safetensors.c, src/model/checkpoint.c,
+ * src/model/checkpoint_write.c): config.json parsing, safetensors validation with one malformed
  * image per check, random checkpoints written and read back for every attention kind,
  * position scheme and dtype, shards, and checkpoint-level errors (missing, misshapen,
  * mistyped, unknown tensors).  Every failure asserts the exact status and that the message

@@ -1,4 +1,4 @@
-/* .npy reading and writing (src/npy.c): round trips, files laid out exactly as NumPy
+/* .npy reading and writing (src/tools/npy.c): round trips, files laid out exactly as NumPy
  * writes them, and one malformed input per check, each a TDACL_ERR_FORMAT whose message
  * says what is wrong.  Inputs sit in exactly-sized heap buffers so that the sanitizer
  * build catches any read past the end. */

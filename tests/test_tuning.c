@@ -1,4 +1,4 @@
-/* Tuning database and parameter lookup (src/tuning.c, src/tunables.c): parsing good,
+/* Tuning database and parameter lookup (src/runtime/tuning.c, src/ops/spaces.c): parsing good,
  * corrupted and partial text (bad lines are skipped with a warning naming the line),
  * formatting round trips, the lookup order user -> shipped -> class -> generic, fallbacks
  * for invalid entries, the constraint predicates and atomic file updates. */

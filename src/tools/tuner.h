@@ -23,7 +23,7 @@ typedef void (*tdacl_reference_fn)(const tdacl_attention_desc *desc, int B, int 
                                    int dv, const float *q, const float *k, const float *v, const float *q2,
                                    const float *k2, float *out);
 
-/* The library's own double-precision reference (src/reference.c). */
+/* The library's own double-precision reference (src/tools/reference.c). */
 void tdacl__reference_attention(const tdacl_attention_desc *desc, int B, int H, int Tq, int Tk, int d, int dv,
                                 const float *q, const float *k, const float *v, const float *q2,
                                 const float *k2, float *out);
