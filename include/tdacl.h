@@ -366,6 +366,38 @@ TDACL_API double tdacl_attention_flops(tdacl_attention_kind kind, int64_t batch_
                                        int64_t dv);
 
 /* ------------------------------------------------------------------------------------ */
+/* Matmul                                                                               */
+
+/* Epilogue steps of tdacl_matmul, applied in this order to each element c[m][n]. */
+typedef enum tdacl_epilogue {
+    TDACL_EPILOGUE_BIAS = 1,     /* + bias[n] */
+    TDACL_EPILOGUE_GELU = 2,     /* gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    TDACL_EPILOGUE_RESIDUAL = 4  /* + residual[m][n] */
+} tdacl_epilogue;
+
+typedef struct tdacl_matmul_desc {
+    int transpose_b;    /* 0: b is [K, N]; 1: b is [N, K] (a tied LM head) */
+    unsigned epilogue;  /* tdacl_epilogue flags, or 0 */
+} tdacl_matmul_desc;
+
+TDACL_API void tdacl_matmul_desc_init(tdacl_matmul_desc *desc);
+
+/* c [M, N] = epilogue(a [M, K] @ B).  a, c, bias and residual are f32; b is f32, bf16 or
+ * f16 (read as it is stored, accumulated in f32).  Each 2-D tensor starts at its storage's
+ * element 0 with unit column stride and any row stride >= its width; bias is [N] or [1, N]
+ * contiguous; residual has c's shape and row stride and may be c itself; c must not overlap
+ * a, b or bias.  M, N, K >= 1 and below 2^31.  Few rows (M <= 8) run the GEMV variant, more
+ * the tiled GEMM, each tuned per device; asynchronous like tdacl_attention without stats. */
+typedef struct tdacl_matmul_tensors {
+    const tdacl_tensor *a, *b;
+    const tdacl_tensor *bias;     /* with TDACL_EPILOGUE_BIAS, else NULL */
+    const tdacl_tensor *residual; /* with TDACL_EPILOGUE_RESIDUAL, else NULL */
+    tdacl_tensor *c;
+} tdacl_matmul_tensors;
+
+TDACL_API tdacl_status tdacl_matmul(tdacl_context *ctx, const tdacl_matmul_desc *desc, const tdacl_matmul_tensors *t);
+
+/* ------------------------------------------------------------------------------------ */
 /* Models: GPT-family decoders from Hugging Face style checkpoints                      */
 
 typedef struct tdacl_model tdacl_model;

@@ -40,8 +40,8 @@ tdacl_status tdacl__gemv_launch(tdacl_context *ctx, const tdacl_variant_def *row
     tdacl__variant_options(row, c, v, &opts);
     if (opts.oom) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "gemv: out of memory");
     cl_mem cm = mem(c->c), am = mem(c->a), wm = mem(c->w), bm = mem(c->bias), rm = mem(c->res);
-    cl_int cM = c->M, cN = c->N, cK = c->K, lda = (cl_int)c->a->shape[1], ldb = (cl_int)c->w->shape[1],
-           ldc = (cl_int)c->c->shape[1], fl = c->flags;
+    cl_int cM = c->M, cN = c->N, cK = c->K, lda = (cl_int)c->a->strides[0], ldb = (cl_int)c->w->strides[0],
+           ldc = (cl_int)c->c->strides[0], fl = c->flags;
     tdacl_status st;
     if (c->trans) {
         cl_kernel k;
@@ -112,8 +112,8 @@ tdacl_status tdacl__gemm_launch(tdacl_context *ctx, const tdacl_variant_def *row
     tdacl__sb_free(&opts);
     if (st) return st;
     cl_mem cm = mem(c->c), am = mem(c->a), wm = mem(c->w), bmm = mem(c->bias), rm = mem(c->res);
-    cl_int cM = c->M, cN = c->N, cK = c->K, lda = (cl_int)c->a->shape[1], ldb = (cl_int)c->w->shape[1],
-           ldc = (cl_int)c->c->shape[1], fl = c->flags;
+    cl_int cM = c->M, cN = c->N, cK = c->K, lda = (cl_int)c->a->strides[0], ldb = (cl_int)c->w->strides[0],
+           ldc = (cl_int)c->c->strides[0], fl = c->flags;
     st = tdacl__set_args(ctx, k, "gemm", sizeof cm, &cm, sizeof am, &am, sizeof wm, &wm, sizeof bmm, &bmm, sizeof rm, &rm,
                          sizeof cM, &cM, sizeof cN, &cN, sizeof cK, &cK, sizeof lda, &lda, sizeof ldb, &ldb,
                          sizeof ldc, &ldc, sizeof fl, &fl, (size_t)0);

@@ -1,0 +1,203 @@
+/* tdacl_matmul against a double-precision reference: both variants (GEMV for M <= 8, the
+ * tiled GEMM beyond), b in [K, N] and [N, K], f32, bf16 and f16 weights, every epilogue step,
+ * a residual that is c itself, row strides wider than the rows, sizes that are multiples of
+ * no tile; then the argument errors. */
+#include <math.h>
+
+#include "common/testutil.h"
+
+static tdacl_context *g_ctx;
+
+static int setup(void **state)
+{
+    (void)state;
+    tdacl_context_desc desc;
+    tdacl_context_desc_init(&desc);
+    return tdacl_context_create(&desc, &g_ctx) == TDACL_SUCCESS ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tdacl_context_destroy(g_ctx);
+    return 0;
+}
+
+static uint64_t g_rng = 12345;
+static double uniform(void) /* in (-1, 1) */
+{
+    g_rng = g_rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(g_rng >> 11) / 4503599627370496.0 - 1.0;
+}
+
+static float stored(float x, tdacl_dtype dt)
+{
+    if (dt == TDACL_BF16) return tdacl_bf16_to_f32(tdacl_f32_to_bf16(x));
+    if (dt == TDACL_F16) return tdacl_f16_to_f32(tdacl_f32_to_f16(x));
+    return x;
+}
+
+static double gelu(double x) { return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+
+/* A [rows, cols] tensor with row stride ld (>= cols) holding host[r * cols + c]. */
+static tdacl_tensor *upload_2d(tdacl_dtype dt, int rows, int cols, int ld, const float *host)
+{
+    int64_t full[2] = {rows, ld}, shape[2] = {rows, cols}, strides[2] = {ld, 1};
+    tdacl_tensor *base = NULL, *view = NULL;
+    assert_ok(g_ctx, tdacl_tensor_create(g_ctx, dt, 2, full, &base));
+    if (ld == cols) {
+        view = base;
+    } else {
+        assert_ok(g_ctx, tdacl_tensor_view(base, 2, shape, strides, 0, &view));
+        tdacl_tensor_destroy(base); /* the view keeps the storage */
+    }
+    if (host) assert_ok(g_ctx, tdacl_tensor_upload(view, host, TDACL_F32, (int64_t)rows * cols));
+    return view;
+}
+
+typedef struct mm_case {
+    int M, N, K, trans;
+    tdacl_dtype wdt;
+    unsigned epi;
+    int residual_is_c, lda_pad;
+} mm_case;
+
+static void check_case(const mm_case *c)
+{
+    const int M = c->M, N = c->N, K = c->K, lda = K + c->lda_pad;
+    float *a = malloc((size_t)M * K * 4), *b = malloc((size_t)K * N * 4), *bias = malloc((size_t)N * 4);
+    float *res = malloc((size_t)M * N * 4), *got = malloc((size_t)M * N * 4);
+    for (int i = 0; i < M * K; i++) a[i] = (float)uniform();
+    for (int i = 0; i < K * N; i++) b[i] = stored((float)uniform(), c->wdt);
+    for (int i = 0; i < N; i++) bias[i] = (float)uniform();
+    for (int i = 0; i < M * N; i++) res[i] = (float)uniform();
+    tdacl_tensor *ta = upload_2d(TDACL_F32, M, K, lda, a);
+    tdacl_tensor *tb = c->trans ? upload_2d(c->wdt, N, K, K, b) : upload_2d(c->wdt, K, N, N, b); /* b[n*K+k] or b[k*N+n] */
+    tdacl_tensor *tc = upload_2d(TDACL_F32, M, N, N, c->residual_is_c ? res : NULL);
+    tdacl_tensor *tbias = NULL, *tres = NULL;
+    if (c->epi & TDACL_EPILOGUE_BIAS) {
+        int64_t n1[1] = {N};
+        assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 1, n1, &tbias));
+        assert_ok(g_ctx, tdacl_tensor_upload(tbias, bias, TDACL_F32, N));
+    }
+    if (c->epi & TDACL_EPILOGUE_RESIDUAL) tres = c->residual_is_c ? tc : upload_2d(TDACL_F32, M, N, N, res);
+    tdacl_matmul_desc desc;
+    tdacl_matmul_desc_init(&desc);
+    desc.transpose_b = c->trans, desc.epilogue = c->epi;
+    tdacl_matmul_tensors t = {ta, tb, tbias, tres, tc};
+    assert_ok(g_ctx, tdacl_matmul(g_ctx, &desc, &t));
+    assert_ok(g_ctx, tdacl_tensor_download(tc, got, TDACL_F32, (int64_t)M * N));
+    /* f32 accumulation over K terms: gamma_(K+2) of sum |a||b| + |bias|, through gelu (slope
+     * below 1.2), plus the final additions' rounding */
+    const double u = 0x1p-24;
+    double worst = 0;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            double acc = 0, mag = 0;
+            for (int k = 0; k < K; k++) {
+                double bv = c->trans ? b[(size_t)n * K + k] : b[(size_t)k * N + n];
+                acc += (double)a[(size_t)m * K + k] * bv, mag += fabs((double)a[(size_t)m * K + k] * bv);
+            }
+            if (c->epi & TDACL_EPILOGUE_BIAS) acc += bias[n], mag += fabs(bias[n]);
+            if (c->epi & TDACL_EPILOGUE_GELU) acc = gelu(acc), mag *= 1.2;
+            if (c->epi & TDACL_EPILOGUE_RESIDUAL) acc += res[(size_t)m * N + n], mag += fabs(res[(size_t)m * N + n]);
+            const double err = fabs(got[(size_t)m * N + n] - acc), tol = (K + 8) * u * mag + 4 * u * fabs(acc) + 1e-30;
+            if (!(err <= tol))
+                fail_msg("M%d N%d K%d trans%d %s epi%u: c[%d][%d] = %.9g, reference %.9g (error %.3g > %.3g)", M, N, K, c->trans,
+                         tdacl_dtype_name(c->wdt), c->epi, m, n, got[(size_t)m * N + n], acc, err, tol);
+            if (err / tol > worst) worst = err / tol;
+        }
+    print_message("matmul M%-3d N%-3d K%-3d trans%d %-4s epi%u: worst error %.2f of the bound\n", M, N, K, c->trans,
+                  tdacl_dtype_name(c->wdt), c->epi, worst);
+    tdacl_tensor_destroy(ta), tdacl_tensor_destroy(tb), tdacl_tensor_destroy(tc), tdacl_tensor_destroy(tbias);
+    if (tres && tres != tc) tdacl_tensor_destroy(tres);
+    free(a), free(b), free(bias), free(res), free(got);
+}
+
+static void test_matmul_values(void **state)
+{
+    (void)state;
+    const unsigned ALL = TDACL_EPILOGUE_BIAS | TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL;
+    static const mm_case cases[] = {
+        {1, 67, 129, 0, TDACL_F32, 7, 0, 0},                      /* GEMV, split K, every epilogue step */
+        {5, 64, 96, 1, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0},     /* GEMV on [N, K] (tied head) */
+        {8, 33, 20, 0, TDACL_F16, TDACL_EPILOGUE_RESIDUAL, 1, 3}, /* residual = c; a with a wider row stride */
+        {77, 67, 129, 0, TDACL_F32, 7, 0, 5},                      /* the tiled GEMM, every edge */
+        {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU, 0, 0},    /* GEMM on [N, K] */
+        {9, 130, 33, 0, TDACL_BF16, 0, 0, 0},                      /* one row past the GEMV limit */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        mm_case c = cases[i];
+        if (c.epi == 7) c.epi = ALL;
+        check_case(&c);
+    }
+}
+
+static void test_matmul_errors(void **state)
+{
+    (void)state;
+    int64_t s_ak[2] = {4, 8}, s_kn[2] = {8, 6}, s_mn[2] = {4, 6}, s_bad[2] = {4, 7}, s_n[1] = {6}, s_3d[3] = {1, 4, 8};
+    tdacl_tensor *a, *b, *c, *bias, *c_bad, *a16, *a3, *big, *off;
+    assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 2, s_ak, &a));
+    assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_BF16, 2, s_kn, &b));
+    assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 2, s_mn, &c));
+    assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 1, s_n, &bias));
+    assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 2, s_bad, &c_bad));
+    assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_BF16, 2, s_ak, &a16));
+    assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 3, s_3d, &a3));
+    int64_t s_big[2] = {8, 8}, st[2] = {8, 1};
+    assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 2, s_big, &big));
+    assert_ok(g_ctx, tdacl_tensor_view(big, 2, s_ak, st, 8, &off)); /* rows 1..4 of big: offset 8 */
+    tdacl_matmul_desc d;
+    tdacl_matmul_desc_init(&d);
+    tdacl_matmul_tensors t = {a, b, NULL, NULL, c};
+    assert_ok(g_ctx, tdacl_matmul(g_ctx, &d, &t));
+    assert_status(NULL, tdacl_matmul(NULL, &d, &t), TDACL_ERR_INVALID_ARGUMENT);
+    assert_status(g_ctx, tdacl_matmul(g_ctx, NULL, &t), TDACL_ERR_INVALID_ARGUMENT);
+    assert_contains(tdacl_last_error(g_ctx), "desc is NULL");
+    tdacl_matmul_tensors u = t;
+    u.c = c_bad;
+    assert_status(g_ctx, tdacl_matmul(g_ctx, &d, &u), TDACL_ERR_SHAPE);
+    assert_contains(tdacl_last_error(g_ctx), "c is [4, 7], expected [4, 6]");
+    u = t, u.a = a16;
+    assert_status(g_ctx, tdacl_matmul(g_ctx, &d, &u), TDACL_ERR_DTYPE);
+    assert_contains(tdacl_last_error(g_ctx), "a must be f32");
+    u = t, u.a = a3;
+    assert_status(g_ctx, tdacl_matmul(g_ctx, &d, &u), TDACL_ERR_SHAPE);
+    u = t, u.a = off;
+    assert_status(g_ctx, tdacl_matmul(g_ctx, &d, &u), TDACL_ERR_SHAPE);
+    assert_contains(tdacl_last_error(g_ctx), "offset 8");
+    d.transpose_b = 1; /* b [8, 6] read as [N, K] holds K = 6, a has K = 8 */
+    assert_status(g_ctx, tdacl_matmul(g_ctx, &d, &t), TDACL_ERR_SHAPE);
+    assert_contains(tdacl_last_error(g_ctx), "holds K = 6");
+    d.transpose_b = 2;
+    assert_status(g_ctx, tdacl_matmul(g_ctx, &d, &t), TDACL_ERR_INVALID_ARGUMENT);
+    tdacl_matmul_desc_init(&d);
+    d.epilogue = TDACL_EPILOGUE_BIAS; /* bias missing */
+    assert_status(g_ctx, tdacl_matmul(g_ctx, &d, &t), TDACL_ERR_INVALID_ARGUMENT);
+    assert_contains(tdacl_last_error(g_ctx), "bias missing");
+    d.epilogue = 0x10;
+    assert_status(g_ctx, tdacl_matmul(g_ctx, &d, &t), TDACL_ERR_INVALID_ARGUMENT);
+    d.epilogue = 0;
+    u = t, u.bias = bias; /* bias given without the flag */
+    assert_status(g_ctx, tdacl_matmul(g_ctx, &d, &u), TDACL_ERR_INVALID_ARGUMENT);
+    u = t, u.c = (tdacl_tensor *)off, u.a = big; /* c inside a's storage */
+    assert_status(g_ctx, tdacl_matmul(g_ctx, &d, &u), TDACL_ERR_SHAPE); /* c [4, 8] against [8, 6] */
+    int64_t s_kk[2] = {8, 8};
+    tdacl_tensor *bsq;
+    assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 2, s_kk, &bsq));
+    tdacl_matmul_tensors w = {big, bsq, NULL, NULL, big}; /* c is a */
+    assert_status(g_ctx, tdacl_matmul(g_ctx, &d, &w), TDACL_ERR_INVALID_ARGUMENT);
+    assert_contains(tdacl_last_error(g_ctx), "c shares its storage with a");
+    tdacl_tensor *all[] = {a, b, c, bias, c_bad, a16, a3, big, off, bsq};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) tdacl_tensor_destroy(all[i]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matmul_values),
+        cmocka_unit_test(test_matmul_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
