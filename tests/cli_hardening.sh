@@ -121,6 +121,18 @@ TDACL_LOG=debug TDACL_MMA_EMULATE=1 expect variant-mma-emulated 0 'took attentio
 TDACL_MMA_EMULATE=1 TDACL_VARIANT=attention.mma expect variant-mma-refused 1 \
     'no variant runs this call \(attention.mma: f32 storage runs exact on the FP32 lanes \(precision bf16 takes the matrix units\); attention.simt: excluded by TDACL_VARIANT\)' -- \
     "$TDACL" "${A[@]}"
+# conventions: --version, help COMMAND, --opt=value, one dtype spelling, no silent overwrite
+expect version-flag 0 '^libtdacl [0-9]' -- "$TDACL" --version
+expect help-command 0 'usage: tdacl attention' -- "$TDACL" help attention
+expect opt-equals 0 'written to' -- "$TDACL" attention --kind=tra --q="$WORK/q.npy" --k="$WORK/k.npy" \
+    --v="$WORK/v.npy" --out="$WORK/o-eq.npy" --dtype=f32
+expect opt-equals-bad 2 "unknown option '--bogus'" -- "$TDACL" attention --bogus=1 --kind tra
+expect dtype-spelling 0 'written to' -- "$TDACL" attention --kind tra --q "$WORK/q.npy" --k "$WORK/k.npy" \
+    --v "$WORK/v.npy" --out "$WORK/o-fp.npy" --dtype fp32
+expect make-model-exists 2 'already holds a checkpoint; --force replaces it' -- \
+    "$TDACL" make-model --config "$SRC/examples/models/tiny-softmax.json" --out "$M"
+expect make-model-force 0 '^wrote ' -- "$TDACL" make-model --config "$SRC/examples/models/tiny-softmax.json" --seed 1 \
+    --out "$M" --force
 # the matrix units the device offers to attention are named (none on a CPU)
 expect devices-matrix-units 0 'matrix units: (none used|mma.sync)' -- "$TDACL" devices
 

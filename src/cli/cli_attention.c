@@ -18,7 +18,7 @@ static void usage(FILE *f)
             "usage: tdacl attention --kind KIND --q q.npy --k k.npy\n"
             "       --v v.npy [--q2 q2.npy --k2 k2.npy] --out o.npy [--beta B] [--kappa K]\n"
             "       [--power P] [--lambda L] [--scale S] [--normalize 0|1] [--norm none|rms]\n"
-            "       [--offset N] [--dtype fp32|bf16|fp16] [--path auto|prefill|decode]\n"
+            "       [--offset N] [--dtype f32|bf16|f16] [--path auto|prefill|decode]\n"
             "       [--stats stats.json] [--device SEL]\n"
             "Inputs are little-endian float32 .npy arrays [B,H,T,D] in C order; the output is\n"
             "float32 [B,H,Tq,Dv].  --dtype bf16 rounds the inputs to bf16 storage on the device.\n"

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "model/checkpoint.h"
 #include "cli/cli.h"
@@ -13,7 +14,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: tdacl make-model --config config.json --out DIR [--seed S] [--dtype f32|bf16|f16]\n"
+            "usage: tdacl make-model --config config.json --out DIR [--seed S] [--dtype f32|bf16|f16] [--force]\n"
             "Writes DIR/config.json (a copy) and DIR/model.safetensors with every tensor the config\n"
             "requires: N(0, 0.02) weights, unit norm gains, zero biases, beta from the config,\n"
             "lambda 0.5, tied lm_head.  The same seed gives the same bytes.  Default seed 0, f32.\n"
@@ -60,11 +61,16 @@ int cmd_make_model(int argc, char **argv)
     const char *config = NULL, *out = NULL;
     unsigned long long seed = 0;
     tdacl_dtype dtype = TDACL_F32;
+    int force = 0;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             usage(stdout);
             return 0;
+        }
+        if (!strcmp(o, "--force")) {
+            force = 1;
+            continue;
         }
         if (i + 1 >= argc) {
             fprintf(stderr, "tdacl make-model: option %s needs a value\n", o);
@@ -81,9 +87,8 @@ int cmd_make_model(int argc, char **argv)
             }
             seed = (unsigned long long)s;
         } else if (!strcmp(o, "--dtype")) {
-            if (!strcmp(val, "f32") || !strcmp(val, "fp32")) dtype = TDACL_F32;
-            else if (!strcmp(val, "bf16")) dtype = TDACL_BF16;
-            else if (!strcmp(val, "f16") || !strcmp(val, "fp16")) dtype = TDACL_F16;
+            const int dt = tdacl__dtype_from_name(val);
+            if (dt >= 0) dtype = (tdacl_dtype)dt;
             else {
                 fprintf(stderr, "tdacl make-model: unknown --dtype '%s' (f32, bf16 or f16)\n", val);
                 return 2;
@@ -97,6 +102,13 @@ int cmd_make_model(int argc, char **argv)
     if (!config || !out) {
         fprintf(stderr, "tdacl make-model: --config and --out are required\n");
         usage(stderr);
+        return 2;
+    }
+    /* an existing checkpoint is replaced only on request */
+    char probe[TDACL_PATH_LIMIT + 32];
+    snprintf(probe, sizeof probe, "%s/config.json", out);
+    if (!force && access(probe, F_OK) == 0) {
+        fprintf(stderr, "tdacl make-model: %s already holds a checkpoint; --force replaces it\n", out);
         return 2;
     }
     char *text = slurp(config);

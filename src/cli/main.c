@@ -17,11 +17,13 @@ static void usage(FILE *f)
             "  forward --model DIR --tokens ids --out logits.npy   logits of every position\n"
             "  generate --model DIR (--prompt TEXT|--tokens ids) [--max-new N] [--temperature T]\n"
             "           [--top-k K] [--seed S]                 sample a continuation\n"
-            "  make-model --config FILE --out DIR [--seed S] [--dtype f32|bf16|f16]\n"
+            "  make-model --config FILE --out DIR [--seed S] [--dtype f32|bf16|f16] [--force]\n"
             "                                                 checkpoint with seeded random weights\n"
-            "  version                                       library version and git revision\n"
-            "Run `tdacl COMMAND --help` for a command's options.  TDACL_DEVICE, TDACL_LOG,\n"
-            "TDACL_CACHE and TDACL_CACHE_DIR are read from the environment.\n");
+            "  version (or --version)                        library version and git revision\n"
+            "  help [COMMAND]                                this text, or a command's options\n"
+            "Run `tdacl COMMAND --help` for a command's options; `--opt=value` and `--opt value`\n"
+            "are the same.  TDACL_DEVICE, TDACL_LOG, TDACL_CACHE and TDACL_CACHE_DIR are read from\n"
+            "the environment.\n");
 }
 
 int cli_report(const tdacl_context *ctx, tdacl_status st)
@@ -42,13 +44,49 @@ tdacl_status cli_open(const char *device, tdacl_context **ctx)
     return st;
 }
 
-int main(int argc, char **argv)
+/* "--opt=value" becomes "--opt" "value", so every command parses one spelling.  NULL when
+ * out of memory. */
+static char **split_assignments(int argc, char **argv, int *out_argc)
+{
+    char **v = calloc((size_t)(2 * argc + 1), sizeof *v);
+    if (!v) return NULL;
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *eq = strncmp(argv[i], "--", 2) ? NULL : strchr(argv[i], '=');
+        if (!eq || i == 0) {
+            v[n++] = argv[i];
+            continue;
+        }
+        size_t len = (size_t)(eq - argv[i]);
+        char *name = malloc(len + 1);
+        if (!name) {
+            free(v);
+            return NULL;
+        }
+        memcpy(name, argv[i], len);
+        name[len] = 0;
+        v[n++] = name; /* lives until exit */
+        v[n++] = (char *)eq + 1;
+    }
+    *out_argc = n;
+    return v;
+}
+
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
     const char *cmd = argv[1];
+    if (!strcmp(cmd, "help")) {
+        if (argc < 3) {
+            usage(stdout);
+            return 0;
+        }
+        char *sub[3] = {argv[0], argv[2], "--help"};
+        return dispatch(3, sub);
+    }
     if (!strcmp(cmd, "devices")) return cmd_devices(argc - 1, argv + 1);
     if (!strcmp(cmd, "attention")) return cmd_attention(argc - 1, argv + 1);
     if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
@@ -56,11 +94,26 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "make-model")) return cmd_make_model(argc - 1, argv + 1);
     if (!strcmp(cmd, "forward")) return cmd_forward(argc - 1, argv + 1);
     if (!strcmp(cmd, "generate")) return cmd_generate(argc - 1, argv + 1);
-    if (!strcmp(cmd, "version")) {
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("libtdacl %s (git %s)\n", tdacl_version(), tdacl_git_revision());
         return 0;
     }
     fprintf(stderr, "tdacl: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    int n = 0;
+    /* internal prebuild arguments are option strings that hold '=' (-DBM=64): left as they are */
+    if (argc > 1 && !strcmp(argv[1], "__prebuild")) return dispatch(argc, argv);
+    char **v = split_assignments(argc, argv, &n);
+    if (!v) {
+        fprintf(stderr, "tdacl: out of memory\n");
+        return 1;
+    }
+    int rc = dispatch(n, v);
+    free(v);
+    return rc;
 }
