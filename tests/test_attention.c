@@ -391,6 +391,8 @@ static double bits_to_double(tdacl_dtype dt, const void *bits, size_t i)
  * u_in * sum_j |a_ij| |v_jc| (= u_in * mag) to the error model; and whether a test expects
  * that variant to have run. */
 static int g_variant, g_expect_mma;
+/* run each call a second time without statistics and compare (the mma-f32 part) */
+static int g_also_without_stats;
 
 static tdacl_context *ctx_of(void **state) { return (tdacl_context *)*state; }
 
@@ -577,6 +579,18 @@ static void dev_run(tdacl_context *ctx, const attn_case *c, const dev_problem *d
 
     void *bits = xcalloc((size_t)n_out, tdacl_dtype_size(c->odtype));
     CHECK_OK(ctx, tdacl_tensor_download(obase, bits, c->odtype, n_out));
+    if (g_also_without_stats && !force) {
+        /* the same call without statistics runs a program without the survivor counters
+         * (the mma variant's STATS=0); its output must be the same, bit for bit */
+        tdacl_attention_stats plain;
+        desc.want_stats = 0;
+        CHECK_OK(ctx, tdacl_attention(ctx, &desc, &ts, &plain));
+        void *again = xcalloc((size_t)n_out, tdacl_dtype_size(c->odtype));
+        CHECK_OK(ctx, tdacl_tensor_download(obase, again, c->odtype, n_out));
+        if (memcmp(bits, again, (size_t)n_out * tdacl_dtype_size(c->odtype)))
+            fail_msg("the output without statistics differs from the output with them");
+        free(again);
+    }
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
             for (int i = 0; i < Tq; i++)
@@ -924,8 +938,14 @@ static void mma_shapes(void **state, int first, int count, int alternate)
 /* two halves, so that each ctest part stays well under five minutes cold on PoCL */
 static void test_mma_variant(void **state) { mma_shapes(state, 0, 2, 0); }
 static void test_mma_variant_wide(void **state) { mma_shapes(state, 2, 2, 0); }
-/* fp32 storage on the matrix units (desc.precision bf16), each kind on one of the shapes */
-static void test_mma_f32_bf16(void **state) { mma_shapes(state, 4, 2, 1); }
+/* fp32 storage on the matrix units (desc.precision bf16), each kind on one of the shapes, each
+ * call also without statistics */
+static void test_mma_f32_bf16(void **state)
+{
+    g_also_without_stats = 1; /* also the program without survivor counters (STATS=0) */
+    mma_shapes(state, 4, 2, 1);
+    g_also_without_stats = 0;
+}
 
 /* The smallest mma case per kind, for the Oclgrind run of the portable fragment body. */
 static void test_mma_tiny(void **state)

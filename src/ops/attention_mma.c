@@ -32,14 +32,17 @@ void tdacl__attention_mma_problem(const tdacl_context *ctx, const void *call, td
     p->native = plan->mma_native && !plan->mma_emulate;
 }
 
-void tdacl__attention_mma_call_options(const void *call, tdacl_strbuf *sb)
+void tdacl__attention_mma_call_options(const void *callp, tdacl_strbuf *sb)
 {
-    const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
+    const tdacl_attention_call *call = callp;
+    const tdacl_attention_plan *p = call->plan;
+    /* the survivor counters are compiled in only for calls that ask for statistics */
+    const int stats = call->stats != NULL && p->desc.want_stats;
     /* the power is a compile-time constant for the threshold kinds; the others use 2.
      * MMA_IN: the type the matrix units take (fp32 storage arrives as bf16) */
     const int pmode = tdacl__kind_threshold(p->desc.kind) ? p->pmode : 2;
-    tdacl__sb_printf(sb, "-DKIND=%d -DDT=%d -DODT=%d -DGDT=%d -DD=%d -DDV=%d -DMMA_NATIVE=%d -DMMA_IN=%d -DPMODE=%d%s",
+    tdacl__sb_printf(sb, "-DKIND=%d -DDT=%d -DODT=%d -DGDT=%d -DD=%d -DDV=%d -DMMA_NATIVE=%d -DMMA_IN=%d -DPMODE=%d -DSTATS=%d%s",
                      (int)p->desc.kind, (int)p->dtype, (int)p->odtype, (int)p->gdtype, p->dpad, p->dvpad,
                      p->mma_native && !p->mma_emulate, p->dtype == TDACL_F32 ? (int)TDACL_BF16 : (int)p->dtype, pmode,
-                     p->aligned16 ? " -DALIGNED16" : "");
+                     stats, p->aligned16 ? " -DALIGNED16" : "");
 }
