@@ -161,7 +161,8 @@ typedef struct attn_bufs {
     tdacl_attention_tensors t;
 } attn_bufs;
 
-static void make_bufs(tdacl_context *ctx, tdacl_dtype dt, int d, int tq, int tk, attn_bufs *b)
+/* Tensors of one call of `kind` (q2 and k2 passed for two-view kinds). */
+static void make_bufs(tdacl_context *ctx, tdacl_attention_kind kind, tdacl_dtype dt, int d, int tq, int tk, attn_bufs *b)
 {
     memset(b, 0, sizeof *b);
     int64_t qs[4] = {1, 1, tq, d}, ks[4] = {1, 1, tk, d};
@@ -172,6 +173,7 @@ static void make_bufs(tdacl_context *ctx, tdacl_dtype dt, int d, int tq, int tk,
     assert_ok(ctx, tdacl_tensor_create(ctx, dt, 4, ks, &b->k2));
     assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 4, qs, &b->out));
     b->t = (tdacl_attention_tensors){b->q, b->k, b->v, NULL, NULL, NULL, b->out, NULL};
+    if (tdacl__kind_views(kind) == 2) b->t.q2 = b->q2, b->t.k2 = b->k2;
 }
 
 static void free_bufs(attn_bufs *b)
@@ -203,8 +205,7 @@ static void check_attention_local(tdacl_context *ctx, tdacl_attention_kind kind,
                                   const char *variant, const char *params)
 {
     attn_bufs b;
-    make_bufs(ctx, dt, d, tq, 300, &b);
-    if (tdacl__kind_views(kind) == 2) b.t.q2 = b.q2, b.t.k2 = b.k2;
+    make_bufs(ctx, kind, dt, d, tq, 300, &b);
     tdacl_attention_desc desc;
     tdacl_attention_desc_init(&desc);
     desc.kind = kind;
@@ -275,8 +276,7 @@ static tdacl_status plan_of(tdacl_context *ctx, tdacl_attention_kind kind, tdacl
                             tdacl_attention_plan *plan)
 {
     attn_bufs b;
-    make_bufs(ctx, dt, d, tq, 300, &b);
-    if (tdacl__kind_views(kind) == 2) b.t.q2 = b.q2, b.t.k2 = b.k2;
+    make_bufs(ctx, kind, dt, d, tq, 300, &b);
     tdacl_attention_desc desc;
     tdacl_attention_desc_init(&desc);
     desc.kind = kind;

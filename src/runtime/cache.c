@@ -76,7 +76,8 @@ void tdacl__cache_init(tdacl_context *ctx, const tdacl_context_desc *desc)
         else buf[0] = 0;
         dir = buf;
     }
-    /* room for "/<16 hex>.bin.tmp.XXXXXX" after the directory: never truncate a path */
+    /* room for the entry name and the atomic writer's temporary suffix after the directory:
+     * never truncate a path */
     if (strlen(dir) + 64 >= sizeof c->dir) {
         if (on)
             tdacl__log(ctx, TDACL_LOG_WARN, "program cache disabled: the directory path is %zu characters; at most %zu",
