@@ -2,12 +2,14 @@
  * fragments of mma.cl.  A work-group owns BM = 16 * MT * NWARPS query rows of one (batch,
  * head); each warp owns 16 * MT of them (MT m-tiles sharing every K and V fragment) and keeps
  * their scores, weights and output in registers (C fragments).  Per key tile of BN keys:
- *   S = Q K^T        Q fragments loaded once, K tile double-buffered in local memory
+ *   S = Q K^T        Q fragments loaded once, K tiles KSTAGES deep in local memory
  *   weights          the kind's rule on S (online softmax, ReLU, threshold rectifier, ...)
  *   O += W V         weights re-packed as A operands, V tile from local memory
- * Tiles above the block's diagonal are never visited; a warp whose rows all lie above a
- * tile skips its S products, and for the sparse kinds a warp with no surviving weight in a
- * tile skips its W V products, and a work-group with none skips loading the V tile.
+ * Tiles above the block's diagonal are never visited, and only tiles that cross a warp's
+ * diagonal or the end of the keys pay for masking.  Softmax kinds load V with K, KSTAGES
+ * deep.  The sparse kinds run one tile ahead: the weights of tile kt are computed, then the
+ * work-group loads V tile kt only if some weight survived, and while it lands the warps do
+ * W V for tile kt-1; a warp with no survivor in a tile skips that tile's W V products.
  * Inputs are 16-bit (DT 1 bf16, 2 f16), or fp32 (DT 0) rounded to bf16 as they are staged
  * when the call's precision allows it; products accumulate in f32.  The same argument list
  * as attention_fwd (attention.cl), so the host launches either. */
@@ -25,6 +27,12 @@
 #ifndef MT
 #define MT 1 /* 16-row m-tiles per warp: 2 reuses every K and V fragment for 32 rows */
 #endif
+#ifndef KSTAGES
+#define KSTAGES 2 /* K tiles in flight: 2 loads tile kt+1 while kt is used, 3 also kt+2 */
+#endif
+#ifndef KINV
+#define KINV 0 /* 1: scores are scaled by inverse query and key norms (normalised tra/tda) */
+#endif
 
 #define TWO_VIEWS (KIND == 3 || KIND == 4)
 #define SOFTMAX (KIND == 0 || KIND == 4)
@@ -41,13 +49,9 @@
 #define NBV (DV / 8)  /* n-blocks of the output */
 #define NW (KIND == 4 ? 2 : 1) /* weight sets (diff_softmax keeps both) */
 #define UNROLL _Pragma("unroll") /* register arrays stay registers only when fully unrolled */
-/* K tiles are prefetched one tile ahead (2 stages).  Dense kinds prefetch V with K; sparse
- * kinds load V only after a tile's weights show a survivor (one V stage).  Measured on the
- * H200 (tra/tda bf16, T=8192, beta 1): K two tiles ahead through 3 stages gave tra 1.96 ms
- * but tda 4.66 (local memory); two ahead through 2 stages 2.55 / 4.78; one ahead, as
- * here, 2.01 / 3.73. */
-#define VSTAGES (SOFTMAX ? 2 : 1)
-#define KSTAGES 2
+/* V stages: softmax kinds prefetch V with K; the sparse kinds keep two (tile kt lands while
+ * tile kt-1 is used) */
+#define VSTAGES (SOFTMAX ? KSTAGES : 2)
 #ifndef STATS
 #define STATS 1 /* count survivors for tdacl_attention_stats; 0 drops that per-weight work
                    (7 % of the time of the sparse kinds on the H200) */
@@ -57,22 +61,23 @@
 #else
 #define COUNT(n, cond) (void)0
 #endif
-#define KNORM (KIND == 2 || KIND == 3) /* kinds that may scale scores by inverse key norms */
+#define KNORM ((KIND == 2 || KIND == 3) && KINV) /* scores scaled by inverse key norms */
 /* f16 weights of the sparse kinds have no fixed scale (x^p can underflow f16, a large ReLU
  * score overflow it): each row's weights are scaled by a power of two that puts the row's
  * largest at [1, 2), and the output is rescaled as that power moves, as online softmax does
  * with its maximum (exact: powers of two). */
 #define WSCALE (SPARSE && MMA_IN == 2)
 
-/* max(x, 0)^p for x not NaN (the callers pass NaN through themselves) */
+/* max(x, 0)^p, NaN passing through (mma_relu keeps it) */
 inline float rectify(float x, float p)
 {
+    const float r = mma_relu(x);
 #if PMODE == 2
-    return x > 0.0f ? x * x : 0.0f;
+    return r * r;
 #elif PMODE == 1
-    return x > 0.0f ? x : 0.0f;
+    return r;
 #else
-    return x > 0.0f ? pow(x, p) : 0.0f;
+    return r > 0.0f ? pow(r, p) : r;
 #endif
 }
 
@@ -88,6 +93,18 @@ inline void load_tile(__local ushort *dst, int ld, __global const void *src, lon
                       long rows, int cols, int CPAD, int nrows, int tid)
 {
     const int chunks = CPAD / 8;
+#if DT != 0 && defined(ALIGNED16)
+    if (r0 + nrows <= rows && cols == CPAD) {
+        /* a whole tile: every chunk is 16 bytes, and a thread's chunks sit NT / chunks rows
+         * apart in one column, so their addresses are one product and additions (CPAD / 8
+         * divides NT: both powers of two, CPAD <= 128) */
+        const int r = tid / chunks, c = (tid - r * chunks) * 8, step = NT / chunks;
+        __global const ushort *from = (__global const ushort *)src + base + (r0 + r) * st + c;
+        const long from_step = (long)step * st;
+        for (int i = r; i < nrows; i += step, from += from_step) mma_copy16(dst + i * ld + c, from, 16);
+        return;
+    }
+#endif
     for (int idx = tid; idx < nrows * chunks; idx += NT) {
         const int r = idx / chunks, c = (idx - r * chunks) * 8;
         const long row = r0 + r;
@@ -114,6 +131,63 @@ inline void load_tile(__local ushort *dst, int ld, __global const void *src, lon
     }
 }
 
+/* The weight rule on one score tile, in place: s (and s2) become weights.  MASKED (a literal)
+ * adds the causal and key-count mask, which only tiles crossing the warp's diagonal or the
+ * end of the keys need.  Softmax kinds leave scaled scores and track the tile's row maxima;
+ * the sparse kinds OR the weights' bits into anyb (NaN and every nonzero weight set a bit). */
+#if SOFTMAX
+#define SCORE_ELEM(MASKED)                                                       \
+    float x = s[mt][n][e] * sr[ri];                                              \
+    if (MASKED) x = (j <= lim[ri] && j < kmax) ? x : -INFINITY;                  \
+    tmax[ri] = fmax(tmax[ri], x);                                                \
+    s[mt][n][e] = x;                                                             \
+    SCORE_ELEM2(MASKED)
+#if KIND == 4
+#define SCORE_ELEM2(MASKED)                                                      \
+    float x2 = s2[mt][n][e] * sr2[ri];                                           \
+    if (MASKED) x2 = (j <= lim[ri] && j < kmax) ? x2 : -INFINITY;                \
+    tmax2[ri] = fmax(tmax2[ri], x2);                                             \
+    s2[mt][n][e] = x2;
+#else
+#define SCORE_ELEM2(MASKED)
+#endif
+#elif KIND == 3 /* tda: both views through the rectifier, then w1 - lambda w2 */
+#define SCORE_ELEM(MASKED)                                                       \
+    float w1 = rectify(fma(s[mt][n][e], SR_J(sr, ri, j), -tau[ri]), power);      \
+    float w2 = rectify(fma(s2[mt][n][e], SR_J(sr2, ri, BN + j), -tau[ri]), power); \
+    if (MASKED && !(j <= lim[ri] && j < kmax)) w1 = 0.0f, w2 = 0.0f;            \
+    const float w = fma(-lc, w2, w1);                                            \
+    COUNT(nz1, w1 != 0.0f);                                                      \
+    COUNT(nz2, w2 != 0.0f);                                                      \
+    COUNT(nzc, w != 0.0f);                                                       \
+    anyb |= as_uint(w1) | as_uint(w2);                                           \
+    s[mt][n][e] = w;
+#else /* rela: ReLU of the scaled score; tra: the rectifier past the row's threshold */
+#if KIND == 1
+#define WEIGHT_OF(x_) mma_relu(x_)
+#else
+#define WEIGHT_OF(x_) rectify(x_, power)
+#endif
+#define SCORE_ELEM(MASKED)                                                       \
+    float w = WEIGHT_OF(fma(s[mt][n][e], SR_J(sr, ri, j), -tau[ri]));            \
+    if (MASKED && !(j <= lim[ri] && j < kmax)) w = 0.0f;                         \
+    COUNT(nz1, w != 0.0f);                                                       \
+    anyb |= as_uint(w);                                                          \
+    s[mt][n][e] = w;
+#endif
+#if KNORM
+#define SR_J(sr_, ri_, j_) ((sr_)[ri_] * kn[j_])
+#else
+#define SR_J(sr_, ri_, j_) ((sr_)[ri_])
+#endif
+#define SCORE_TILE(MASKED)                                                       \
+    UNROLL for (int mt = 0; mt < MT; mt++)                                       \
+        UNROLL for (int n = 0; n < NB; n++)                                      \
+            UNROLL for (int e = 0; e < 4; e++) {                                 \
+                const int ri = 2 * mt + (e >> 1), j = 8 * n + 2 * t + (e & 1);   \
+                SCORE_ELEM(MASKED)                                               \
+            }
+
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
     __global const void *q, __global const void *k, __global const void *v,
     __global const void *q2, __global const void *k2,
@@ -133,11 +207,12 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
 #else
     __local ushort Ks[KSTAGES * NV * BN * LDK] __attribute__((aligned(16)));
     __local ushort Qs[NV * BM * LDK] __attribute__((aligned(16))); /* A fragments refer to it */
-    __local ushort Ps[NWARPS * NW * MT * 16 * MMA_SCRATCH_LD(BN)];
+    /* weight fragments; the sparse kinds keep two tiles' (one ahead) */
+    __local ushort Ps[(SOFTMAX ? 1 : 2) * NWARPS * NW * MT * 16 * MMA_SCRATCH_LD(BN)];
     __local float mma_xchg[NT];
 #endif
     __local ushort Vs[VSTAGES * BN * LDV] __attribute__((aligned(16)));
-#if KNORM
+#if KIND == 2 || KIND == 3
     __local float kn_s[KSTAGES * NV * BN] __attribute__((aligned(16))); /* inverse key norms per K stage */
 #endif
     __local int wg_any[2];
@@ -172,10 +247,9 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
 /* K tile `tile_` (and its inverse norms) into stage `stg_`; V tile into V stage `vst_` */
 #if KNORM
 #define LOAD_KN(n0_, stg_, vw_, inv_)                                                                       \
-    if (inv_)                                                                                              \
-        for (int i_ = tid; i_ < BN; i_ += NT)                                                              \
-            mma_copy4(&kn_s[((stg_) * NV + (vw_)) * BN + i_], (inv_) + (long)bh * Tk + min((n0_) + i_, Tk - 1), \
-                      (n0_) + i_ < Tk ? 4 : 0)
+    for (int i_ = tid; i_ < BN; i_ += NT)                                                                  \
+        mma_copy4(&kn_s[((stg_) * NV + (vw_)) * BN + i_], (inv_) + (long)bh * Tk + min((n0_) + i_, Tk - 1),   \
+                  (n0_) + i_ < Tk ? 4 : 0)
 #else
 #define LOAD_KN(n0_, stg_, vw_, inv_) ((void)0)
 #endif
@@ -196,6 +270,8 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
     } while (0)
 #define LOAD_V_TILE(tile_, vst_) \
     load_tile(Vs + (vst_) * BN * LDV, LDV, vp, vb_off, vs.s2, vs.s3, (long)(tile_) * BN, Tk, dv, DV, BN, tid)
+/* the next stage index, without a modulo */
+#define NEXT_STAGE(s_, n_) ((s_) + 1 == (n_) ? 0 : (s_) + 1)
 
     /* Q fragments */
     load_tile(Qs, LDK, qp, qb_off, qs.s2, qs.s3, m0, Tq, d, D, BM, tid);
@@ -213,13 +289,29 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
 #if MMA_NATIVE
     barrier(CLK_LOCAL_MEM_FENCE); /* Q read out of the K region before the first K tile lands */
 #endif
-    if (ntiles > 0) {
-        LOAD_K_TILE(0, 0);
+
+    /* Copy groups, oldest first.  Softmax kinds: one group per tile holding K and V, tiles
+     * 0..KSTAGES-2 issued here, tile kt + KSTAGES - 1 in iteration kt.  Sparse kinds:
+     * iteration kt commits [K kt+1] (KSTAGES 2) and, after its weights, [V kt] and [K kt+2]
+     * (KSTAGES 3); the prologue's groups make the pattern start at kt = 0, so that each
+     * wait below names how many younger groups may stay in flight. */
 #if SOFTMAX
-        LOAD_V_TILE(0, 0);
-#endif
+    UNROLL for (int i = 0; i < KSTAGES - 1; i++) {
+        if (i < ntiles) {
+            LOAD_K_TILE(i, i);
+            LOAD_V_TILE(i, i);
+        }
+        mma_copy_commit();
     }
+#else
+    if (ntiles > 0) LOAD_K_TILE(0, 0);
     mma_copy_commit();
+    mma_copy_commit(); /* stands for V tile -1 */
+#if KSTAGES == 3
+    if (ntiles > 1) LOAD_K_TILE(1, 1);
+    mma_copy_commit();
+#endif
+#endif
 
     /* per-row state */
 #if SOFTMAX
@@ -231,8 +323,8 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
 #if TWO_VIEWS
     float sr2[NR];
 #endif
-#if KIND == 2 || KIND == 3
-    float tau[NR];
+#if SPARSE
+    float tau[NR]; /* each row's threshold: 0 for rela */
 #endif
 #if SOFTMAX
     float mrow[NR], lrow[NR];
@@ -242,15 +334,18 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
 #endif
 #if WSCALE
     int erow[NR]; /* log2 of each row's weight scale; -150: no weight yet */
+    float rsc[NR]; /* the rescale of o owed once the previous tile's W V is in */
 #endif
     UNROLL for (int ri = 0; ri < NR; ri++) {
         const long r = row[ri];
-        sr[ri] = sscale * ((qinv && r < Tq) ? qinv[(long)bh * Tq + r] : 1.0f);
+        sr[ri] = sscale * ((KNORM && r < Tq) ? qinv[(long)bh * Tq + r] : 1.0f);
 #if TWO_VIEWS
-        sr2[ri] = sscale * ((q2inv && r < Tq) ? q2inv[(long)bh * Tq + r] : 1.0f);
+        sr2[ri] = sscale * ((KNORM && r < Tq) ? q2inv[(long)bh * Tq + r] : 1.0f);
 #endif
 #if KIND == 2 || KIND == 3
         tau[ri] = tau_of(offset + r, beta, kappa, d);
+#elif KIND == 1
+        tau[ri] = 0.0f;
 #endif
 #if SOFTMAX
         mrow[ri] = -INFINITY, lrow[ri] = 0.0f;
@@ -279,21 +374,45 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
             }
     uint nz1 = 0, nz2 = 0, nzc = 0, vtiles = 0;
     const long warp_last = min(wrow0 + 16 * MT - 1, Tq - 1); /* the warp's last real row */
-
-    for (int kt = 0; kt < ntiles; kt++) {
-        const long n0 = (long)kt * BN;
-        const int stg = kt % KSTAGES;
-        __local ushort *Kt = Ks + stg * NV * BN * LDK;
-        MMA_COPY_WAIT(0);
-        barrier(CLK_LOCAL_MEM_FENCE); /* tile kt landed; the other stages are free */
-        if (tid == 0) wg_any[(kt + 1) & 1] = 0;
-        if (kt + 1 < ntiles) {
-            LOAD_K_TILE(kt + 1, stg ^ 1);
-#if SOFTMAX
-            LOAD_V_TILE(kt + 1, stg ^ 1);
+#if MMA_NATIVE
+    __local ushort *Pw = 0;
 #endif
+#if SPARSE
+    frag_a pa[MT][KB]; /* the previous tile's weights as A operands */
+    int warp_had_w = 0;
+    const int last_kt = ntiles; /* one more iteration: W V of the last tile */
+#else
+    const int last_kt = ntiles - 1;
+#endif
+    int kst = 0; /* K stage of tile kt */
+
+    for (int kt = 0; kt <= last_kt; kt++) {
+        const long n0 = (long)kt * BN;
+        const int live_tile = kt < ntiles; /* work-group uniform */
+#if SOFTMAX
+        MMA_COPY_WAIT(KSTAGES - 2); /* tile kt's K and V landed */
+#else
+        MMA_COPY_WAIT(KSTAGES - 1); /* tile kt's K landed; V kt-1 (and K kt+1) may be in flight */
+#endif
+        barrier(CLK_LOCAL_MEM_FENCE); /* every stage read in iteration kt-1 is free again */
+        __local ushort *Kt = Ks + kst * NV * BN * LDK;
+#if SOFTMAX
+        {
+            const int ahead = kt + KSTAGES - 1;
+            const int ast = kst == 0 ? KSTAGES - 1 : kst - 1; /* the stage tile kt-1 used */
+            if (ahead < ntiles) {
+                LOAD_K_TILE(ahead, ast);
+                LOAD_V_TILE(ahead, ast);
+            }
+            mma_copy_commit();
         }
+#else
+        if (tid == 0) wg_any[(kt + 1) & 1] = 0;
+#if KSTAGES == 2
+        if (kt + 1 < ntiles) LOAD_K_TILE(kt + 1, kst ^ 1);
         mma_copy_commit();
+#endif
+#endif
 
         /* S = Q K^T (and S2), unless every key of the tile is above this warp's rows; each
          * K fragment serves all MT m-tiles */
@@ -309,7 +428,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
                     s2[mt][n][e] = 0.0f;
 #endif
                 }
-        const int warp_live = wrow0 <= warp_last && n0 <= offset + warp_last; /* warp-uniform */
+        const int warp_live = live_tile && wrow0 <= warp_last && n0 <= offset + warp_last; /* warp-uniform */
         if (warp_live) {
             UNROLL for (int kk = 0; kk < KD; kk++)
                 UNROLL for (int n2 = 0; n2 < NB / 2; n2++) {
@@ -329,15 +448,16 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
                 }
         }
 
-        /* key j of the tile is visible to row r when j <= lim[r] (causal) and j < kmax */
+        /* key j of the tile is visible to row r when j <= lim[r] (causal) and j < kmax; a
+         * tile wholly visible to every row of the warp skips the mask (warp-uniform) */
         int lim[NR];
         UNROLL for (int ri = 0; ri < NR; ri++)
             lim[ri] = row[ri] < Tq ? (int)clamp(offset + row[ri] - n0, -1L, (long)BN) : -1;
         const int kmax = (int)min((long)BN, Tk - n0);
+        const int masked = !(wrow0 + 16 * MT <= Tq && n0 + BN - 1 <= offset + wrow0 && n0 + BN <= Tk); /* warp-uniform */
 #if KNORM
-        __local const float *kn = kn_s + stg * NV * BN;
+        __local const float *kn = kn_s + kst * NV * BN;
 #endif
-        int any = 0;
 #if SOFTMAX
         float tmax[NR];
         UNROLL for (int ri = 0; ri < NR; ri++) tmax[ri] = -INFINITY;
@@ -345,127 +465,67 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
         float tmax2[NR];
         UNROLL for (int ri = 0; ri < NR; ri++) tmax2[ri] = -INFINITY;
 #endif
+#else
+        uint anyb = 0;
 #endif
+        if (warp_live && !masked) {
+            SCORE_TILE(0)
+        } else { /* a warp whose rows all lie above the tile ends with weights 0 */
+            SCORE_TILE(1)
+        }
 #if WSCALE
-        float wm[NR];
-        UNROLL for (int ri = 0; ri < NR; ri++) wm[ri] = 0.0f;
-#endif
-        UNROLL for (int mt = 0; mt < MT; mt++)
-        UNROLL for (int n = 0; n < NB; n++)
-            UNROLL for (int e = 0; e < 4; e++) {
-                const int ri = 2 * mt + (e >> 1);
-                const int j = 8 * n + 2 * t + (e & 1);
-                const int visible = j <= lim[ri] && j < kmax;
-                float x = s[mt][n][e] * sr[ri];
-#if TWO_VIEWS
-                float x2 = s2[mt][n][e] * sr2[ri];
-#endif
-#if KNORM
-                if (kinv) x *= kn[j];
-#if TWO_VIEWS
-                if (k2inv) x2 *= kn[BN + j];
-#endif
-#endif
-#if SOFTMAX
-                x = visible ? x : -INFINITY;
-                tmax[ri] = fmax(tmax[ri], x);
-                s[mt][n][e] = x;
-#if KIND == 4
-                x2 = visible ? x2 : -INFINITY;
-                tmax2[ri] = fmax(tmax2[ri], x2);
-                s2[mt][n][e] = x2;
-#endif
-#elif KIND == 1
-                float w = (!visible || x <= 0.0f) ? 0.0f : x; /* NaN passes */
-                COUNT(nz1, w != 0.0f);
-                any |= w != 0.0f;
-                s[mt][n][e] = w;
-#elif KIND == 2
-                x -= tau[ri];
-                float w = !visible ? 0.0f : isnan(x) ? x : rectify(x, power);
-                COUNT(nz1, w != 0.0f);
-                any |= w != 0.0f;
-                s[mt][n][e] = w;
-#else /* tda */
-                x -= tau[ri];
-                x2 -= tau[ri];
-                float w1 = !visible ? 0.0f : isnan(x) ? x : rectify(x, power);
-                float w2 = !visible ? 0.0f : isnan(x2) ? x2 : rectify(x2, power);
-                float w = w1 - lc * w2;
-                COUNT(nz1, w1 != 0.0f);
-                COUNT(nz2, w2 != 0.0f);
-                COUNT(nzc, w != 0.0f);
-                any |= w1 != 0.0f || w2 != 0.0f;
-                s[mt][n][e] = w;
-#endif
-#if WSCALE
-                if (isfinite(s[mt][n][e])) wm[ri] = fmax(wm[ri], fabs(s[mt][n][e]));
-#endif
-            }
-#if WSCALE
-        /* the rows' scales follow their largest weight so far (see WSCALE) */
+        /* the rows' scales follow their largest weight so far (see WSCALE); o is rescaled
+         * after the previous tile's W V, which was weighed at the old scale */
         UNROLL for (int ri = 0; ri < NR; ri++) {
-            const float mx = mma_quad_max(wm[ri]);
-            const int ne = mx > 0.0f ? clamp(max(erow[ri], ilogb(mx)), -100, 127) : erow[ri];
-            const float rs = ldexp(1.0f, erow[ri] - ne), is = ldexp(1.0f, -max(ne, -100));
-            erow[ri] = ne;
+            float wm = 0.0f;
             const int mt = ri >> 1, e0 = 2 * (ri & 1);
-            UNROLL for (int n = 0; n < NBV; n++) o[mt][n][e0] *= rs, o[mt][n][e0 + 1] *= rs;
+            UNROLL for (int n = 0; n < NB; n++)
+                UNROLL for (int e = e0; e < e0 + 2; e++)
+                    if (isfinite(s[mt][n][e])) wm = fmax(wm, fabs(s[mt][n][e]));
+            const float mx = mma_quad_max(wm);
+            const int ne = mx > 0.0f ? clamp(max(erow[ri], ilogb(mx)), -100, 127) : erow[ri];
+            rsc[ri] = ldexp(1.0f, erow[ri] - ne);
+            const float is = ldexp(1.0f, -max(ne, -100));
+            erow[ri] = ne;
             UNROLL for (int n = 0; n < NB; n++) s[mt][n][e0] *= is, s[mt][n][e0 + 1] *= is;
         }
 #endif
 #if SOFTMAX
-        /* online softmax: new row maxima over the quad, rescale, exponentiate */
+        /* online softmax: new row maxima over the quad, rescale, exponentiate.  A row with
+         * no visible key yet keeps maximum -inf; it subtracts 0 instead, so its masked
+         * scores still give exp2(-inf) = 0 without a test per weight. */
         UNROLL for (int ri = 0; ri < NR; ri++) {
             const int mt = ri >> 1, e0 = 2 * (ri & 1);
             const float mn = fmax(mrow[ri], mma_quad_max(tmax[ri]));
-            const float al = mn == -INFINITY ? 1.0f : native_exp2(mrow[ri] - mn);
+            const float ms = mn == -INFINITY ? 0.0f : mn;
+            const float al = native_exp2(mrow[ri] - ms);
             mrow[ri] = mn;
             lrow[ri] *= al;
             UNROLL for (int n = 0; n < NBV; n++) o[mt][n][e0] *= al, o[mt][n][e0 + 1] *= al;
             UNROLL for (int n = 0; n < NB; n++)
                 UNROLL for (int e = e0; e < e0 + 2; e++) {
-                    /* masked keys (score -inf) weigh 0; a NaN score stays NaN */
-                    const float p = s[mt][n][e] == -INFINITY ? 0.0f : native_exp2(s[mt][n][e] - mn);
+                    const float p = native_exp2(s[mt][n][e] - ms); /* a NaN score stays NaN */
                     lrow[ri] += p;
                     s[mt][n][e] = p;
                 }
 #if KIND == 4
             const float mn2 = fmax(mrow2[ri], mma_quad_max(tmax2[ri]));
-            const float al2 = mn2 == -INFINITY ? 1.0f : native_exp2(mrow2[ri] - mn2);
+            const float ms2 = mn2 == -INFINITY ? 0.0f : mn2;
+            const float al2 = native_exp2(mrow2[ri] - ms2);
             mrow2[ri] = mn2;
             lrow2[ri] *= al2;
             UNROLL for (int n = 0; n < NBV; n++) o2[mt][n][e0] *= al2, o2[mt][n][e0 + 1] *= al2;
             UNROLL for (int n = 0; n < NB; n++)
                 UNROLL for (int e = e0; e < e0 + 2; e++) {
-                    const float p = s2[mt][n][e] == -INFINITY ? 0.0f : native_exp2(s2[mt][n][e] - mn2);
+                    const float p = native_exp2(s2[mt][n][e] - ms2);
                     lrow2[ri] += p;
                     s2[mt][n][e] = p;
                 }
 #endif
         }
-        const int warp_has_w = warp_live;
         vtiles++;
-        __local const ushort *Vt = Vs + stg * BN * LDV;
-#else
-        /* the V tile only when some weight of the block survived */
-        const int warp_has_w = mma_warp_any(any); /* reached by every warp: see mma.cl */
-        if (warp_has_w && lane == 0) wg_any[kt & 1] = 1;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (wg_any[kt & 1]) {
-            LOAD_V_TILE(kt, 0);
-            vtiles++;
-        }
-        mma_copy_commit();
-        MMA_COPY_WAIT(0); /* the V tile, and the K prefetch issued before it */
-        barrier(CLK_LOCAL_MEM_FENCE);
-        __local const ushort *Vt = Vs;
-#endif
-
-        /* O += W V: weights become A operands; each V fragment serves all MT m-tiles */
-#if MMA_NATIVE
-        __local ushort *Pw = 0;
-#else
+        __local const ushort *Vt = Vs + kst * BN * LDV;
+#if !MMA_NATIVE
         __local ushort *Pw = Ps + warp * NW * MT * 16 * MMA_SCRATCH_LD(BN);
 #endif
         frag_a pa[MT][KB];
@@ -487,7 +547,41 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
                 mma_staged_a(&pa2[mt][kk], Pw + (MT + mt) * 16 * MMA_SCRATCH_LD(BN), kk);
 #endif
             }
+        const int warp_has_w = warp_live;
+#else /* sparse: the tile's weights become next iteration's A operands */
+        const int warp_has_w = mma_warp_any(anyb != 0); /* reached by every warp: see mma.cl */
+        if (warp_has_w && lane == 0) wg_any[kt & 1] = 1;
+#if !MMA_NATIVE
+        __local ushort *Pw = Ps + ((kt & 1) * NWARPS + warp) * MT * 16 * MMA_SCRATCH_LD(BN);
+#endif
+        frag_a pn[MT][KB];
+        UNROLL for (int mt = 0; mt < MT; mt++)
+            UNROLL for (int kk = 0; kk < KB; kk++)
+                mma_stage_a(&pn[mt][kk], s[mt][2 * kk], s[mt][2 * kk + 1], Pw + mt * 16 * MMA_SCRATCH_LD(BN), kk);
+        MMA_STAGE_SYNC();
+        UNROLL for (int mt = 0; mt < MT; mt++)
+            UNROLL for (int kk = 0; kk < KB; kk++) mma_staged_a(&pn[mt][kk], Pw + mt * 16 * MMA_SCRATCH_LD(BN), kk);
+        MMA_COPY_WAIT(1); /* V tile kt-1 (this thread's part); K kt+1 may still be in flight */
+        barrier(CLK_LOCAL_MEM_FENCE); /* ... everyone's part, and this tile's survivor flags */
+        /* V tile kt only when some weight of the block survived */
+        if (wg_any[kt & 1]) {
+            LOAD_V_TILE(kt, kt & 1);
+            vtiles++;
+        }
+        mma_copy_commit();
+#if KSTAGES == 3
+        if (kt + 2 < ntiles) LOAD_K_TILE(kt + 2, kst == 0 ? 2 : kst - 1);
+        mma_copy_commit();
+#endif
+        __local const ushort *Vt = Vs + ((kt - 1) & 1) * BN * LDV; /* tile kt-1 */
+#endif
+
+        /* O += W V: each V fragment serves all MT m-tiles */
+#if SPARSE
+        if (warp_had_w) {
+#else
         if (warp_has_w) {
+#endif
             UNROLL for (int kk = 0; kk < KB; kk++)
                 UNROLL for (int n2 = 0; n2 < NBV / 2; n2++) {
                     frag_b b0, b1;
@@ -502,7 +596,21 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
                     }
                 }
         }
+#if SPARSE
+#if WSCALE
+        if (live_tile)
+            UNROLL for (int ri = 0; ri < NR; ri++) {
+                const int mt = ri >> 1, e0 = 2 * (ri & 1);
+                UNROLL for (int n = 0; n < NBV; n++) o[mt][n][e0] *= rsc[ri], o[mt][n][e0 + 1] *= rsc[ri];
+            }
+#endif
+        UNROLL for (int mt = 0; mt < MT; mt++)
+            UNROLL for (int kk = 0; kk < KB; kk++) pa[mt][kk] = pn[mt][kk];
+        warp_had_w = warp_has_w;
+#endif
+        kst = NEXT_STAGE(kst, KSTAGES);
     }
+    MMA_COPY_WAIT(0); /* nothing may land in local memory after the work-group ends */
 
     /* epilogue, per row: undo the weight scale, normalise, combine, Norm, store */
     const long ob_off = o_off + b * os.s0 + h * os.s1;

@@ -143,6 +143,14 @@ inline void mma_stage_a(frag_a *a, const float c0[4], const float c1[4], __local
 #define MMA_STAGE_SYNC() ((void)0)
 inline void mma_staged_a(frag_a *a, __local ushort *scratch, int kk) {}
 
+/* max(x, 0) with NaN passed through (one instruction) */
+inline float mma_relu(float x)
+{
+    float r;
+    asm("max.NaN.f32 %0, %1, 0f00000000;" : "=f"(r) : "f"(x));
+    return r;
+}
+
 inline float mma_quad_max(float x)
 {
     float y;
@@ -241,6 +249,8 @@ inline void mma_staged_a(frag_a *a, __local ushort *scratch, int kk)
 {
     a->p = scratch + 16 * kk, a->ld = MMA_SCRATCH_LD(BN);
 }
+
+inline float mma_relu(float x) { return isnan(x) ? x : fmax(x, 0.0f); }
 
 /* Reductions through a per-warp exchange area (32 floats per warp, `mma_xchg`, declared
  * by the kernel); two barriers each.  mma_quad_x returns the four values of the caller's

@@ -41,8 +41,10 @@ void tdacl__attention_mma_call_options(const void *callp, tdacl_strbuf *sb)
     /* the power is a compile-time constant for the threshold kinds; the others use 2.
      * MMA_IN: the type the matrix units take (fp32 storage arrives as bf16) */
     const int pmode = tdacl__kind_threshold(p->desc.kind) ? p->pmode : 2;
-    tdacl__sb_printf(sb, "-DKIND=%d -DDT=%d -DODT=%d -DGDT=%d -DD=%d -DDV=%d -DMMA_NATIVE=%d -DMMA_IN=%d -DPMODE=%d -DSTATS=%d%s",
+    /* KINV: the scores are scaled by inverse norms (row_inv_norm runs first) */
+    const int kinv = p->desc.normalize && tdacl__kind_threshold(p->desc.kind);
+    tdacl__sb_printf(sb, "-DKIND=%d -DDT=%d -DODT=%d -DGDT=%d -DD=%d -DDV=%d -DMMA_NATIVE=%d -DMMA_IN=%d -DPMODE=%d -DSTATS=%d -DKINV=%d%s",
                      (int)p->desc.kind, (int)p->dtype, (int)p->odtype, (int)p->gdtype, p->dpad, p->dvpad,
                      p->mma_native && !p->mma_emulate, p->dtype == TDACL_F32 ? (int)TDACL_BF16 : (int)p->dtype, pmode,
-                     stats, p->aligned16 ? " -DALIGNED16" : "");
+                     stats, kinv, p->aligned16 ? " -DALIGNED16" : "");
 }

@@ -97,23 +97,27 @@ static const tdacl_tunable mma_params[] = {
     {"BN", 1, 64, {16, 32, 64, TDACL_END}, "keys per tile"},
     {"NWARPS", 1, 4, {2, 4, 8, TDACL_END}, "warps per work-group (each owns MT x 16 query rows)"},
     {"MT", 1, 1, {1, 2, TDACL_END}, "16-row m-tiles per warp (two share every K and V fragment)"},
+    {"KSTAGES", 1, 2, {2, 3, TDACL_END}, "K tiles in local memory (3: loads run two tiles ahead)"},
 };
 
-/* As the __local declarations of attention_mma_fwd (KSTAGES = 2 there). */
+/* As the __local declarations of attention_mma_fwd. */
 static size_t mma_local(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *v)
 {
-    const int bn = P("BN"), nwarps = P("NWARPS"), mt = P("MT"), bm = 16 * mt * nwarps, kstages = 2;
+    const int bn = P("BN"), nwarps = P("NWARPS"), mt = P("MT"), bm = 16 * mt * nwarps, kstages = P("KSTAGES");
+    const int softmax = tdacl__kind_softmax(p->kind);
     const size_t nv = (size_t)tdacl__kind_views(p->kind), nw = (size_t)tdacl__kind_weight_sets(p->kind);
     const size_t ldk = (size_t)p->d + 8, ldv = (size_t)p->dv + 8;
     size_t k_rows = (size_t)kstages * nv * (size_t)bn;
-    size_t bytes = (size_t)(tdacl__kind_softmax(p->kind) ? 2 : 1) * (size_t)bn * ldv * 2 + 2 * sizeof(int) +
+    /* V: softmax kinds load it with K; the sparse kinds keep two tiles (one ahead) */
+    size_t bytes = (size_t)(softmax ? kstages : 2) * (size_t)bn * ldv * 2 + 2 * sizeof(int) +
                    4 * sizeof(unsigned) + (tdacl__kind_threshold(p->kind) ? k_rows * sizeof(float) : 0);
     if (p->native) {
         if (k_rows < nv * (size_t)bm) k_rows = nv * (size_t)bm; /* Q is staged through the K buffer */
         return bytes + k_rows * ldk * 2;
     }
     /* the portable body also keeps Q, the weight fragments and a lane exchange in local memory */
-    return bytes + k_rows * ldk * 2 + nv * (size_t)bm * ldk * 2 + (size_t)nwarps * nw * (size_t)mt * 16 * (size_t)(bn + 8) * 2 +
+    return bytes + k_rows * ldk * 2 + nv * (size_t)bm * ldk * 2 +
+           (size_t)(softmax ? 1 : 2) * (size_t)nwarps * nw * (size_t)mt * 16 * (size_t)(bn + 8) * 2 +
            (size_t)(32 * nwarps) * sizeof(float);
 }
 
@@ -124,20 +128,23 @@ static int mma_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev,
     if (bn != 16 && bn != 32 && bn != 64) return snprintf(why, n, "BN=%d is not 16, 32 or 64", bn), 1;
     if (nwarps < 1 || nwarps > 8) return snprintf(why, n, "NWARPS=%d is outside 1..8", nwarps), 1;
     if (mt != 1 && mt != 2) return snprintf(why, n, "MT=%d is not 1 or 2", mt), 1;
+    if (P("KSTAGES") != 2 && P("KSTAGES") != 3) return snprintf(why, n, "KSTAGES=%d is not 2 or 3", P("KSTAGES")), 1;
     if (p->d > 128 || p->dv > 128) return snprintf(why, n, "head dims d=%d dv=%d exceed 128", p->d, p->dv), 1;
     return work_group_fits(dev, 32 * nwarps, why, n) ? 0 : 1;
 }
 
-/* Measured on the H200 (bf16, d=64, T=8192): two m-tiles per warp help softmax (1.88 against
- * 2.30 ms) and rela (1.46 / 1.74) but hurt tra (2.44 / 2.04, 245 registers), tda (4.69 /
- * 3.79) and diff_softmax (6.05 / 5.25); 64-key tiles pay for one view at d <= 64; 8 warps
- * were slower than 4 for every kind.  The rows apply to any device (prefix ""): the variant
- * runs only on NVIDIA matrix units or, for tests, their portable body.  A row whose tile
- * does not fit local memory gives way to the next. */
+/* Measured on the H200 (bf16, d=64, T=8192, bench/results/pipeline-h200/mma-tune.log): two
+ * m-tiles per warp help every one-view kind (softmax 1.24 ms against 1.74 for the generic
+ * BN=32 MT=1, tra 1.06 with K three stages deep); 64-key tiles pay for one view at d <= 64,
+ * two-view kinds fit only 32-key tiles with two m-tiles.  The rows apply to any device
+ * (prefix ""): the variant runs only on NVIDIA matrix units or, for tests, their portable
+ * body.  A row whose tile does not fit local memory gives way to the next. */
 static const tdacl_class_default mma_classes[] = {
     {"", TDACL_ATTN_SOFTMAX, 64, "BN=64 NWARPS=4 MT=2"},
     {"", TDACL_ATTN_RELA, 64, "BN=64 NWARPS=4 MT=2"},
+    {"", TDACL_ATTN_TRA, 64, "BN=64 NWARPS=4 MT=2 KSTAGES=3"},
     {"", TDACL_ATTN_TRA, 64, "BN=64 NWARPS=4 MT=1"},
+    {"", TDACL_ATTN_TDA, 64, "BN=32 NWARPS=4 MT=2"},
     {"", TDACL_ATTN_SOFTMAX, 0, "BN=32 NWARPS=4 MT=2"},
     {"", TDACL_ATTN_RELA, 0, "BN=32 NWARPS=4 MT=2"},
     {"", TDACL_ATTN_SOFTMAX, 0, "BN=16 NWARPS=4 MT=2"},
