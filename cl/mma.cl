@@ -228,6 +228,7 @@ inline void mma_acc(float c[4], const frag_a *a, const frag_b *b)
     }
 }
 
+#ifdef BN /* kernels that re-pack C tiles as A operands define their key tile BN */
 /* Weights become A operands through this warp's scratch: every lane writes its C elements
  * (rounded to the input type, as the native body's cvt does), MMA_STAGE_SYNC() makes them
  * visible, then mma_staged_a points at them.  scratch: 16 rows x ld columns per warp. */
@@ -250,7 +251,12 @@ inline void mma_staged_a(frag_a *a, __local ushort *scratch, int kk)
     a->p = scratch + 16 * kk, a->ld = MMA_SCRATCH_LD(BN);
 }
 
+#endif
+
 inline float mma_relu(float x) { return isnan(x) ? x : fmax(x, 0.0f); }
+
+/* two values rounded to the input type, lo in the low half (the native body's cvt) */
+inline uint mma_pack2(float lo, float hi) { return (uint)mma_from_f32(lo) | ((uint)mma_from_f32(hi) << 16); }
 
 /* Reductions through a per-warp exchange area (32 floats per warp, `mma_xchg`, declared
  * by the kernel); two barriers each.  mma_quad_x returns the four values of the caller's

@@ -378,6 +378,8 @@ typedef enum tdacl_epilogue {
 typedef struct tdacl_matmul_desc {
     int transpose_b;    /* 0: b is [K, N]; 1: b is [N, K] (a tied LM head) */
     unsigned epilogue;  /* tdacl_epilogue flags, or 0 */
+    tdacl_precision precision; /* TDACL_PRECISION_BF16 with bf16 b: a is rounded to bf16 for
+                                  the matrix units (default exact); $TDACL_PRECISION replaces it */
 } tdacl_matmul_desc;
 
 TDACL_API void tdacl_matmul_desc_init(tdacl_matmul_desc *desc);
@@ -387,7 +389,9 @@ TDACL_API void tdacl_matmul_desc_init(tdacl_matmul_desc *desc);
  * element 0 with unit column stride and any row stride >= its width; bias is [N] or [1, N]
  * contiguous; residual has c's shape and row stride and may be c itself; c must not overlap
  * a, b or bias.  M, N, K >= 1 and below 2^31.  Few rows (M <= 8) run the GEMV variant, more
- * the tiled GEMM, each tuned per device; asynchronous like tdacl_attention without stats. */
+ * the tiled GEMM: on NVIDIA tensor cores (compute capability >= 8.0) for bf16 b at precision
+ * bf16, on the FP32 lanes otherwise (TDACL_LOG=debug says which and why); each tuned per
+ * device; asynchronous like tdacl_attention without stats. */
 typedef struct tdacl_matmul_tensors {
     const tdacl_tensor *a, *b;
     const tdacl_tensor *bias;     /* with TDACL_EPILOGUE_BIAS, else NULL */

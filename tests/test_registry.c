@@ -252,7 +252,7 @@ static void test_local_memory_formulas(void **state)
     assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 2, as, &a));
     assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 2, ws, &w));
     assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 2, as, &c));
-    const tdacl_matmul_call call = {c, a, w, NULL, NULL, 0, 40, 40, 24, 0, NULL};
+    const tdacl_matmul_call call = {c, a, w, NULL, NULL, 0, 40, 40, 24, 0, NULL, TDACL_PRECISION_EXACT};
     tdacl_param_values v;
     char why[200];
     assert_int_equal(tdacl__params_parse(gemm->space, "GBM=32 GBN=64 GKC=8", &v, why, sizeof why), 0);
@@ -371,13 +371,30 @@ static void test_dispatch(void **state)
     assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 2, a9, &x9));
     const tdacl_variant_def *row;
     char why[256];
-    const tdacl_matmul_call one = {x1, x1, w, NULL, NULL, 0, 1, 16, 16, 0, NULL},
-                            nine = {x9, x9, w, NULL, NULL, 0, TDACL_GEMV_MAX_ROWS + 1, 16, 16, 0, NULL};
+    const tdacl_matmul_call one = {x1, x1, w, NULL, NULL, 0, 1, 16, 16, 0, NULL, TDACL_PRECISION_BF16},
+                            nine = {x9, x9, w, NULL, NULL, 0, TDACL_GEMV_MAX_ROWS + 1, 16, 16, 0, NULL, TDACL_PRECISION_EXACT};
     assert_ok(ctx, tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &one, &row, why, sizeof why));
     assert_string_equal(row->name, "gemv.simt");
     assert_ok(ctx, tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &nine, &row, why, sizeof why));
     assert_string_equal(row->name, "gemm.simt");
     assert_contains(why, "gemv.simt: M=9 rows exceed");
+    /* the tensor-core GEMM: bf16 weights at precision bf16, where mma.sync exists */
+    assert_contains(why, native ? "gemm.mma: f32 activations meet bf16 weights on the matrix units only at precision bf16"
+                                : "gemm.mma: ");
+    tdacl_matmul_call nine_bf16 = nine;
+    nine_bf16.precision = TDACL_PRECISION_BF16;
+    assert_ok(ctx, tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &nine_bf16, &row, why, sizeof why));
+    assert_string_equal(row->name, native ? "gemm.mma" : "gemm.simt");
+    if (!native) assert_contains(why, "gemm.mma: ");
+    if (!native) assert_contains(why, "has no mma.sync");
+    setenv("TDACL_MMA_EMULATE", "1", 1);
+    assert_ok(ctx, tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &nine_bf16, &row, why, sizeof why));
+    assert_string_equal(row->name, "gemm.mma");
+    nine_bf16.w = x9; /* f32 weights stay on the FP32 lanes */
+    assert_ok(ctx, tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &nine_bf16, &row, why, sizeof why));
+    assert_string_equal(row->name, "gemm.simt");
+    assert_contains(why, "weights are f32: the tensor-core GEMM takes bf16 weights");
+    unsetenv("TDACL_MMA_EMULATE");
     tdacl_tensor_destroy(w), tdacl_tensor_destroy(x1), tdacl_tensor_destroy(x9);
     /* the matrix-unit peak probe is a row of its own, taken only where mma.sync exists */
     const tdacl_variant_def *pm = tdacl__variant("peak.mma");

@@ -199,7 +199,7 @@ int cmd_tune(int argc, char **argv)
     int gpu = ctx->info.type == TDACL_DEVICE_GPU, rc = 0;
     printf("tuning on %s (%s) -> %s\n", ctx->info.name, ctx->info.arch, path);
     for (int ki = 0; ki < nkernels && !stop_flag; ki++) {
-        int decode = !strcmp(kernels[ki], "attention_decode"), gemm = !strcmp(kernels[ki], "gemm");
+        int decode = !strcmp(kernels[ki], "attention_decode"), gemm = !strncmp(kernels[ki], "gemm", 4);
         /* a short and a long representative length per problem (gemm: rows = tokens) */
         long long lengths[2] = {decode ? 2048 : 1024, decode ? (gpu ? 32768 : 8192) : (gpu ? 8192 : 2048)};
         int nlen = T ? 1 : 2;

@@ -385,12 +385,15 @@ static tdacl_status norm(tdacl_model *m, tdacl_tensor *out, const tdacl_tensor *
 
 enum { EPI_BIAS = TDACL_EPI_BIAS, EPI_GELU = TDACL_EPI_GELU, EPI_RESIDUAL = TDACL_EPI_RESIDUAL };
 
-/* c[M,N] = epilogue(a[M,K] @ B) where B is w[K,N], or w[N,K] transposed (trans). */
+/* c[M,N] = epilogue(a[M,K] @ B) where B is w[K,N], or w[N,K] transposed (trans).  Exact
+ * unless $TDACL_PRECISION=bf16 lets bf16 weights take the tensor-core GEMM. */
 static tdacl_status linear(tdacl_model *m, tdacl_tensor *c, const tdacl_tensor *a, const tdacl_tensor *w,
                            const tdacl_tensor *bias, const tdacl_tensor *res, int flags, int M, int N, int K,
                            int trans)
 {
-    return tdacl__gemm(m->ctx, c, a, w, bias, res, flags, M, N, K, trans, NULL, NULL);
+    tdacl_precision precision = TDACL_PRECISION_EXACT;
+    tdacl_status st = tdacl__precision_env(m->ctx, "model forward", &precision);
+    return st ? st : tdacl__gemm(m->ctx, c, a, w, bias, res, flags, M, N, K, trans, precision, NULL, NULL, NULL);
 }
 
 static tdacl_status rope(tdacl_model *m, int rows, int T, int pos0)

@@ -147,16 +147,8 @@ tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_des
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.path %d is not a tdacl_attention_path", call, (int)d.path);
     if ((int)d.precision < TDACL_PRECISION_EXACT || (int)d.precision > TDACL_PRECISION_BF16)
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.precision %d is not a tdacl_precision", call, (int)d.precision);
-    const char *pe = getenv("TDACL_PRECISION");
-    if (pe && *pe) {
-        static const char *const names[] = {"exact", "tf32", "bf16"};
-        int found = -1;
-        for (int i = 0; i < 3; i++)
-            if (!strcmp(pe, names[i])) found = i;
-        if (found < 0)
-            return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: TDACL_PRECISION='%.32s' is not exact, tf32 or bf16", call, pe);
-        d.precision = (tdacl_precision)found;
-    }
+    tdacl_status pst = tdacl__precision_env(ctx, call, &d.precision);
+    if (pst) return pst;
     if (d.want_stats != 0 && d.want_stats != 1)
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.want_stats must be 0 or 1", call);
 

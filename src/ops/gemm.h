@@ -1,5 +1,6 @@
-/* The model's matmuls (cl/layers.cl): a tiled GEMM with fused epilogues for many rows and
- * GEMV kernels for the few rows of decode, as rows of the variant registry. */
+/* The model's matmuls (cl/layers.cl, cl/gemm_mma.cl): a tiled GEMM with fused epilogues for
+ * many rows (on the matrix units where the weights and the precision allow), GEMV kernels for
+ * the few rows of decode, as rows of the variant registry. */
 #ifndef TDACL_GEMM_H
 #define TDACL_GEMM_H
 
@@ -15,16 +16,18 @@ typedef struct tdacl_matmul_call {
     const tdacl_tensor *a, *w, *bias, *res;
     int flags, M, N, K, trans;
     cl_event *ev; /* receives the last kernel's event when not NULL */
+    tdacl_precision precision; /* BF16: a may be rounded to bf16 for the matrix units */
 } tdacl_matmul_call;
 
 /* c[M,N] = epilogue(a[M,K] @ B): B is w[K,N] or, with trans, w[N,K] (the tied LM head).
  * a, c, bias, res are f32 2-D tensors (row strides from their shapes); w is f32/bf16/f16.
  * epilogue: + bias[n] (TDACL_EPI_BIAS), gelu_tanh (EPI_GELU), + res[m][n] (EPI_RESIDUAL; res
- * may be c itself).  force pins the GEMM parameters (tuner: the gemm.simt row); NULL
- * chooses the variant and looks its parameters up.  `used` (may be NULL) receives the
- * parameters and the variant's name. */
+ * may be c itself).  precision BF16 lets the tensor-core row round a to bf16 (bf16 weights).
+ * force_row with force pins a row and its parameters (the tuner); NULL chooses the variant
+ * and looks its parameters up. */
 tdacl_status tdacl__gemm(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor *a, const tdacl_tensor *w,
                          const tdacl_tensor *bias, const tdacl_tensor *res, int flags, int M, int N, int K, int trans,
+                         tdacl_precision precision, const tdacl_variant_def *force_row,
                          const tdacl_param_values *force, cl_event *ev);
 
 /* ---- the registry rows' functions (call: const tdacl_matmul_call *) ---- */
@@ -36,5 +39,10 @@ void tdacl__gemm_problem(const tdacl_context *ctx, const void *call, tdacl_probl
 void tdacl__gemm_call_options(const void *call, tdacl_strbuf *sb);
 tdacl_status tdacl__gemm_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *call,
                                 const tdacl_param_values *v);
+int tdacl__gemm_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n);
+void tdacl__gemm_mma_problem(const tdacl_context *ctx, const void *call, tdacl_problem *p);
+void tdacl__gemm_mma_call_options(const void *call, tdacl_strbuf *sb);
+tdacl_status tdacl__gemm_mma_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *call,
+                                    const tdacl_param_values *v);
 
 #endif

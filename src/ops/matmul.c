@@ -41,6 +41,9 @@ tdacl_status tdacl_matmul(tdacl_context *ctx, const tdacl_matmul_desc *desc, con
     if (!desc || !t) return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call, !desc ? "desc" : "tensors");
     if (desc->transpose_b != 0 && desc->transpose_b != 1)
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.transpose_b must be 0 or 1 (got %d)", call, desc->transpose_b);
+    if ((int)desc->precision < TDACL_PRECISION_EXACT || (int)desc->precision > TDACL_PRECISION_BF16)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.precision %d is not a tdacl_precision", call,
+                           (int)desc->precision);
     const unsigned all = TDACL_EPILOGUE_BIAS | TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL;
     if (desc->epilogue & ~all)
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.epilogue 0x%x has bits that are no tdacl_epilogue", call,
@@ -86,6 +89,8 @@ tdacl_status tdacl_matmul(tdacl_context *ctx, const tdacl_matmul_desc *desc, con
     if (t->residual && t->residual->storage == t->c->storage && t->residual != t->c &&
         (t->residual->offset != t->c->offset || t->residual->strides[0] != t->c->strides[0]))
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: residual overlaps c without being c", call);
+    tdacl_precision precision = desc->precision;
+    if ((st = tdacl__precision_env(ctx, call, &precision))) return st;
     return tdacl__gemm(ctx, t->c, t->a, t->b, t->bias, t->residual, (int)desc->epilogue, (int)M, (int)N, (int)K,
-                       desc->transpose_b, NULL, NULL);
+                       desc->transpose_b, precision, NULL, NULL, NULL);
 }

@@ -245,3 +245,41 @@ static const char *const gemm_ladder[] = {
 const tdacl_kernel_space tdacl__gemm_space = {
     "gemm", gemm_params, (int)TDACL_ARRAY_LEN(gemm_params), gemm_check, gemm_local,
     gemm_classes, gemm_ladder, (int)TDACL_ARRAY_LEN(gemm_ladder)};
+
+/* ---- GEMM on the matrix units, cl/gemm_mma.cl ---- */
+
+static const tdacl_tunable gemm_mma_params[] = {
+    {"GMM_BM", 1, 128, {64, 128, TDACL_END}, "rows of c per work-group (four warps, 2 x 2)"},
+    {"GMM_BN", 1, 128, {64, 128, TDACL_END}, "columns of c per work-group"},
+};
+
+/* Two stages of A (GMM_BM rows of 32 + 8 halves) and of B; B's stage is taken at its larger
+ * layout (transposed: GMM_BN rows of 40 halves), which bounds the other (32 rows of
+ * GMM_BN + 8). */
+static size_t gemm_mma_local(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *v)
+{
+    return 2 * ((size_t)P("GMM_BM") * 40 + (size_t)P("GMM_BN") * 40) * 2;
+}
+
+static int gemm_mma_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
+                          const tdacl_param_values *v, char *why, size_t n)
+{
+    const int bm = P("GMM_BM"), bn = P("GMM_BN");
+    if ((bm != 64 && bm != 128) || (bn != 64 && bn != 128))
+        return snprintf(why, n, "GMM_BM=%d GMM_BN=%d: each must be 64 or 128", bm, bn), 1;
+    return work_group_fits(dev, 128, why, n) ? 0 : 1;
+}
+
+/* 128 x 128 is the usual tensor-core tile; the portable body (CPU devices, for tests) takes
+ * the small one, a quarter of the code to compile */
+static const tdacl_class_default gemm_mma_classes[] = {
+    {"pocl", -1, 0, "GMM_BM=64 GMM_BN=64"},
+    {"", -1, 0, "GMM_BM=128 GMM_BN=128"},
+    {NULL, -1, 0, NULL},
+};
+
+static const char *const gemm_mma_ladder[] = {"GMM_BM=128 GMM_BN=128", "GMM_BM=64 GMM_BN=64"};
+
+const tdacl_kernel_space tdacl__gemm_mma_space = {
+    "gemm_mma", gemm_mma_params, (int)TDACL_ARRAY_LEN(gemm_mma_params), gemm_mma_check, gemm_mma_local,
+    gemm_mma_classes, gemm_mma_ladder, (int)TDACL_ARRAY_LEN(gemm_mma_ladder)};

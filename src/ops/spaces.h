@@ -8,6 +8,7 @@ extern const tdacl_kernel_space tdacl__attention_space;     /* cl/attention.cl *
 extern const tdacl_kernel_space tdacl__attention_mma_space; /* cl/attention_mma.cl */
 extern const tdacl_kernel_space tdacl__decode_space;        /* cl/attention_decode.cl */
 extern const tdacl_kernel_space tdacl__gemm_space;          /* cl/layers.cl gemm */
+extern const tdacl_kernel_space tdacl__gemm_mma_space;      /* cl/gemm_mma.cl */
 
 /* Query rows of a decode call rounded up to a power of two (TQP in cl/attention_decode.cl). */
 int tdacl__decode_tqp(int64_t tq);

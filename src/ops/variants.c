@@ -22,12 +22,15 @@ static const tdacl_variant_def rows[] = {
      &tdacl__decode_space, 0, NULL, tdacl__attention_problem, tdacl__attention_decode_call_options,
      tdacl__attention_decode_launch},
     {"attention_prep", TDACL_OP_ATTENTION_PREP, {"attention_prep", {"common.cl", "attention_prep.cl"}}, NULL, 0, NULL, NULL, NULL, NULL},
-    /* matmuls: GEMV for the few rows of decode, the tiled GEMM otherwise */
-    {"gemv.simt", TDACL_OP_MATMUL, {"layers", {"common.cl", "layers.cl"}}, NULL, 0, tdacl__gemv_supports, NULL,
+    /* matmuls: GEMV for the few rows of decode, the tiled GEMM otherwise (matrix units first) */
+    {"gemv.simt", TDACL_OP_MATMUL, {"layers", {"common.cl", "epilogue.cl", "layers.cl"}}, NULL, 0, tdacl__gemv_supports, NULL,
      tdacl__gemv_call_options, tdacl__gemv_launch},
-    {"gemm.simt", TDACL_OP_MATMUL, {"layers", {"common.cl", "layers.cl"}}, &tdacl__gemm_space, 0, NULL, tdacl__gemm_problem,
+    {"gemm.mma", TDACL_OP_MATMUL, {"gemm_mma", {"common.cl", "mma.cl", "epilogue.cl", "gemm_mma.cl"}},
+     &tdacl__gemm_mma_space, 1, tdacl__gemm_mma_supports, tdacl__gemm_mma_problem, tdacl__gemm_mma_call_options,
+     tdacl__gemm_mma_launch},
+    {"gemm.simt", TDACL_OP_MATMUL, {"layers", {"common.cl", "epilogue.cl", "layers.cl"}}, &tdacl__gemm_space, 0, NULL, tdacl__gemm_problem,
      tdacl__gemm_call_options, tdacl__gemm_launch},
-    {"layers", TDACL_OP_LAYERS, {"layers", {"common.cl", "layers.cl"}}, NULL, 0, NULL, NULL, NULL, NULL},
+    {"layers", TDACL_OP_LAYERS, {"layers", {"common.cl", "epilogue.cl", "layers.cl"}}, NULL, 0, NULL, NULL, NULL, NULL},
     /* device probes: the matrix-unit rate first, where there are matrix units */
     {"peak.mma", TDACL_OP_PEAK, {"peak_mma", {"common.cl", "mma.cl", "peak_mma.cl"}}, NULL, 1, tdacl__peak_mma_supports, NULL,
      NULL, NULL},
@@ -81,6 +84,19 @@ static int allowed(const tdacl_variant_def *row)
             }
     }
     return !names_op;
+}
+
+tdacl_status tdacl__precision_env(tdacl_context *ctx, const char *call, tdacl_precision *p)
+{
+    const char *pe = getenv("TDACL_PRECISION");
+    if (!pe || !*pe) return TDACL_SUCCESS;
+    static const char *const names[] = {"exact", "tf32", "bf16"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(pe, names[i])) {
+            *p = (tdacl_precision)i;
+            return TDACL_SUCCESS;
+        }
+    return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: TDACL_PRECISION='%.32s' is not exact, tf32 or bf16", call, pe);
 }
 
 tdacl_status tdacl__variant_choose(tdacl_context *ctx, tdacl_op op, const void *call, const tdacl_variant_def **out,

@@ -43,6 +43,10 @@ const tdacl_variant_def *tdacl__variant_of_space(const char *kernel);
 const tdacl_variant_def *tdacl__variant_of_op(tdacl_op op);
 const char *tdacl__op_name(tdacl_op op);
 
+/* *p replaced by $TDACL_PRECISION (exact|tf32|bf16) when that is set; an unknown value is an
+ * error naming `call`. */
+tdacl_status tdacl__precision_env(tdacl_context *ctx, const char *call, tdacl_precision *p);
+
 /* The first row of `op` that supports the call.  why receives the choice and, for every row
  * passed over, the reason ("attention.mma: bf16 only; took attention.simt").  The
  * environment variable $TDACL_VARIANT=name[,name...] restricts the choice to the rows

@@ -1,0 +1,172 @@
+/* Tensor-core GEMM: c[M,N] = epilogue(a[M,K] @ B) on the m16n8k16 fragments of mma.cl, for
+ * 16-bit weights B (bf16, MMA_IN 1) with a in fp32 rounded to the weights' type as it is
+ * staged (the caller's precision allows it); products accumulate in fp32.  B is b[K,N] or,
+ * with TRANS_B, b[N,K] (the tied LM head).  A work-group of four warps (2 x 2) owns a
+ * GMM_BM x GMM_BN tile of c; per 32-wide K step, A is read into registers one step ahead and
+ * stored rounded, B is copied by cp.async into the other of two local stages, so both
+ * loads overlap the products of the current step.  The same argument list as gemm
+ * (cl/layers.cl), so the host launches either. */
+
+#ifndef GMM_BM
+#define GMM_BM 128 /* rows of c per work-group (64 or 128) */
+#endif
+#ifndef GMM_BN
+#define GMM_BN 128 /* columns of c per work-group (64 or 128) */
+#endif
+#ifndef TRANS_B
+#define TRANS_B 0
+#endif
+
+#define GMM_BK 32 /* K per step */
+#define GMM_NT 128
+#define WTM (GMM_BM / 2) /* a warp's rows */
+#define WTN (GMM_BN / 2) /* a warp's columns */
+#define MTI (WTM / 16)   /* its m-tiles */
+#define NBI (WTN / 8)    /* its n-blocks */
+#define LDAS (GMM_BK + 8) /* padded rows: ldmatrix row addresses fall in distinct banks */
+#if TRANS_B
+#define LDBS (GMM_BK + 8) /* B staged n-major: Bs[n][k] */
+#define B_STAGE (GMM_BN * LDBS)
+#else
+#define LDBS (GMM_BN + 8) /* B staged k-major: Bs[k][n] */
+#define B_STAGE (GMM_BK * LDBS)
+#endif
+#define A_STAGE (GMM_BM * LDAS)
+#define A_CHUNKS (GMM_BM * GMM_BK / 4 / GMM_NT) /* float4 chunks of a step per thread */
+#if MMA_NATIVE
+#define UNROLL _Pragma("unroll") /* register arrays stay registers only when fully unrolled */
+#else
+#define UNROLL /* the portable body keeps its loops: unrolled, PoCL takes minutes to compile it */
+#endif
+
+/* This thread's part of A rows m0.., columns k0..k0+GMM_BK into registers (zero outside). */
+inline void gmm_load_a(float4 ar[A_CHUNKS], __global const float *a, int M, int K, int lda, int m0, int k0, int tid)
+{
+    UNROLL for (int i = 0; i < A_CHUNKS; i++) {
+        const int idx = tid + i * GMM_NT, r = idx / (GMM_BK / 4), c = (idx % (GMM_BK / 4)) * 4;
+        const int m = m0 + r, k = k0 + c;
+        __global const float *p = a + (long)m * lda + k;
+#ifdef ALIGNED_A
+        if (m < M && k + 4 <= K) {
+            ar[i] = vload4(0, p);
+            continue;
+        }
+#endif
+        float4 x = (float4)(0.0f);
+        if (m < M) {
+            if (k < K) x.s0 = p[0];
+            if (k + 1 < K) x.s1 = p[1];
+            if (k + 2 < K) x.s2 = p[2];
+            if (k + 3 < K) x.s3 = p[3];
+        }
+        ar[i] = x;
+    }
+}
+
+inline void gmm_store_a(__local ushort *As, const float4 ar[A_CHUNKS], int tid)
+{
+    UNROLL for (int i = 0; i < A_CHUNKS; i++) {
+        const int idx = tid + i * GMM_NT, r = idx / (GMM_BK / 4), c = (idx % (GMM_BK / 4)) * 4;
+        /* two packed roundings and one 8-byte store per chunk */
+        *(__local uint2 *)(As + r * LDAS + c) = (uint2)(mma_pack2(ar[i].s0, ar[i].s1), mma_pack2(ar[i].s2, ar[i].s3));
+    }
+}
+
+/* B's step k0 into a local stage: 16-byte copies (cp.async on NVIDIA) when rows are
+ * 16-byte aligned, zero-filled past K and N; element copies otherwise. */
+inline void gmm_load_b(__local ushort *Bs, __global const ushort *b, int N, int K, int ldb, int n0, int k0, int tid)
+{
+#if TRANS_B
+    const int rows = GMM_BN, chunks = GMM_BK / 8; /* row n, 8 k per chunk */
+#else
+    const int rows = GMM_BK, chunks = GMM_BN / 8; /* row k, 8 n per chunk */
+#endif
+    for (int idx = tid; idx < rows * chunks; idx += GMM_NT) {
+        const int r = idx / chunks, c = (idx % chunks) * 8;
+#if TRANS_B
+        const int row = n0 + r, col = k0 + c, nrows = N, ncols = K;
+#else
+        const int row = k0 + r, col = n0 + c, nrows = K, ncols = N;
+#endif
+        __local ushort *to = Bs + r * LDBS + c;
+        __global const ushort *from = b + (long)row * ldb + col;
+#ifdef ALIGNED_B
+        const int bytes = row < nrows ? 2 * clamp(ncols - col, 0, 8) : 0;
+        mma_copy16(to, bytes ? from : b, bytes);
+#else
+        for (int e = 0; e < 8; e++) to[e] = (row < nrows && col + e < ncols) ? from[e] : (ushort)0;
+#endif
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) void gemm_mma(
+    __global float *c, __global const float *a, __global const void *bv, __global const float *bias,
+    __global const float *res, int M, int N, int K, int lda, int ldb, int ldc, int flags)
+{
+    __local ushort As[2 * A_STAGE] __attribute__((aligned(16)));
+    __local ushort Bs[2 * B_STAGE] __attribute__((aligned(16)));
+    __global const ushort *b = (__global const ushort *)bv;
+    const int tid = get_local_id(0), warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+    const int wm = warp >> 1, wn = warp & 1;
+    const int m0 = get_group_id(1) * GMM_BM, n0 = get_group_id(0) * GMM_BN;
+    const int nk = (K + GMM_BK - 1) / GMM_BK;
+
+    float acc[MTI][NBI][4];
+    UNROLL for (int i = 0; i < MTI; i++)
+        UNROLL for (int j = 0; j < NBI; j++)
+            UNROLL for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+
+    float4 ar[A_CHUNKS];
+    gmm_load_a(ar, a, M, K, lda, m0, 0, tid);
+    gmm_load_b(Bs, b, N, K, ldb, n0, 0, tid);
+    mma_copy_commit();
+    gmm_store_a(As, ar, tid);
+
+    for (int kt = 0; kt < nk; kt++) {
+        const int cur = kt & 1;
+        MMA_COPY_WAIT(0);
+        barrier(CLK_LOCAL_MEM_FENCE); /* step kt staged; the other stage was last read in kt-1 */
+        if (kt + 1 < nk) {
+            gmm_load_a(ar, a, M, K, lda, m0, (kt + 1) * GMM_BK, tid);
+            gmm_load_b(Bs + (cur ^ 1) * B_STAGE, b, N, K, ldb, n0, (kt + 1) * GMM_BK, tid);
+        }
+        mma_copy_commit();
+        __local const ushort *At = As + cur * A_STAGE + wm * WTM * LDAS;
+#if TRANS_B
+        __local const ushort *Bt = Bs + cur * B_STAGE + wn * WTN * LDBS;
+#else
+        __local const ushort *Bt = Bs + cur * B_STAGE + wn * WTN;
+#endif
+        UNROLL for (int kk = 0; kk < GMM_BK / 16; kk++) {
+            frag_a af[MTI];
+            UNROLL for (int mt = 0; mt < MTI; mt++) mma_load_a(&af[mt], At + 16 * mt * LDAS + 16 * kk, LDAS);
+            UNROLL for (int n2 = 0; n2 < NBI / 2; n2++) {
+                frag_b b0, b1;
+#if TRANS_B
+                mma_load_b_nk(&b0, &b1, Bt + 16 * n2 * LDBS + 16 * kk, LDBS);
+#else
+                mma_load_b_kn(&b0, &b1, Bt + 16 * kk * LDBS + 16 * n2, LDBS);
+#endif
+                UNROLL for (int mt = 0; mt < MTI; mt++) {
+                    mma_acc(acc[mt][2 * n2], &af[mt], &b0);
+                    mma_acc(acc[mt][2 * n2 + 1], &af[mt], &b1);
+                }
+            }
+        }
+        /* the other stage is free: every warp passed this step's barrier after reading it */
+        if (kt + 1 < nk) gmm_store_a(As + (cur ^ 1) * A_STAGE, ar, tid);
+    }
+    MMA_COPY_WAIT(0);
+
+    /* lane (g, t) holds rows g and g + 8 of each m-tile, columns 2t and 2t + 1 of each n-block */
+    UNROLL for (int mt = 0; mt < MTI; mt++)
+        UNROLL for (int nb = 0; nb < NBI; nb++)
+            UNROLL for (int e = 0; e < 4; e++) {
+                const int m = m0 + wm * WTM + 16 * mt + g + 8 * (e >> 1);
+                const int n = n0 + wn * WTN + 8 * nb + 2 * t + (e & 1);
+                if (m < M && n < N) {
+                    const long idx = (long)m * ldc + n;
+                    c[idx] = epilogue(acc[mt][nb][e], flags, bias, n, res, idx);
+                }
+            }
+}
