@@ -21,7 +21,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build-gpu -j"$(nproc)" >/dev/null || exit 1
 B=build-gpu/tdacl-bench
 KINDS=softmax,rela,tra,tda,diff_softmax
-PREV=bench/results/registry-h200/attention-mma-stats.json
+PREV=${MMA_PREV:-bench/results/pipeline-h200/attention-mma.json}
 case "${1:-check}" in
 check)
     {

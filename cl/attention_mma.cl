@@ -135,17 +135,19 @@ inline void load_tile(__local ushort *dst, int ld, __global const void *src, lon
  * adds the causal and key-count mask, which only tiles crossing the warp's diagonal or the
  * end of the keys need.  Softmax kinds leave scaled scores and track the tile's row maxima;
  * the sparse kinds OR the weights' bits into anyb (NaN and every nonzero weight set a bit). */
+#define VISIBLE_0 1                              /* unmasked tiles: every key */
+#define VISIBLE_1 (j <= lim[ri] && j < kmax)    /* masked: causal limit and key count */
 #if SOFTMAX
 #define SCORE_ELEM(MASKED)                                                       \
     float x = s[mt][n][e] * sr[ri];                                              \
-    if (MASKED) x = (j <= lim[ri] && j < kmax) ? x : -INFINITY;                  \
+    x = VISIBLE_##MASKED ? x : -INFINITY;                                        \
     tmax[ri] = fmax(tmax[ri], x);                                                \
     s[mt][n][e] = x;                                                             \
     SCORE_ELEM2(MASKED)
 #if KIND == 4
 #define SCORE_ELEM2(MASKED)                                                      \
     float x2 = s2[mt][n][e] * sr2[ri];                                           \
-    if (MASKED) x2 = (j <= lim[ri] && j < kmax) ? x2 : -INFINITY;                \
+    x2 = VISIBLE_##MASKED ? x2 : -INFINITY;                                      \
     tmax2[ri] = fmax(tmax2[ri], x2);                                             \
     s2[mt][n][e] = x2;
 #else
@@ -155,7 +157,7 @@ inline void load_tile(__local ushort *dst, int ld, __global const void *src, lon
 #define SCORE_ELEM(MASKED)                                                       \
     float w1 = rectify(fma(s[mt][n][e], SR_J(sr, ri, j), -tau[ri]), power);      \
     float w2 = rectify(fma(s2[mt][n][e], SR_J(sr2, ri, BN + j), -tau[ri]), power); \
-    if (MASKED && !(j <= lim[ri] && j < kmax)) w1 = 0.0f, w2 = 0.0f;            \
+    if (!VISIBLE_##MASKED) w1 = 0.0f, w2 = 0.0f;                                 \
     const float w = fma(-lc, w2, w1);                                            \
     COUNT(nz1, w1 != 0.0f);                                                      \
     COUNT(nz2, w2 != 0.0f);                                                      \
@@ -170,7 +172,7 @@ inline void load_tile(__local ushort *dst, int ld, __global const void *src, lon
 #endif
 #define SCORE_ELEM(MASKED)                                                       \
     float w = WEIGHT_OF(fma(s[mt][n][e], SR_J(sr, ri, j), -tau[ri]));            \
-    if (MASKED && !(j <= lim[ri] && j < kmax)) w = 0.0f;                         \
+    if (!VISIBLE_##MASKED) w = 0.0f;                                             \
     COUNT(nz1, w != 0.0f);                                                       \
     anyb |= as_uint(w);                                                          \
     s[mt][n][e] = w;
@@ -372,6 +374,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
                 o2[mt][n][e] = 0.0f;
 #endif
             }
+    /* for the masks, in 32 bits (positions stay below 2^31): the warp's first row position
+     * and how many of its rows exist */
+    const int wpos = (int)min(offset + wrow0, (long)INT_MAX - 16 * MT - BN);
+    const int wrows = (int)clamp(Tq - wrow0, 0L, (long)(16 * MT));
     uint nz1 = 0, nz2 = 0, nzc = 0, vtiles = 0;
     const long warp_last = min(wrow0 + 16 * MT - 1, Tq - 1); /* the warp's last real row */
 #if MMA_NATIVE
@@ -420,40 +426,40 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
 #if TWO_VIEWS
         float s2[MT][NB][4];
 #endif
-        UNROLL for (int mt = 0; mt < MT; mt++)
-            UNROLL for (int n = 0; n < NB; n++)
-                UNROLL for (int e = 0; e < 4; e++) {
-                    s[mt][n][e] = 0.0f;
-#if TWO_VIEWS
-                    s2[mt][n][e] = 0.0f;
-#endif
-                }
         const int warp_live = live_tile && wrow0 <= warp_last && n0 <= offset + warp_last; /* warp-uniform */
         if (warp_live) {
+            /* the first k-step writes the scores (mma_mul), so nothing zeroes them per tile */
+#define QK_STEP(c_, a_, b_) (kk == 0 ? mma_mul(c_, a_, b_) : mma_acc(c_, a_, b_))
             UNROLL for (int kk = 0; kk < KD; kk++)
                 UNROLL for (int n2 = 0; n2 < NB / 2; n2++) {
                     frag_b b0, b1;
                     mma_load_b_nk(&b0, &b1, Kt + 16 * n2 * LDK + 16 * kk, LDK);
                     UNROLL for (int mt = 0; mt < MT; mt++) {
-                        mma_acc(s[mt][2 * n2], &qf[mt][0][kk], &b0);
-                        mma_acc(s[mt][2 * n2 + 1], &qf[mt][0][kk], &b1);
+                        QK_STEP(s[mt][2 * n2], &qf[mt][0][kk], &b0);
+                        QK_STEP(s[mt][2 * n2 + 1], &qf[mt][0][kk], &b1);
                     }
 #if TWO_VIEWS
                     mma_load_b_nk(&b0, &b1, Kt + BN * LDK + 16 * n2 * LDK + 16 * kk, LDK);
                     UNROLL for (int mt = 0; mt < MT; mt++) {
-                        mma_acc(s2[mt][2 * n2], &qf[mt][1][kk], &b0);
-                        mma_acc(s2[mt][2 * n2 + 1], &qf[mt][1][kk], &b1);
+                        QK_STEP(s2[mt][2 * n2], &qf[mt][1][kk], &b0);
+                        QK_STEP(s2[mt][2 * n2 + 1], &qf[mt][1][kk], &b1);
                     }
 #endif
                 }
+#undef QK_STEP
+        } else {
+            UNROLL for (int mt = 0; mt < MT; mt++)
+                UNROLL for (int n = 0; n < NB; n++)
+                    UNROLL for (int e = 0; e < 4; e++) {
+                        s[mt][n][e] = 0.0f;
+#if TWO_VIEWS
+                        s2[mt][n][e] = 0.0f;
+#endif
+                    }
         }
 
         /* key j of the tile is visible to row r when j <= lim[r] (causal) and j < kmax; a
          * tile wholly visible to every row of the warp skips the mask (warp-uniform) */
-        int lim[NR];
-        UNROLL for (int ri = 0; ri < NR; ri++)
-            lim[ri] = row[ri] < Tq ? (int)clamp(offset + row[ri] - n0, -1L, (long)BN) : -1;
-        const int kmax = (int)min((long)BN, Tk - n0);
         const int masked = !(wrow0 + 16 * MT <= Tq && n0 + BN - 1 <= offset + wrow0 && n0 + BN <= Tk); /* warp-uniform */
 #if KNORM
         __local const float *kn = kn_s + kst * NV * BN;
@@ -471,6 +477,12 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
         if (warp_live && !masked) {
             SCORE_TILE(0)
         } else { /* a warp whose rows all lie above the tile ends with weights 0 */
+            const int n0i = kt * BN, kmax = min(BN, (int)(Tk - n0));
+            int lim[NR];
+            UNROLL for (int ri = 0; ri < NR; ri++) {
+                const int r = 16 * (ri >> 1) + g + 8 * (ri & 1); /* the row within the warp */
+                lim[ri] = r < wrows ? clamp(wpos + r - n0i, -1, BN) : -1;
+            }
             SCORE_TILE(1)
         }
 #if WSCALE
@@ -554,13 +566,20 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
 #if !MMA_NATIVE
         __local ushort *Pw = Ps + ((kt & 1) * NWARPS + warp) * MT * 16 * MMA_SCRATCH_LD(BN);
 #endif
+        /* natively a warp without survivors packs nothing (its pn is never read); the
+         * portable body's staging holds a barrier, so every warp goes through it */
         frag_a pn[MT][KB];
-        UNROLL for (int mt = 0; mt < MT; mt++)
-            UNROLL for (int kk = 0; kk < KB; kk++)
-                mma_stage_a(&pn[mt][kk], s[mt][2 * kk], s[mt][2 * kk + 1], Pw + mt * 16 * MMA_SCRATCH_LD(BN), kk);
-        MMA_STAGE_SYNC();
-        UNROLL for (int mt = 0; mt < MT; mt++)
-            UNROLL for (int kk = 0; kk < KB; kk++) mma_staged_a(&pn[mt][kk], Pw + mt * 16 * MMA_SCRATCH_LD(BN), kk);
+#if MMA_NATIVE
+        if (warp_has_w)
+#endif
+        {
+            UNROLL for (int mt = 0; mt < MT; mt++)
+                UNROLL for (int kk = 0; kk < KB; kk++)
+                    mma_stage_a(&pn[mt][kk], s[mt][2 * kk], s[mt][2 * kk + 1], Pw + mt * 16 * MMA_SCRATCH_LD(BN), kk);
+            MMA_STAGE_SYNC();
+            UNROLL for (int mt = 0; mt < MT; mt++)
+                UNROLL for (int kk = 0; kk < KB; kk++) mma_staged_a(&pn[mt][kk], Pw + mt * 16 * MMA_SCRATCH_LD(BN), kk);
+        }
         MMA_COPY_WAIT(1); /* V tile kt-1 (this thread's part); K kt+1 may still be in flight */
         barrier(CLK_LOCAL_MEM_FENCE); /* ... everyone's part, and this tile's survivor flags */
         /* V tile kt only when some weight of the block survived */
@@ -604,8 +623,9 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
                 UNROLL for (int n = 0; n < NBV; n++) o[mt][n][e0] *= rsc[ri], o[mt][n][e0 + 1] *= rsc[ri];
             }
 #endif
-        UNROLL for (int mt = 0; mt < MT; mt++)
-            UNROLL for (int kk = 0; kk < KB; kk++) pa[mt][kk] = pn[mt][kk];
+        if (warp_has_w)
+            UNROLL for (int mt = 0; mt < MT; mt++)
+                UNROLL for (int kk = 0; kk < KB; kk++) pa[mt][kk] = pn[mt][kk];
         warp_had_w = warp_has_w;
 #endif
         kst = NEXT_STAGE(kst, KSTAGES);

@@ -120,6 +120,22 @@ inline void mma_acc(float c[4], const frag_a *a, const frag_b *b)
 #endif
 }
 
+/* c = A B, no accumulator to read (the first k-step of a product: no zeroing) */
+inline void mma_mul(float c[4], const frag_a *a, const frag_b *b)
+{
+#if MMA_IN == 1
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%10, %10, %10, %10};"
+                 : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
+                 : "r"(a->x[0]), "r"(a->x[1]), "r"(a->x[2]), "r"(a->x[3]), "r"(b->x[0]), "r"(b->x[1]), "f"(0.0f));
+#else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%10, %10, %10, %10};"
+                 : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
+                 : "r"(a->x[0]), "r"(a->x[1]), "r"(a->x[2]), "r"(a->x[3]), "r"(b->x[0]), "r"(b->x[1]), "f"(0.0f));
+#endif
+}
+
 inline uint mma_pack2(float lo, float hi)
 {
     uint r;
@@ -229,6 +245,12 @@ inline void mma_acc(float c[4], const frag_a *a, const frag_b *b)
 }
 
 #ifdef BN /* kernels that re-pack C tiles as A operands define their key tile BN */
+inline void mma_mul(float c[4], const frag_a *a, const frag_b *b)
+{
+    c[0] = c[1] = c[2] = c[3] = 0.0f;
+    mma_acc(c, a, b);
+}
+
 /* Weights become A operands through this warp's scratch: every lane writes its C elements
  * (rounded to the input type, as the native body's cvt does), MMA_STAGE_SYNC() makes them
  * visible, then mma_staged_a points at them.  scratch: 16 rows x ld columns per warp. */
