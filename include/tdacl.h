@@ -31,9 +31,10 @@
  *                   gemv.simt); an operation none of them names is unrestricted.  When the
  *                   named ones cannot run a call, the call fails with the reason.
  *                   TDACL_LOG=debug says for every call which variant ran and why.
- *  TDACL_PRECISION  exact | tf32 | bf16: replaces tdacl_attention_desc.precision in every
- *                   call (run an unchanged program with fp32 inputs on the matrix units)
- *  TDACL_MMA_EMULATE  1: run the tensor-core prefill kernel on any device through the
+ *  TDACL_PRECISION  exact | tf32 | bf16: replaces tdacl_attention_desc.precision and
+ *                   tdacl_matmul_desc.precision in every call, and sets the model forward's
+ *                   (run an unchanged program with fp32 inputs on the matrix units)
+ *  TDACL_MMA_EMULATE  1: run the tensor-core kernels (attention prefill, GEMM) on any device through the
  *                     portable body of its fragment layer (slow; how CI tests it)
  *
  * Numbers that are not finite: descriptor fields and checkpoint scalars (beta, lambda) that
