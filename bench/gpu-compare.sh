@@ -8,13 +8,7 @@
 # then fp32 storage at precision bf16 (the tensor-core variant) at T=8192.
 # Run from the repository root with the bundle in .gpubundle/ and gpu-env.sh in .gpu/;
 # results go to $OUT (default /tmp/out).
-set -o pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-. .gpu/gpu-env.sh .gpubundle >/dev/null
-export TDACL_CACHE_DIR=/tmp/tdacl-cache
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build-gpu -j"$(nproc)" >/dev/null || exit 1
+. bench/gpu-setup.sh
 {
     (cd build-gpu/tests && ./test_registry) 2>&1
     for part in mma mma-wide mma-f32 ${GPU_TEST_PARTS:-}; do

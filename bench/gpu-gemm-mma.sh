@@ -3,13 +3,7 @@
 # build, test_matmul and test_registry natively, tune the gemm_mma space (bf16 weights, the
 # GPT-2 MLP shape), then the gemm suite at precision bf16 on those entries and with the FP32
 # lanes, and torch.addmm bf16 on the same shapes.  Results in $OUT (default /tmp/out).
-set -o pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-. .gpu/gpu-env.sh .gpubundle >/dev/null
-export TDACL_CACHE_DIR=/tmp/tdacl-cache
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build-gpu -j"$(nproc)" >/dev/null || exit 1
+. bench/gpu-setup.sh
 { (cd build-gpu/tests && ./test_matmul && ./test_registry) 2>&1; } >"$OUT/test-native-gemm.txt"
 grep -E "mma|PASSED|FAILED|ERROR" "$OUT/test-native-gemm.txt" | tail -10
 build-gpu/tdacl tune --device nvidia --kernel gemm_mma --dtype bf16 --T 8192 --N 3072 --K 768 --budget 20 \

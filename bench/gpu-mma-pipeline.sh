@@ -12,18 +12,12 @@
 #   bash bench/gpu-mma-pipeline.sh sass    machine code of the tensor-core programs
 # Run from the repository root with the bundle in .gpubundle/ and gpu-env.sh in .gpu/;
 # results go to $OUT (default /tmp/out).
-set -o pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-. .gpu/gpu-env.sh .gpubundle >/dev/null
-export TDACL_CACHE_DIR=/tmp/tdacl-cache
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build-gpu -j"$(nproc)" >/dev/null || exit 1
+. bench/gpu-setup.sh
 B=build-gpu/tdacl-bench
 KINDS=softmax,rela,tra,tda,diff_softmax
 PREV=${MMA_PREV:-bench/results/pipeline-h200/attention-mma.json}
-case "${1:-check}" in
-check)
+# test_registry and the tensor-core test parts natively, into $OUT/test-native.txt
+native_tests() {
     {
         (cd build-gpu/tests && ./test_registry) 2>&1
         for part in mma mma-wide mma-f32; do
@@ -31,6 +25,10 @@ check)
         done
     } >"$OUT/test-native.txt"
     grep -E "PASSED|FAILED|ERROR" "$OUT/test-native.txt" | tail -12
+}
+case "${1:-check}" in
+check)
+    native_tests
     TDACL_CACHE=off TDACL_LOG=debug TDACL_BUILD_OPTIONS=-cl-nv-verbose $B --device nvidia --suite attention \
         --kinds "$KINDS" --dtype bf16 --T 256 --no-decode --min-samples 1 --min-ms 0 2>&1 |
         grep -E "attention_mma_fwd|registers|spill" >"$OUT/nv-verbose.txt"
@@ -48,13 +46,7 @@ tune)
     ;;
 bench)
     # on the shipped entries: native tests, every kind over T, the density sweep, the anchors
-    {
-        (cd build-gpu/tests && ./test_registry) 2>&1
-        for part in mma mma-wide mma-f32; do
-            (cd build-gpu/tests && TDACL_LOG=warn ./test_attention --part "$part") 2>&1
-        done
-    } >"$OUT/test-native.txt"
-    grep -E "PASSED|FAILED|ERROR" "$OUT/test-native.txt" | tail -8
+    native_tests
     T=${MMA_T:-1024,4096,8192,16384,32768}
     $B --device nvidia --suite peak,attention --dtype bf16 --T "$T" --d "${MMA_D:-64}" --no-decode --beta 1 \
         --kinds "$KINDS" --json "$OUT/attention-mma.json" --compare "$PREV" 2>&1 | tail -28

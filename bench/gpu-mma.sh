@@ -4,14 +4,8 @@
 #   bf16 prefill, every kind, the mma variant and the SIMT one, 4. PyTorch SDPA anchors.
 # Run from the repository root with the bundle in .gpubundle/ and gpu-env.sh in .gpu/;
 # results go to $OUT (default /tmp/out).  T list: $MMA_T (default 1024,4096,8192,16384,32768).
-set -o pipefail
-OUT=${OUT:-/tmp/out}
+. bench/gpu-setup.sh
 T=${MMA_T:-1024,4096,8192,16384,32768}
-mkdir -p "$OUT"
-. .gpu/gpu-env.sh .gpubundle >/dev/null
-export TDACL_CACHE_DIR=/tmp/tdacl-cache
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build-gpu -j"$(nproc)" >/dev/null || exit 1
 : >"$OUT/test-attention-native.txt"
 for part in mma mma-wide mma-f32 ${MMA_TEST_PARTS:-}; do
     (cd build-gpu/tests && TDACL_LOG=warn ./test_attention --part "$part") 2>&1 | tee -a "$OUT/test-attention-native.txt" | tail -4

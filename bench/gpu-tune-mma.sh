@@ -3,12 +3,7 @@
 # GPU host for every kind, bf16, d = 64 and 128 at the long-T bucket; entries go to
 # $OUT/mma.tdb (device-specific lines, as tuning/shipped.tdb keeps them).  Run after
 # bench/gpu-compare.sh in the same session (it reuses build-gpu/).
-set -o pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-. .gpu/gpu-env.sh .gpubundle >/dev/null
-export TDACL_CACHE_DIR=/tmp/tdacl-cache
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build-gpu -j"$(nproc)" >/dev/null || exit 1
+NO_GPU_TXT=1 . bench/gpu-setup.sh
 for d in ${MMA_TUNE_D:-64 128}; do
     build-gpu/tdacl tune --device nvidia --kernel attention_mma --kinds softmax,rela,tra,tda,diff_softmax --dtype bf16 \
         --d "$d" --T 8192 --B 4 --H 8 --budget "${MMA_TUNE_BUDGET:-25}" --jobs 8 --out "$OUT/mma.tdb" 2>&1 | tail -20

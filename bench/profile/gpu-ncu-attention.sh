@@ -3,12 +3,7 @@
 # T=8192, shipped entries, no statistics), their PTX comes out of the program cache, and
 # ptx_attention.py launches each through the CUDA driver under ncu.  Kinds: $NCU_KINDS
 # (default tra,softmax).  Reports (text) in $OUT.
-set -o pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-. .gpu/gpu-env.sh .gpubundle >/dev/null
-export TDACL_CACHE_DIR=/tmp/tdacl-cache
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build-gpu -j"$(nproc)" >/dev/null || exit 1
+NO_GPU_TXT=1 . bench/gpu-setup.sh
 KINDS=${NCU_KINDS:-tra,softmax}
 build-gpu/tdacl-bench --device nvidia --suite attention --kinds "$KINDS" --dtype bf16 --T 8192 --no-decode \
     --min-samples 3 --min-ms 0 2>&1 | grep "attention "

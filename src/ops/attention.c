@@ -249,8 +249,7 @@ tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_des
     if (plan->problem.tq < 1) plan->problem.tq = 1;
     plan->aligned16 = aligned16_view(t->q) && aligned16_view(t->k) && aligned16_view(t->v) && aligned16_view(t->q2) &&
                       aligned16_view(t->k2);
-    const char *emulate = getenv("TDACL_MMA_EMULATE");
-    plan->mma_emulate = emulate && !strcmp(emulate, "1");
+    plan->mma_emulate = tdacl__mma_emulated();
     plan->mma_native = ctx->info.nv_cc_major >= 8 && !plan->mma_emulate;
     const tdacl_attention_call c = {plan, t, NULL, NULL};
     const tdacl_op op = plan->path == TDACL_PATH_DECODE ? TDACL_OP_ATTENTION_DECODE : TDACL_OP_ATTENTION_PREFILL;

@@ -1,7 +1,5 @@
 /* Dispatch of the matmul kernels of cl/layers.cl through the variant registry. */
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "ops/gemm.h"
 
@@ -98,6 +96,27 @@ void tdacl__gemm_call_options(const void *call, tdacl_strbuf *sb)
     tdacl__sb_printf(sb, "-DWDT=%d -DTRANS_B=%d", (int)c->w->dtype, c->trans);
 }
 
+/* Both GEMM kernels (gemm, gemm_mma) take the same arguments: build the row's program for
+ * this call and launch `kernel` over global g in work-groups of l. */
+static tdacl_status launch_gemm_kernel(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_matmul_call *c,
+                                       const tdacl_param_values *v, const char *kernel, size_t g[2], size_t l[2])
+{
+    tdacl_strbuf opts = {0};
+    tdacl__variant_options(row, c, v, &opts);
+    cl_kernel k;
+    tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", kernel)
+                               : tdacl__variant_kernel(ctx, row, opts.data, kernel, &k);
+    tdacl__sb_free(&opts);
+    if (st) return st;
+    cl_mem cm = mem(c->c), am = mem(c->a), wm = mem(c->w), bmm = mem(c->bias), rm = mem(c->res);
+    cl_int cM = c->M, cN = c->N, cK = c->K, lda = (cl_int)c->a->strides[0], ldb = (cl_int)c->w->strides[0],
+           ldc = (cl_int)c->c->strides[0], fl = c->flags;
+    st = tdacl__set_args(ctx, k, kernel, sizeof cm, &cm, sizeof am, &am, sizeof wm, &wm, sizeof bmm, &bmm, sizeof rm, &rm,
+                         sizeof cM, &cM, sizeof cN, &cN, sizeof cK, &cK, sizeof lda, &lda, sizeof ldb, &ldb,
+                         sizeof ldc, &ldc, sizeof fl, &fl, (size_t)0);
+    return st ? st : tdacl__launch(ctx, k, 2, g, l, c->ev, kernel);
+}
+
 tdacl_status tdacl__gemm_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
                                 const tdacl_param_values *v)
 {
@@ -106,34 +125,15 @@ tdacl_status tdacl__gemm_launch(tdacl_context *ctx, const tdacl_variant_def *row
     const int bm = tdacl__param(ks, v, "GBM"), bn = tdacl__param(ks, v, "GBN");
     const size_t nt = (size_t)((bm / tdacl__param(ks, v, "GTM")) * (bn / tdacl__param(ks, v, "GTN")));
     size_t g[2] = {(size_t)(c->N + bn - 1) / (size_t)bn * nt, (size_t)(c->M + bm - 1) / (size_t)bm}, l[2] = {nt, 1};
-    tdacl_strbuf opts = {0};
-    tdacl__variant_options(row, c, v, &opts);
-    cl_kernel k;
-    tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "gemm: out of memory")
-                               : tdacl__variant_kernel(ctx, row, opts.data, "gemm", &k);
-    tdacl__sb_free(&opts);
-    if (st) return st;
-    cl_mem cm = mem(c->c), am = mem(c->a), wm = mem(c->w), bmm = mem(c->bias), rm = mem(c->res);
-    cl_int cM = c->M, cN = c->N, cK = c->K, lda = (cl_int)c->a->strides[0], ldb = (cl_int)c->w->strides[0],
-           ldc = (cl_int)c->c->strides[0], fl = c->flags;
-    st = tdacl__set_args(ctx, k, "gemm", sizeof cm, &cm, sizeof am, &am, sizeof wm, &wm, sizeof bmm, &bmm, sizeof rm, &rm,
-                         sizeof cM, &cM, sizeof cN, &cN, sizeof cK, &cK, sizeof lda, &lda, sizeof ldb, &ldb,
-                         sizeof ldc, &ldc, sizeof fl, &fl, (size_t)0);
-    return st ? st : tdacl__launch(ctx, k, 2, g, l, c->ev, "gemm");
+    return launch_gemm_kernel(ctx, row, c, v, "gemm", g, l);
 }
 
 /* ---- the tensor-core GEMM (cl/gemm_mma.cl) ---- */
 
-static int mma_emulated(void)
-{
-    const char *e = getenv("TDACL_MMA_EMULATE");
-    return e && !strcmp(e, "1");
-}
-
 int tdacl__gemm_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
 {
     const tdacl_matmul_call *c = call;
-    if (ctx->info.nv_cc_major < 8 && !mma_emulated())
+    if (ctx->info.nv_cc_major < 8 && !tdacl__mma_emulated())
         return snprintf(why, n, "%s has no mma.sync (NVIDIA compute capability >= 8.0 needed; TDACL_MMA_EMULATE=1 "
                         "runs the portable body)", ctx->info.name), 1;
     if (c->w->dtype != TDACL_BF16)
@@ -147,7 +147,7 @@ int tdacl__gemm_mma_supports(const tdacl_context *ctx, const void *call, char *w
 void tdacl__gemm_mma_problem(const tdacl_context *ctx, const void *call, tdacl_problem *p)
 {
     tdacl__gemm_problem(ctx, call, p);
-    p->native = ctx->info.nv_cc_major >= 8 && !mma_emulated();
+    p->native = ctx->info.nv_cc_major >= 8 && !tdacl__mma_emulated();
 }
 
 void tdacl__gemm_mma_call_options(const void *call, tdacl_strbuf *sb)
@@ -155,7 +155,7 @@ void tdacl__gemm_mma_call_options(const void *call, tdacl_strbuf *sb)
     const tdacl_matmul_call *c = call;
     /* the operands start at their storage's element 0 (tdacl_matmul's contract), so row
      * strides decide the alignment of float4 loads of a and 16-byte copies of b */
-    const int native = c->c->ctx->info.nv_cc_major >= 8 && !mma_emulated();
+    const int native = c->c->ctx->info.nv_cc_major >= 8 && !tdacl__mma_emulated();
     tdacl__sb_printf(sb, "-DTRANS_B=%d -DMMA_NATIVE=%d -DMMA_IN=1%s%s", c->trans, native,
                      c->a->strides[0] % 4 == 0 ? " -DALIGNED_A" : "", c->w->strides[0] % 8 == 0 ? " -DALIGNED_B" : "");
 }
@@ -166,20 +166,7 @@ tdacl_status tdacl__gemm_mma_launch(tdacl_context *ctx, const tdacl_variant_def 
     const tdacl_matmul_call *c = callp;
     const int bm = tdacl__param(row->space, v, "GMM_BM"), bn = tdacl__param(row->space, v, "GMM_BN");
     size_t g[2] = {(size_t)(c->N + bn - 1) / (size_t)bn * 128, (size_t)(c->M + bm - 1) / (size_t)bm}, l[2] = {128, 1};
-    tdacl_strbuf opts = {0};
-    tdacl__variant_options(row, c, v, &opts);
-    cl_kernel k;
-    tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "gemm_mma: out of memory")
-                               : tdacl__variant_kernel(ctx, row, opts.data, "gemm_mma", &k);
-    tdacl__sb_free(&opts);
-    if (st) return st;
-    cl_mem cm = mem(c->c), am = mem(c->a), wm = mem(c->w), bmm = mem(c->bias), rm = mem(c->res);
-    cl_int cM = c->M, cN = c->N, cK = c->K, lda = (cl_int)c->a->strides[0], ldb = (cl_int)c->w->strides[0],
-           ldc = (cl_int)c->c->strides[0], fl = c->flags;
-    st = tdacl__set_args(ctx, k, "gemm_mma", sizeof cm, &cm, sizeof am, &am, sizeof wm, &wm, sizeof bmm, &bmm, sizeof rm,
-                         &rm, sizeof cM, &cM, sizeof cN, &cN, sizeof cK, &cK, sizeof lda, &lda, sizeof ldb, &ldb,
-                         sizeof ldc, &ldc, sizeof fl, &fl, (size_t)0);
-    return st ? st : tdacl__launch(ctx, k, 2, g, l, c->ev, "gemm_mma");
+    return launch_gemm_kernel(ctx, row, c, v, "gemm_mma", g, l);
 }
 
 tdacl_status tdacl__gemm(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor *a, const tdacl_tensor *w,

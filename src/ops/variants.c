@@ -86,6 +86,12 @@ static int allowed(const tdacl_variant_def *row)
     return !names_op;
 }
 
+int tdacl__mma_emulated(void)
+{
+    const char *e = getenv("TDACL_MMA_EMULATE");
+    return e && !strcmp(e, "1");
+}
+
 tdacl_status tdacl__precision_env(tdacl_context *ctx, const char *call, tdacl_precision *p)
 {
     const char *pe = getenv("TDACL_PRECISION");

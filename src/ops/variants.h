@@ -43,6 +43,9 @@ const tdacl_variant_def *tdacl__variant_of_space(const char *kernel);
 const tdacl_variant_def *tdacl__variant_of_op(tdacl_op op);
 const char *tdacl__op_name(tdacl_op op);
 
+/* $TDACL_MMA_EMULATE=1: matrix-unit rows run their portable body on any device. */
+int tdacl__mma_emulated(void);
+
 /* *p replaced by $TDACL_PRECISION (exact|tf32|bf16) when that is set; an unknown value is an
  * error naming `call`. */
 tdacl_status tdacl__precision_env(tdacl_context *ctx, const char *call, tdacl_precision *p);
