@@ -29,18 +29,40 @@
 #define LIST (NTD * (TQP <= 2 ? 4 : TQP <= 8 ? 2 : 1))
 #define KS4 (D4 + 1) /* padded row stride of the key chunk, in float4 */
 
-/* A key chunk moves through registers (kreg, fetched while the previous chunk is scored)
- * into local memory.  fp32 and unaligned views: work-item tid moves float4 (tid + u*NTD) of
- * each view's chunk.  16-bit views on 16-byte rows (WIDE16): it moves 8 elements (16 bytes)
- * per load, half the load instructions for the same bytes, so decode reads bf16 keys at the
- * bandwidth fp32 keys get.  Loads are coalesced across work-items either way. */
+/* A key chunk moves through registers as raw pieces (kreg): work-item tid loads piece
+ * (tid + u*NTD) of each view's chunk, coalesced across work-items.  fp32 and unaligned
+ * views: a piece is 4 elements (a float4).  16-bit views on 16-byte rows (WIDE16): 8
+ * elements (a uint4, 16 bytes), converted to fp32 only where they are used, so the
+ * registers hold half the bytes and one load moves twice as many keys. */
 #if DT != 0 && defined(ALIGNED16)
 #define WIDE16 1
-#define KLOADS (D4 / 2) /* 16-byte loads per work-item and view */
+#define KLOADS (D4 / 2) /* pieces per key row and view */
+typedef uint4 kpiece;
 #else
 #define WIDE16 0
 #define KLOADS D4
+typedef float4 kpiece;
 #endif
+/* Raw 16-bit pieces are small enough to hold two chunks in registers, so the next chunk's
+ * loads start before the current chunk is scored; fp32 chunks (twice the registers) are
+ * fetched after it is staged, which keeps occupancy (measured: fp32 decode 1.1-2.3x slower
+ * with two chunks held). */
+#define EARLY_FETCH WIDE16
+
+/* Scoring a chunk.  With PARTIAL, the work-item that loaded a piece of a key row (KLOADS
+ * pieces per row, always the same column piece cc = tid % KLOADS since NTD % KLOADS == 0)
+ * multiplies it at once with its query rows' piece, held in registers, and writes one
+ * partial dot per query row (and |k|^2 piece for the threshold kinds) to local memory; the
+ * key's owner adds its KLOADS partials.  That is D/KLOADS times less local-memory traffic
+ * and no second pass over the key in local memory: the few-row decode step becomes
+ * bandwidth-bound.  Without PARTIAL (many query rows, where the partials would outgrow the
+ * staged keys, or NTD not a multiple of KLOADS) the chunk is staged whole in Ks and every
+ * key's owner reads its row back.  fp32 keys stay staged: their decode is at the bandwidth
+ * bound already, and partials measured 3-7 % slower there (H200). */
+#define KK (KIND == 2 || KIND == 3) /* a partial |k|^2 per piece */
+#define SEGS (D4 / KLOADS)           /* float4s per piece: 2 for 16-byte loads, else 1 */
+#define PSLOTS (TQP + KK)            /* partial slots per view */
+#define PARTIAL (WIDE16 && NTD % KLOADS == 0 && PSLOTS * KLOADS <= 4 * KS4)
 
 /* 8 bf16 or f16 elements (a uint4) as two float4s. */
 inline void unpack8(uint4 w, float4 *lo, float4 *hi)
@@ -55,7 +77,19 @@ inline void unpack8(uint4 w, float4 *lo, float4 *hi)
 #endif
 }
 
-inline void fetch_chunk(float4 kreg[NV][D4], __global const void *k, long kb, long4 ks,
+/* Element group g (0 or 1) of a piece as fp32. */
+inline float4 piece_f32(kpiece w, int g)
+{
+#if WIDE16
+    float4 lo, hi;
+    unpack8(w, &lo, &hi);
+    return g ? hi : lo;
+#else
+    return w;
+#endif
+}
+
+inline void fetch_chunk(kpiece kreg[NV][KLOADS], __global const void *k, long kb, long4 ks,
                         __global const void *k2, long k2b, long4 k2s, long c0, long s1, int d, int tid)
 {
 #pragma unroll
@@ -73,7 +107,7 @@ inline void fetch_chunk(float4 kreg[NV][D4], __global const void *k, long kb, lo
 #endif
                     w = *(__global const uint4 *)((__global const ushort *)k + kb + n * ks.s2 + 8 * cc);
             }
-            unpack8(w, &kreg[t][2 * u], &kreg[t][2 * u + 1]);
+            kreg[t][u] = w;
 #else
             float4 val = (float4)(0.0f);
             if (n < s1) {
@@ -99,7 +133,11 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
     int normalize, int want_stats)
 {
     __local float4 Qs[NV * TQP * D4];
+#if PARTIAL
+    __local float Pl[NV * PSLOTS * NTD * KLOADS]; /* partial dots of the current chunk */
+#else
     __local float4 Ks[NV * NTD * KS4]; /* the current chunk of keys */
+#endif
     __local float Wl[LIST * TQP * NW]; /* weights (or log2 scores) of listed keys */
     __local int klist[LIST];
     __local float4 red[TQP * DV4]; /* partition sums at the end */
@@ -140,6 +178,19 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
         float f = qscale * (normalize ? 1.0f / fmax(sqrt(ss), 1e-12f) : 1.0f);
         for (int c4 = 0; c4 < D4; c4++) Qs[tid * D4 + c4] *= f;
     }
+#if PARTIAL
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float4 qp[NV][TQP][SEGS]; /* this work-item's piece of every query row */
+    {
+        const int cc = tid % KLOADS;
+#pragma unroll
+        for (int t = 0; t < NV; t++)
+#pragma unroll
+            for (int i = 0; i < TQP; i++)
+#pragma unroll
+                for (int g = 0; g < SEGS; g++) qp[t][i][g] = Qs[(t * TQP + i) * D4 + SEGS * cc + g];
+    }
+#endif
 
     float tau[TQP];
 #pragma unroll
@@ -175,7 +226,13 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
     const long k2b = k2_off + b * k2s.s0 + h * k2s.s1;
     const long vb = v_off + b * vs.s0 + h * vs.s1;
 
-    float4 kreg[NV][D4];
+#if EARLY_FETCH
+    kpiece kreg[NV][KLOADS], kcur[NV][KLOADS];
+#define KCUR kcur
+#else
+    kpiece kreg[NV][KLOADS];
+#define KCUR kreg
+#endif
     if (s0 < s1) fetch_chunk(kreg, k, kb, ks, k2, k2b, k2s, s0, s1, d, tid);
     for (long r0 = s0; r0 < s1; r0 += LIST) {
         barrier(CLK_LOCAL_MEM_FENCE); /* previous round's list fully consumed */
@@ -184,27 +241,51 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
         if (tid < NV * TQP) tmax[tid] = ord_int(-INFINITY);
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
-        /* phase 1: score this round's keys NTD at a time; each chunk is staged through local
-         * memory with coalesced loads, and the next chunk's loads are issued before scoring */
+        /* phase 1: score this round's keys NTD at a time */
         for (int j0 = 0; j0 < LIST && r0 + j0 < s1; j0 += NTD) {
             const long c0 = r0 + j0;
+            const long next = (j0 + NTD < LIST) ? c0 + NTD : r0 + LIST; /* possibly in the next round */
+#if EARLY_FETCH
+            /* this chunk has landed: take it and start the next one */
+#pragma unroll
+            for (int t = 0; t < NV; t++)
+#pragma unroll
+                for (int u = 0; u < KLOADS; u++) kcur[t][u] = kreg[t][u];
+            if (next < s1) fetch_chunk(kreg, k, kb, ks, k2, k2b, k2s, next, s1, d, tid);
+#endif
             if (j0 > 0 || r0 > s0) barrier(CLK_LOCAL_MEM_FENCE); /* previous chunk fully read */
 #pragma unroll
             for (int t = 0; t < NV; t++)
 #pragma unroll
                 for (int u = 0; u < KLOADS; u++) {
-                    int idx = tid + u * NTD, j = idx / KLOADS, cc = idx - (idx / KLOADS) * KLOADS;
-#if WIDE16
-                    Ks[(t * NTD + j) * KS4 + 2 * cc] = kreg[t][2 * u];
-                    Ks[(t * NTD + j) * KS4 + 2 * cc + 1] = kreg[t][2 * u + 1];
+                    int idx = tid + u * NTD;
+#if PARTIAL
+                    float4 kv[SEGS], pk = (float4)(0.0f);
+#pragma unroll
+                    for (int g = 0; g < SEGS; g++) {
+                        kv[g] = piece_f32(KCUR[t][u], g);
+                        pk = fma(kv[g], kv[g], pk);
+                    }
+#pragma unroll
+                    for (int i = 0; i < TQP; i++) {
+                        float4 pq = (float4)(0.0f);
+#pragma unroll
+                        for (int g = 0; g < SEGS; g++) pq = fma(qp[t][i][g], kv[g], pq);
+                        Pl[(t * PSLOTS + i) * NTD * KLOADS + idx] = (pq.s0 + pq.s1) + (pq.s2 + pq.s3);
+                    }
+#if KK
+                    Pl[(t * PSLOTS + TQP) * NTD * KLOADS + idx] = (pk.s0 + pk.s1) + (pk.s2 + pk.s3);
+#endif
 #else
-                    Ks[(t * NTD + j) * KS4 + cc] = kreg[t][u];
+                    int j = idx / KLOADS, cc = idx - (idx / KLOADS) * KLOADS;
+#pragma unroll
+                    for (int g = 0; g < SEGS; g++) Ks[(t * NTD + j) * KS4 + SEGS * cc + g] = piece_f32(KCUR[t][u], g);
 #endif
                 }
             barrier(CLK_LOCAL_MEM_FENCE);
-            /* next chunk (possibly in the next round) */
-            const long next = (j0 + NTD < LIST) ? c0 + NTD : r0 + LIST;
+#if !EARLY_FETCH
             if (next < s1) fetch_chunk(kreg, k, kb, ks, k2, k2b, k2s, next, s1, d, tid);
+#endif
             const long n = c0 + tid;
             const int j = j0 + tid;
             if (n < s1) {
@@ -215,6 +296,18 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
                     float4 kk = (float4)(0.0f);
 #pragma unroll
                     for (int i = 0; i < TQP; i++) acc[i] = (float4)(0.0f);
+#if PARTIAL
+                    /* the key's KLOADS partials of each slot, four at a time */
+                    __local const float4 *pp = (__local const float4 *)(Pl + (t * PSLOTS * NTD + tid) * KLOADS);
+#pragma unroll
+                    for (int c = 0; c < KLOADS / 4; c++) {
+#pragma unroll
+                        for (int i = 0; i < TQP; i++) acc[i] += pp[i * NTD * KLOADS / 4 + c];
+#if KK
+                        kk += pp[TQP * NTD * KLOADS / 4 + c];
+#endif
+                    }
+#else
 #pragma unroll 4
                     for (int cc = 0; cc < D4; cc++) {
                         float4 kv = Ks[(t * NTD + tid) * KS4 + cc];
@@ -222,6 +315,7 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
 #pragma unroll
                         for (int i = 0; i < TQP; i++) acc[i] = fma(Qs[(t * TQP + i) * D4 + cc], kv, acc[i]);
                     }
+#endif
                     float kinv = 1.0f;
 #if KIND == 2 || KIND == 3
                     if (normalize) kinv = 1.0f / fmax(sqrt((kk.s0 + kk.s1) + (kk.s2 + kk.s3)), 1e-12f);
@@ -302,19 +396,26 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
                     o[i] *= alpha;
             }
         const int count = (int)min((long)LIST, s1 - r0);
+        /* probabilities once per (key, row), not once per column group; each work-item's l
+         * holds its keys' share, summed over the work-group at the end */
+        for (int idx = tid; idx < count; idx += NTD)
+#pragma unroll
+            for (int t = 0; t < NV; t++)
+#pragma unroll
+                for (int i = 0; i < TQP; i++) {
+                    float sv = Wl[(t * LIST + idx) * TQP + i];
+                    float p = sv == -INFINITY ? 0.0f : native_exp2(sv - m[t][i]);
+                    l[t][i] += p;
+                    Wl[(t * LIST + idx) * TQP + i] = p;
+                }
+        barrier(CLK_LOCAL_MEM_FENCE);
         for (int idx = part; active && idx < count; idx += KPART) {
             float4 vv = load_row4(v, vb + (r0 + idx) * vs.s2, vs.s3, c4, dv);
 #pragma unroll
             for (int i = 0; i < TQP; i++) {
-                float sv = Wl[idx * TQP + i];
-                float p = sv == -INFINITY ? 0.0f : native_exp2(sv - m[0][i]);
-                l[0][i] += p;
-                o[i] = fma((float4)(p), vv, o[i]);
+                o[i] = fma((float4)(Wl[idx * TQP + i]), vv, o[i]);
 #if KIND == 4
-                float sv2 = Wl[(LIST + idx) * TQP + i];
-                float p2 = sv2 == -INFINITY ? 0.0f : native_exp2(sv2 - m[1][i]);
-                l[1][i] += p2;
-                o2[i] = fma((float4)(p2), vv, o2[i]);
+                o2[i] = fma((float4)(Wl[(LIST + idx) * TQP + i]), vv, o2[i]);
 #endif
             }
         }
@@ -345,19 +446,18 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
             vstore4(red[idx], 0, opart + ((slot * NW + view) * TQP) * DV + 4 * idx);
     }
 #if SOFTMAX
-    /* every partition saw the same maxima; their partial l sums add up */
+    /* every work-item saw the same maxima; their partial l sums add up */
     barrier(CLK_LOCAL_MEM_FENCE);
-    __local float *lsum = Wl;
+    __local float *lsum = Wl; /* NTD * NV * TQP <= LIST * TQP * NW floats */
 #pragma unroll
     for (int t = 0; t < NV; t++)
 #pragma unroll
-        for (int i = 0; i < TQP; i++)
-            if (c4 == 0 && active) lsum[(part * NV + t) * TQP + i] = l[t][i];
+        for (int i = 0; i < TQP; i++) lsum[(tid * NV + t) * TQP + i] = l[t][i];
     barrier(CLK_LOCAL_MEM_FENCE);
     if (tid < NV * TQP) {
         int t = tid / TQP, i = tid - (tid / TQP) * TQP;
         float sum = 0.0f;
-        for (int p = 0; p < KPART; p++) sum += lsum[(p * NV + t) * TQP + i];
+        for (int p = 0; p < NTD; p++) sum += lsum[(p * NV + t) * TQP + i];
         mlpart[((slot * NV + t) * TQP + i) * 2 + 0] = m[t][i];
         mlpart[((slot * NV + t) * TQP + i) * 2 + 1] = sum;
     }

@@ -240,6 +240,11 @@ static void test_local_memory_formulas(void **state)
     check_attention_local(ctx, TDACL_ATTN_DIFF_SOFTMAX, TDACL_F32, 32, 64, "attention.simt",
                           "BM=16 BN=16 TM=4 TN=4 VC=8 KUNROLL=1");
     check_attention_local(ctx, TDACL_ATTN_TDA, TDACL_F32, 64, 3, "attention_decode.simt", "NTD=64");
+    /* decodes whose chunk is held as partial dot products (PARTIAL: 16-byte bf16 key rows),
+     * one view with |k|^2 pieces and two softmax views */
+    check_attention_local(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 1, "attention_decode.simt", "NTD=128");
+    check_attention_local(ctx, TDACL_ATTN_DIFF_SOFTMAX, TDACL_BF16, 64, 2, "attention_decode.simt", "NTD=32");
+    check_attention_local(ctx, TDACL_ATTN_SOFTMAX, TDACL_F32, 64, 1, "attention_decode.simt", "NTD=64");
     /* the tensor-core kernel through its portable body (TDACL_MMA_EMULATE) */
     setenv("TDACL_MMA_EMULATE", "1", 1);
     check_attention_local(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 64, "attention.mma", "BN=32 NWARPS=4 MT=1");

@@ -249,6 +249,7 @@ tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_des
     if (plan->problem.tq < 1) plan->problem.tq = 1;
     plan->aligned16 = aligned16_view(t->q) && aligned16_view(t->k) && aligned16_view(t->v) && aligned16_view(t->q2) &&
                       aligned16_view(t->k2);
+    plan->problem.wide16 = dt != TDACL_F32 && plan->aligned16 && dd % 8 == 0;
     plan->mma_emulate = tdacl__mma_emulated();
     plan->mma_native = ctx->info.nv_cc_major >= 8 && !plan->mma_emulate;
     const tdacl_attention_call c = {plan, t, NULL, NULL};
@@ -348,7 +349,7 @@ void tdacl__attention_decode_call_options(const void *call, tdacl_strbuf *sb)
     tdacl__attention_call_options(call, sb);
     tdacl__sb_printf(sb, " -DTQP=%d -DNR=%d", tdacl__decode_tqp(p->Tq), p->dvpad >= 64 ? 64 : p->dvpad);
     /* 16-bit keys on 16-byte rows move 8 elements per load (cl/attention_decode.cl) */
-    if (p->dtype != TDACL_F32 && p->aligned16 && p->d % 8 == 0) tdacl__sb_printf(sb, " -DALIGNED16");
+    if (p->problem.wide16) tdacl__sb_printf(sb, " -DALIGNED16");
 }
 
 /* Build options of the planned kernel with parameters v (the program cache key). */

@@ -180,9 +180,14 @@ static size_t decode_local(const tdacl_kernel_space *ks, const tdacl_problem *p,
     const size_t ntd = (size_t)P("NTD"), tqp = (size_t)tdacl__decode_tqp(p->tq), d4 = (size_t)p->d / 4;
     const size_t nv = (size_t)tdacl__kind_views(p->kind), nw = (size_t)tdacl__kind_weight_sets(p->kind);
     const size_t list = (size_t)tdacl__decode_list((int)ntd, (int)tqp);
-    /* Qs, Ks (KS4 = d/4 + 1), Wl, klist, red, cnt, tmax, counters */
-    return nv * tqp * d4 * 16 + nv * ntd * (d4 + 1) * 16 + list * tqp * nw * 4 + list * 4 + tqp * (size_t)(p->dv / 4) * 16 +
-           4 + nv * tqp * 4 + 16;
+    /* the chunk: partial dots (PARTIAL in cl/attention_decode.cl) or staged keys (KS4 = d/4 + 1) */
+    const size_t kloads = p->wide16 ? d4 / 2 : d4, pslots = tqp + (size_t)tdacl__kind_threshold(p->kind);
+    const int partial = p->wide16 && ntd % kloads == 0 && pslots * kloads <= 4 * (d4 + 1);
+    const size_t chunk = partial ? nv * pslots * ntd * kloads * 4 : nv * ntd * (d4 + 1) * 16;
+    /* Qs, chunk, Wl, red, counters; the survivor list (klist, cnt) or the row maxima (tmax):
+     * the compiler drops the arrays a kind does not use */
+    const size_t kind_only = tdacl__kind_softmax(p->kind) ? nv * tqp * 4 : list * 4 + 4;
+    return nv * tqp * d4 * 16 + chunk + list * tqp * nw * 4 + tqp * (size_t)(p->dv / 4) * 16 + 16 + kind_only;
 }
 
 static int decode_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
