@@ -410,7 +410,10 @@ typedef struct tdacl_model tdacl_model;
 /* Load options.  Defaults (tdacl_model_desc_init): fp32 weights, batch 1, context = the
  * config's n_positions. */
 typedef struct tdacl_model_desc {
-    const char *path;          /* directory with config.json and model.safetensors (or shards) */
+    const char *path;          /* directory with config.json and model.safetensors (or shards),
+                                  or a Hugging Face repo id ("gpt2", "org/name") found offline
+                                  in the hub cache ($HF_HUB_CACHE, $HF_HOME/hub,
+                                  ~/.cache/huggingface/hub): its refs/main snapshot */
     tdacl_dtype weight_dtype;  /* device storage of the weights: TDACL_F32 or TDACL_BF16 */
     int max_batch;             /* sequences decoded together (KV cache rows) */
     int max_context;           /* KV cache length; 0 = n_positions */
@@ -453,6 +456,30 @@ TDACL_API tdacl_status tdacl_model_decode(tdacl_model *model, int batch, const i
 TDACL_API tdacl_status tdacl_model_logits(tdacl_model *model, float *logits, int64_t count, int *rows);
 /* Current length of the cached sequences. */
 TDACL_API tdacl_status tdacl_model_position(const tdacl_model *model, int *position);
+
+/* ------------------------------------------------------------------------------------ */
+/* Tokenizer: GPT-2 byte-level BPE (docs/spec.md section 4.4), no device needed          */
+
+typedef struct tdacl_tokenizer tdacl_tokenizer;
+
+/* Loads the tokenizer of a model directory (or hub repo id, as tdacl_model_desc.path):
+ * tokenizer.json (Hugging Face `tokenizers` format: BPE model, ByteLevel pre-tokenizer,
+ * added tokens), else vocab.json + merges.txt.  Errors (tdacl_last_error(NULL)) name the
+ * file and what is wrong; TDACL_ERR_IO when the directory has neither. */
+TDACL_API tdacl_status tdacl_tokenizer_load(const char *dir, tdacl_tokenizer **tok);
+TDACL_API tdacl_status tdacl_tokenizer_destroy(tdacl_tokenizer *tok);
+/* Token ids of UTF-8 text[0..len) (TDACL_ERR_FORMAT naming the byte when it is not valid
+ * UTF-8).  *count receives the number of ids; the first min(count, capacity) are written
+ * (ids may be NULL with capacity 0 to ask for the count). */
+TDACL_API tdacl_status tdacl_tokenizer_encode(const tdacl_tokenizer *tok, const char *text, size_t len, int32_t *ids,
+                                              int64_t capacity, int64_t *count);
+/* The bytes of ids[0..n) (UTF-8 for whole sequences; one token may hold part of a
+ * character).  *len receives the byte count; the first min(len, capacity) are written, and
+ * a NUL after them when there is room. */
+TDACL_API tdacl_status tdacl_tokenizer_decode(const tdacl_tokenizer *tok, const int32_t *ids, int64_t n, char *text,
+                                              size_t capacity, size_t *len);
+/* One more than the largest token id. */
+TDACL_API tdacl_status tdacl_tokenizer_vocab_size(const tdacl_tokenizer *tok, int32_t *size);
 
 /* Picks the next token from a logits row: temperature 0 = greedy; top_k 0 = all tokens.
  * The seed makes it reproducible (same seed, same draw). */

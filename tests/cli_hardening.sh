@@ -72,6 +72,10 @@ expect context-learned 1 'exceeds n_positions 128' -- \
     "$TDACL" forward --model "$M" --tokens 1,2,3 --out "$WORK/l.npy" --context 129
 #     a RoPE model with 16M positions sizes its cache by the run (it allocated 2.2 GB up front)
 expect rope-huge-positions 0 'logits \[3, 256\]' -- "$TDACL" forward --model "$R" --tokens 1,2,3 --out "$WORK/l.npy"
+# tokenize: a directory without a tokenizer is named; one of --text and --ids; no device
+expect tokenize-none 1 'has no tokenizer.json and no vocab.json' -- "$TDACL" tokenize --model "$M" --text hi
+expect tokenize-both 2 'exactly one of --text and --ids' -- "$TDACL" tokenize --model "$M" --text hi --ids 1
+expect tokenize-device 2 'option --device does not apply' -- "$TDACL" tokenize --model "$M" --text hi --device pocl
 # 14. make-model blames the file it was given
 expect make-model-bad-config 1 '/etc/passwd' -- "$TDACL" make-model --config /etc/passwd --out "$WORK/mm1"
 [ -e "$WORK/mm1/config.json" ] && { echo "FAIL make-model wrote $WORK/mm1/config.json from a bad config"; fails=$((fails + 1)); }

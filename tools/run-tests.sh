@@ -1,8 +1,10 @@
 #!/bin/bash
 # The project's single test command (CI runs it through .ci/run):
+#   0. the Python test tools of tools/requirements-test.txt (PyPI) in .venv-test/, once
 #   1. Release build with warnings as errors (build/), every test except the Oclgrind ones
-#   2. AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/), the same tests,
-#      leak checking on (third-party leaks suppressed by tools/lsan.supp)
+#   2. AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/), the same tests but
+#      the Python ones (they load the library into an uninstrumented interpreter), leak
+#      checking on (third-party leaks suppressed by tools/lsan.supp)
 #   3. install the Release build into a temporary prefix and build + run examples/hello
 #      against it through find_package(tdacl) and through pkg-config
 #   4. the tests labelled "oclgrind" (kernels under the Oclgrind simulator), if any
@@ -28,9 +30,16 @@ run_ctest() {
     ctest "$@" 2>&1 | tee "$log"
 }
 
+# ---- 0. Python test tools (PyPI, tools/requirements-test.txt) in .venv-test/ ----
+step "Python test tools (.venv-test/)"
+if ! .venv-test/bin/python -c 'import tokenizers' 2>/dev/null; then
+    python3 -m venv .venv-test
+    .venv-test/bin/pip install --quiet --disable-pip-version-check -r tools/requirements-test.txt
+fi
+
 # ---- 1. Release ----
 step "Release build (build/)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTDACL_WERROR=ON
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTDACL_WERROR=ON -DTDACL_TEST_PYTHON="$ROOT/.venv-test/bin/python"
 cmake --build build -j"$JOBS"
 
 step "Release tests"
@@ -47,7 +56,7 @@ step "ASan + UBSan tests"
 ASAN_OPTIONS=detect_leaks=1 \
 LSAN_OPTIONS="suppressions=$ROOT/tools/lsan.supp" \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_ctest "$TMP/ctest-asan.log" --test-dir build-asan --output-on-failure -j"$JOBS" -LE oclgrind
+    run_ctest "$TMP/ctest-asan.log" --test-dir build-asan --output-on-failure -j"$JOBS" -LE "oclgrind|python"
 
 # ---- 3. the installed package ----
 step "install into a temporary prefix and build examples/hello against it"

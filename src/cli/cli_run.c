@@ -12,7 +12,7 @@
 #include "runtime/tuning.h"
 
 typedef struct run_opts {
-    const char *model, *tokens, *prompt, *out, *device;
+    const char *model, *tokens, *prompt, *out, *device, *text, *ids;
     tdacl_dtype dtype;
     long long max_new, top_k, seed, context;
     double temperature;
@@ -22,16 +22,18 @@ typedef struct run_opts {
 enum {
     OPT_MODEL = 1 << 0, OPT_TOKENS = 1 << 1, OPT_PROMPT = 1 << 2, OPT_OUT = 1 << 3, OPT_DEVICE = 1 << 4,
     OPT_DTYPE = 1 << 5, OPT_MAX_NEW = 1 << 6, OPT_TOP_K = 1 << 7, OPT_SEED = 1 << 8, OPT_CONTEXT = 1 << 9,
-    OPT_TEMPERATURE = 1 << 10
+    OPT_TEMPERATURE = 1 << 10, OPT_TEXT = 1 << 11, OPT_IDS = 1 << 12
 };
 #define FORWARD_OPTS (OPT_MODEL | OPT_TOKENS | OPT_OUT | OPT_DEVICE | OPT_DTYPE | OPT_CONTEXT)
 #define GENERATE_OPTS (OPT_MODEL | OPT_TOKENS | OPT_PROMPT | OPT_DEVICE | OPT_DTYPE | OPT_MAX_NEW | OPT_TOP_K | \
                        OPT_SEED | OPT_CONTEXT | OPT_TEMPERATURE)
+#define TOKENIZE_OPTS (OPT_MODEL | OPT_TEXT | OPT_IDS)
 
 static const struct { const char *name; int bit; } run_options[] = {
     {"--model", OPT_MODEL}, {"--tokens", OPT_TOKENS}, {"--prompt", OPT_PROMPT}, {"--out", OPT_OUT},
     {"--device", OPT_DEVICE}, {"--dtype", OPT_DTYPE}, {"--max-new", OPT_MAX_NEW}, {"--top-k", OPT_TOP_K},
     {"--seed", OPT_SEED}, {"--context", OPT_CONTEXT}, {"--temperature", OPT_TEMPERATURE},
+    {"--text", OPT_TEXT}, {"--ids", OPT_IDS},
 };
 
 /* Every value is checked here, before any model is loaded or any kernel runs. */
@@ -65,6 +67,8 @@ static int parse(int argc, char **argv, run_opts *o, const char *cmd, int allowe
         case OPT_TOKENS: o->tokens = v; break;
         case OPT_PROMPT: o->prompt = v; break;
         case OPT_OUT: o->out = v; break;
+        case OPT_TEXT: o->text = v; break;
+        case OPT_IDS: o->ids = v; break;
         case OPT_DEVICE: o->device = v; break;
         case OPT_DTYPE: {
             int dt = tdacl__dtype_from_name(v);
@@ -141,10 +145,18 @@ static const char generate_help[] =
     "usage: tdacl generate --model DIR (--prompt TEXT | --tokens ids) [--max-new N]\n"
     "                      [--temperature T] [--top-k K] [--seed S] [--dtype f32|bf16]\n"
     "                      [--context N] [--device SEL]\n"
-    "--prompt: byte-level text in and out (vocabulary-256 models).  --tokens: token ids in,\n"
-    "the prompt ids and then the generated ids out, comma-separated.  The KV cache holds\n"
-    "prompt + N positions, or --context positions.  Prints prefill time, decode tokens/s\n"
-    "and per-token latency on stderr.\n";
+    "--prompt: text in, the prompt and its continuation out, through the model directory's\n"
+    "tokenizer (tokenizer.json, or vocab.json + merges.txt), or as bytes for a vocabulary-256\n"
+    "model without one.  --tokens: token ids in, the prompt ids and then the generated ids\n"
+    "out, comma-separated.  DIR may be a Hugging Face repo id found in the local hub cache.\n"
+    "The KV cache holds prompt + N positions, or --context positions.  Prints prefill time,\n"
+    "decode tokens/s and per-token latency on stderr.\n";
+
+static const char tokenize_help[] =
+    "usage: tdacl tokenize --model DIR (--text TEXT | --ids 15,42,7)\n"
+    "--text: prints the token ids of TEXT, comma-separated.  --ids: prints the text of the ids.\n"
+    "Uses DIR's tokenizer.json (or vocab.json + merges.txt): GPT-2 byte-level BPE.  DIR may be a\n"
+    "Hugging Face repo id found in the local hub cache.  No device is opened.\n";
 
 /* Releases what a command made (any may be NULL) and passes its exit code on. */
 static int finish(int rc, int32_t *tokens, float *logits, tdacl_model *m, tdacl_context *ctx)
@@ -165,6 +177,40 @@ static int begin(int argc, char **argv, run_opts *o, const char *cmd, int allowe
     }
     int rc = parse(argc, argv, o, cmd, allowed);
     return rc ? rc : -1;
+}
+
+/* The prompt's ids: through the tokenizer, or one id per byte without one. */
+static int prompt_tokens(const tdacl_tokenizer *tok, const char *prompt, int32_t **tokens, int *n)
+{
+    size_t len = strlen(prompt);
+    int64_t count = (int64_t)len;
+    tdacl_status st = tok ? tdacl_tokenizer_encode(tok, prompt, len, NULL, 0, &count) : TDACL_SUCCESS;
+    if (st) return cli_report(NULL, st);
+    if (count < 1 || count > INT_MAX - 1) {
+        fprintf(stderr, "tdacl generate: the prompt gives %lld tokens; 1..%d are possible\n", (long long)count, INT_MAX - 1);
+        return 2;
+    }
+    *tokens = malloc((size_t)count * sizeof **tokens);
+    if (!*tokens) {
+        fprintf(stderr, "tdacl generate: out of memory\n");
+        return 1;
+    }
+    if (tok) st = tdacl_tokenizer_encode(tok, prompt, len, *tokens, count, &count);
+    else
+        for (size_t i = 0; i < len; i++) (*tokens)[i] = (unsigned char)prompt[i];
+    *n = (int)count;
+    return st ? cli_report(NULL, st) : 0;
+}
+
+/* Writes a generated token's bytes (one byte per id without a tokenizer). */
+static tdacl_status print_token(const tdacl_tokenizer *tok, int32_t id)
+{
+    if (!tok) return putchar(id), TDACL_SUCCESS;
+    char buf[256];
+    size_t len;
+    tdacl_status st = tdacl_tokenizer_decode(tok, &id, 1, buf, sizeof buf, &len);
+    if (!st) fwrite(buf, 1, len < sizeof buf ? len : sizeof buf, stdout);
+    return st;
 }
 
 int cmd_forward(int argc, char **argv)
@@ -233,18 +279,19 @@ int cmd_generate(int argc, char **argv)
         fprintf(stderr, "tdacl generate: bad value '%s' for --tokens: expected token ids like 15,42,7\n", o.tokens);
         return 2;
     }
+    tdacl_tokenizer *tok = NULL;
     if (o.prompt) {
-        n = (int)strnlen(o.prompt, INT_MAX - 1);
-        if (n == 0) {
+        if (!o.prompt[0]) {
             fprintf(stderr, "tdacl generate: empty prompt\n");
             return 2;
         }
-        tokens = malloc((size_t)n * sizeof *tokens);
-        if (!tokens) {
-            fprintf(stderr, "tdacl generate: out of memory\n");
-            return 1;
+        /* the directory's tokenizer, else bytes (checked against the vocabulary below) */
+        tdacl_status st = tdacl_tokenizer_load(o.model, &tok);
+        if (st && st != TDACL_ERR_IO) return cli_report(NULL, st);
+        if ((rc = prompt_tokens(tok, o.prompt, &tokens, &n))) {
+            tdacl_tokenizer_destroy(tok);
+            return rc;
         }
-        for (int i = 0; i < n; i++) tokens[i] = (unsigned char)o.prompt[i];
     }
     /* the prompt and every generated token but the last enter the KV cache */
     long long need = (long long)n + (o.max_new > 0 ? o.max_new - 1 : 0);
@@ -252,9 +299,10 @@ int cmd_generate(int argc, char **argv)
     rc = 1;
     tdacl_model_info info;
     tdacl_model_get_info(m, &info);
-    const int text = o.prompt != NULL; /* bytes in, bytes out */
-    if (text && info.vocab_size != 256) {
-        fprintf(stderr, "tdacl generate: --prompt needs a byte-level (vocab 256) model; use --tokens\n");
+    const int text = o.prompt != NULL; /* text in, text out */
+    if (text && !tok && info.vocab_size != 256) {
+        fprintf(stderr, "tdacl generate: %s has no tokenizer (tokenizer.json, or vocab.json + merges.txt) and its "
+                        "vocabulary is not bytes (256); give one or use --tokens\n", o.model);
         goto done;
     }
     logits = malloc((size_t)info.vocab_size * sizeof *logits);
@@ -267,7 +315,7 @@ int cmd_generate(int argc, char **argv)
         cli_report(ctx, st);
         goto done;
     }
-    if (text) fwrite(o.prompt, 1, (size_t)n, stdout);
+    if (text) fputs(o.prompt, stdout);
     else
         for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", tokens[i]);
     uint64_t seed = (uint64_t)o.seed;
@@ -275,8 +323,8 @@ int cmd_generate(int argc, char **argv)
     for (long long i = 0; i < o.max_new; i++) {
         int32_t next;
         if ((st = tdacl_sample(logits, info.vocab_size, (float)o.temperature, (int)o.top_k, &seed, &next))) break;
-        if (text) putchar(next);
-        else printf(",%d", next);
+        if (text && (st = print_token(tok, next))) break;
+        if (!text) printf(",%d", next);
         fflush(stdout);
         if (i + 1 == o.max_new) break;
         if ((st = tdacl_model_decode(m, 1, &next)) || (st = tdacl_model_logits(m, logits, info.vocab_size, NULL)))
@@ -293,5 +341,51 @@ int cmd_generate(int argc, char **argv)
             steps, steps && decode_s > 0 ? (double)steps / decode_s : 0.0, steps ? decode_s * 1e3 / (double)steps : 0.0);
     rc = 0;
 done:
+    tdacl_tokenizer_destroy(tok);
     return finish(rc, tokens, logits, m, ctx);
+}
+
+int cmd_tokenize(int argc, char **argv)
+{
+    run_opts o;
+    int rc = begin(argc, argv, &o, "tokenize", TOKENIZE_OPTS, tokenize_help);
+    if (rc >= 0) return rc;
+    if (!!o.text == !!o.ids) {
+        fprintf(stderr, "tdacl tokenize: give exactly one of --text and --ids\n");
+        return 2;
+    }
+    int32_t *ids = NULL;
+    int n = 0;
+    if (o.ids && cli_parse_ids(o.ids, &ids, &n)) {
+        fprintf(stderr, "tdacl tokenize: bad value '%s' for --ids: expected token ids like 15,42,7\n", o.ids);
+        return 2;
+    }
+    tdacl_tokenizer *tok;
+    tdacl_status st = tdacl_tokenizer_load(o.model, &tok);
+    if (st) {
+        free(ids);
+        return cli_report(NULL, st);
+    }
+    rc = 0;
+    if (o.text) {
+        int64_t count;
+        st = tdacl_tokenizer_encode(tok, o.text, strlen(o.text), NULL, 0, &count);
+        ids = st ? NULL : malloc((size_t)(count ? count : 1) * sizeof *ids);
+        if (!st && !ids) st = TDACL_ERR_OUT_OF_MEMORY;
+        if (!st) st = tdacl_tokenizer_encode(tok, o.text, strlen(o.text), ids, count, &count);
+        for (int64_t i = 0; !st && i < count; i++) printf("%s%d", i ? "," : "", ids[i]);
+        if (!st) printf("\n");
+    } else {
+        size_t len;
+        st = tdacl_tokenizer_decode(tok, ids, n, NULL, 0, &len);
+        char *text = st ? NULL : malloc(len + 1);
+        if (!st && !text) st = TDACL_ERR_OUT_OF_MEMORY;
+        if (!st) st = tdacl_tokenizer_decode(tok, ids, n, text, len + 1, &len);
+        if (!st) fwrite(text, 1, len, stdout), printf("\n");
+        free(text);
+    }
+    if (st) rc = cli_report(NULL, st);
+    free(ids);
+    tdacl_tokenizer_destroy(tok);
+    return rc;
 }

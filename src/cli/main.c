@@ -17,6 +17,7 @@ static void usage(FILE *f)
             "  forward --model DIR --tokens ids --out logits.npy   logits of every position\n"
             "  generate --model DIR (--prompt TEXT|--tokens ids) [--max-new N] [--temperature T]\n"
             "           [--top-k K] [--seed S]                 sample a continuation\n"
+            "  tokenize --model DIR (--text TEXT|--ids ids)  text to token ids and back (GPT-2 BPE)\n"
             "  make-model --config FILE --out DIR [--seed S] [--dtype f32|bf16|f16] [--force]\n"
             "                                                 checkpoint with seeded random weights\n"
             "  version (or --version)                        library version and git revision\n"
@@ -97,6 +98,7 @@ static int dispatch(int argc, char **argv)
     if (!strcmp(cmd, "make-model")) return cmd_make_model(argc - 1, argv + 1);
     if (!strcmp(cmd, "forward")) return cmd_forward(argc - 1, argv + 1);
     if (!strcmp(cmd, "generate")) return cmd_generate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("libtdacl %s (git %s)\n", tdacl_version(), tdacl_git_revision());
         return 0;

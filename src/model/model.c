@@ -20,8 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fileio.h"
 #include "base/kinds.h"
 #include "model/checkpoint.h"
+#include "model/hub.h"
 #include "model/model.h"
 #include "ops/attention.h"
 #include "ops/gemm.h"
@@ -239,7 +241,9 @@ tdacl_status tdacl_model_load(tdacl_context *ctx, const tdacl_model_desc *desc, 
     if (desc->max_context < 0)
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.max_context %d is negative", call, desc->max_context);
     tdacl_checkpoint *ck;
-    tdacl_status st = tdacl__checkpoint_open(desc->path, &ck);
+    char dir[TDACL_PATH_LIMIT];
+    tdacl_status st = tdacl__resolve_model_dir(desc->path, dir, sizeof dir);
+    if (!st) st = tdacl__checkpoint_open(dir, &ck);
     if (st) return tdacl__fail(ctx, st, "%s", tdacl_last_error(NULL));
     tdacl_model *m = calloc(1, sizeof *m);
     if (!m) {
