@@ -487,11 +487,27 @@ static int is_space(uint32_t c)
            c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
 }
 
+/* cp within one of the n sorted ranges */
+static int in_ranges(const uint32_t (*r)[2], size_t n, uint32_t cp)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (cp < r[mid][0]) hi = mid;
+        else if (cp > r[mid][1]) lo = mid + 1;
+        else return 1;
+    }
+    return 0;
+}
+
 enum { C_SPACE, C_LETTER, C_NUMBER, C_OTHER };
 
 static int char_class(uint32_t c)
 {
-    return is_space(c) ? C_SPACE : tdacl__unicode_is_letter(c) ? C_LETTER : tdacl__unicode_is_number(c) ? C_NUMBER : C_OTHER;
+    return is_space(c)                                                         ? C_SPACE
+           : in_ranges(tdacl__letter_ranges, tdacl__letter_range_count, c) ? C_LETTER
+           : in_ranges(tdacl__number_ranges, tdacl__number_range_count, c) ? C_NUMBER
+                                                                            : C_OTHER;
 }
 
 /* Length in code points of the pre-token at cp[i] (n code points in all): GPT-2's rules
