@@ -21,7 +21,8 @@
  *  TDACL_LOG        debug | info | warn | error | off
  *  TDACL_CACHE      off disables the program binary cache
  *  TDACL_CACHE_DIR  cache directory (default $XDG_CACHE_HOME/tdacl or ~/.cache/tdacl)
- *  TDACL_PROFILE    1: log each kernel's summed device time (level info) at context destroy
+ *  TDACL_PROFILE    1: log each kernel's summed device time at context destroy (level info, or
+ *                   warn when info is not shown, so that it prints without TDACL_LOG)
  *  TDACL_TUNING_FILE  user tuning database (default $XDG_CONFIG_HOME/tdacl/tuning.tdb or
  *                     ~/.config/tdacl/tuning.tdb; format in docs/tuning.md).  A file named
  *                     here (or in tdacl_context_desc.tuning_file) that cannot be read, is not

@@ -72,6 +72,9 @@ expect context-learned 1 'exceeds n_positions 128' -- \
     "$TDACL" forward --model "$M" --tokens 1,2,3 --out "$WORK/l.npy" --context 129
 #     a RoPE model with 16M positions sizes its cache by the run (it allocated 2.2 GB up front)
 expect rope-huge-positions 0 'logits \[3, 256\]' -- "$TDACL" forward --model "$R" --tokens 1,2,3 --out "$WORK/l.npy"
+# TDACL_PROFILE=1 prints the kernel table without TDACL_LOG
+expect profile-table 0 'profile: forward|profile: attention_fwd|profile: gemm' -- \
+    env -u TDACL_LOG TDACL_PROFILE=1 "$TDACL" forward --model "$M" --tokens 1,2,3 --out "$WORK/l.npy"
 # tokenize: a directory without a tokenizer is named; one of --text and --ids; no device
 expect tokenize-none 1 'has no tokenizer.json and no vocab.json' -- "$TDACL" tokenize --model "$M" --text hi
 expect tokenize-both 2 'exactly one of --text and --ids' -- "$TDACL" tokenize --model "$M" --text hi --ids 1

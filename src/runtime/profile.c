@@ -81,10 +81,12 @@ void tdacl__profile_report(tdacl_context *ctx)
     double total = 0;
     for (int i = 0; i < p->nnames; i++) total += p->names[i].ms;
     double span = p->last_end_ns > p->first_start_ns ? 1e-6 * (p->last_end_ns - p->first_start_ns) : 0;
-    tdacl__log(ctx, TDACL_LOG_INFO, "profile: %.3f ms of kernels in a %.3f ms span (the rest: gaps between kernels)",
+    /* asked for by TDACL_PROFILE: shown at the default log level too, not only with TDACL_LOG=info */
+    const tdacl_log_level level = tdacl__log_enabled(ctx, TDACL_LOG_INFO) ? TDACL_LOG_INFO : TDACL_LOG_WARN;
+    tdacl__log(ctx, level, "profile: %.3f ms of kernels in a %.3f ms span (the rest: gaps between kernels)",
                total, span);
     for (int i = 0; i < p->nnames; i++)
-        tdacl__log(ctx, TDACL_LOG_INFO, "profile: %-28s %8ld launches %10.3f ms %5.1f%% %9.4f ms each",
+        tdacl__log(ctx, level, "profile: %-28s %8ld launches %10.3f ms %5.1f%% %9.4f ms each",
                    p->names[i].name, p->names[i].count, p->names[i].ms, total > 0 ? 100 * p->names[i].ms / total : 0,
                    p->names[i].ms / (double)p->names[i].count);
     free(p);
