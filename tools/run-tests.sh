@@ -6,7 +6,8 @@
 #      the Python ones (they load the library into an uninstrumented interpreter), leak
 #      checking on (third-party leaks suppressed by tools/lsan.supp)
 #   3. install the Release build into a temporary prefix and build + run examples/hello
-#      against it through find_package(tdacl) and through pkg-config
+#      against it through find_package(tdacl) and through pkg-config; pip install ./python
+#      into a fresh virtual environment and import it
 #   4. the tests labelled "oclgrind" (kernels under the Oclgrind simulator), if any
 #   5. the libFuzzer targets (tools/fuzz.sh, clang build in build-fuzz/), $FUZZ_SECONDS
 #      (default 30) seconds each on the safetensors, config.json, .npy, tuning-database,
@@ -32,7 +33,7 @@ run_ctest() {
 
 # ---- 0. Python test tools (PyPI, tools/requirements-test.txt) in .venv-test/ ----
 step "Python test tools (.venv-test/)"
-if ! .venv-test/bin/python -c 'import tokenizers' 2>/dev/null; then
+if ! .venv-test/bin/python -c 'import tokenizers, numpy, pytest' 2>/dev/null; then
     python3 -m venv .venv-test
     .venv-test/bin/pip install --quiet --disable-pip-version-check -r tools/requirements-test.txt
 fi
@@ -73,6 +74,11 @@ LD_LIBRARY_PATH="$LIB_DIR" "$TMP/hello-cmake/hello"
 echo "-- pkg-config ($(PKG_CONFIG_PATH="$PC_DIR" pkg-config --cflags --libs tdacl))"
 PKG_CONFIG_PATH="$PC_DIR" make -C examples/hello -f Makefile.pkgconfig OUT="$TMP/hello-pkgconfig"
 LD_LIBRARY_PATH="$LIB_DIR" "$TMP/hello-pkgconfig"
+
+echo "-- pip install ./python (builds libtdacl with CMake into the package)"
+python3 -m venv "$TMP/pyvenv"
+"$TMP/pyvenv/bin/pip" install --quiet --disable-pip-version-check ./python
+(cd "$TMP" && "$TMP/pyvenv/bin/python" -c 'import tdacl; print("tdacl", tdacl.version(), "from", tdacl.__file__, "sees", len(tdacl.devices()), "device(s)")')
 
 # ---- 4. Oclgrind ----
 step "Oclgrind tests"

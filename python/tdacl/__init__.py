@@ -1,0 +1,373 @@
+"""Python bindings of libtdacl (ctypes over the public C API in include/tdacl.h).
+
+    import numpy as np, tdacl
+    ctx = tdacl.Context()                     # $TDACL_DEVICE or the default device
+    out = ctx.attention(q, k, v, kind="tra")  # q, k: [B, H, T, d], v: [B, H, T, dv]
+    model = tdacl.Model.load("gpt2")          # a directory or a hub-cache repo id
+    print(model.generate("The quick brown fox", max_new_tokens=20))
+
+Arrays may be NumPy arrays or anything with __array__ (CPU torch tensors), of float64,
+float32, float16 or bfloat16 (ml_dtypes) in any layout; they are copied to the device as
+`dtype` ("f32", "bf16" or "f16") and results come back as float32 NumPy arrays.  Every
+failing call raises TdaclError carrying the status name and the library's message.
+"""
+import ctypes
+import ctypes.util
+import os
+import weakref
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+__all__ = ["TdaclError", "devices", "version", "Context", "Tokenizer", "Model"]
+
+_DTYPES = {"f32": 0, "fp32": 0, "float32": 0, "bf16": 1, "bfloat16": 1, "f16": 2, "fp16": 2, "float16": 2}
+_KINDS = {"softmax": 0, "rela": 1, "tra": 2, "tda": 3, "diff_softmax": 4}
+_TWO_VIEWS = {"tda", "diff_softmax"}
+_PRECISIONS = {"exact": 0, "tf32": 1, "bf16": 2}
+
+
+def _load_library() -> ctypes.CDLL:
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in (os.environ.get("TDACL_LIBRARY"), os.path.join(here, "libtdacl.so")):
+        if path and os.path.exists(path):
+            return ctypes.CDLL(path)
+    found = ctypes.util.find_library("tdacl")
+    if not found:
+        raise ImportError("libtdacl not found: install the package with `pip install ./python` "
+                          "or set TDACL_LIBRARY to the path of libtdacl.so")
+    return ctypes.CDLL(found)
+
+
+_lib = _load_library()
+_p = ctypes.c_void_p
+
+
+class _AttentionDesc(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_int), ("beta", ctypes.c_float), ("kappa", ctypes.c_float),
+                ("power", ctypes.c_float), ("lambda_", ctypes.c_float), ("scale", ctypes.c_float),
+                ("normalize", ctypes.c_int), ("norm", ctypes.c_int), ("norm_eps", ctypes.c_float),
+                ("out_scale", ctypes.c_float), ("offset", ctypes.c_int64), ("want_stats", ctypes.c_int),
+                ("path", ctypes.c_int), ("precision", ctypes.c_int)]
+
+
+class _AttentionTensors(ctypes.Structure):
+    _fields_ = [("q", _p), ("k", _p), ("v", _p), ("q2", _p), ("k2", _p), ("gain", _p), ("out", _p), ("lambdas", _p)]
+
+
+class _ContextDesc(ctypes.Structure):
+    _fields_ = [("device", ctypes.c_char_p), ("cache", ctypes.c_int), ("cache_dir", ctypes.c_char_p),
+                ("tuning_file", ctypes.c_char_p), ("use_tuning_db", ctypes.c_int), ("log_fn", _p),
+                ("log_user", _p), ("log_level", ctypes.c_int)]
+
+
+class _ModelDesc(ctypes.Structure):
+    _fields_ = [("path", ctypes.c_char_p), ("weight_dtype", ctypes.c_int), ("max_batch", ctypes.c_int),
+                ("max_context", ctypes.c_int)]
+
+
+class _DeviceInfoHead(ctypes.Structure):
+    """The leading fields of tdacl_device_info (the rest is read into spare room)."""
+    _fields_ = [("index", ctypes.c_int), ("platform_name", ctypes.c_char * 128),
+                ("platform_version", ctypes.c_char * 128), ("name", ctypes.c_char * 128),
+                ("vendor", ctypes.c_char * 128), ("vendor_id", ctypes.c_uint32),
+                ("driver_version", ctypes.c_char * 128), ("device_version", ctypes.c_char * 128),
+                ("opencl_c_version", ctypes.c_char * 128), ("type", ctypes.c_int), ("arch", ctypes.c_char * 64),
+                ("spare", ctypes.c_char * 8192)]
+
+
+def _sig(name, args, res=ctypes.c_int):
+    f = getattr(_lib, name)
+    f.argtypes, f.restype = args, res
+    return f
+
+
+_status_str = _sig("tdacl_status_str", [ctypes.c_int], ctypes.c_char_p)
+_last_error = _sig("tdacl_last_error", [_p], ctypes.c_char_p)
+_version = _sig("tdacl_version", [], ctypes.c_char_p)
+_device_count = _sig("tdacl_device_count", [ctypes.POINTER(ctypes.c_int)])
+_device_get_info = _sig("tdacl_device_get_info", [ctypes.c_int, ctypes.POINTER(_DeviceInfoHead)])
+_context_desc_init = _sig("tdacl_context_desc_init", [ctypes.POINTER(_ContextDesc)], None)
+_context_create = _sig("tdacl_context_create", [ctypes.POINTER(_ContextDesc), ctypes.POINTER(_p)])
+_context_destroy = _sig("tdacl_context_destroy", [_p])
+_context_get_info = _sig("tdacl_context_get_info", [_p, ctypes.POINTER(_DeviceInfoHead)])
+_tensor_create = _sig("tdacl_tensor_create", [_p, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int64),
+                                              ctypes.POINTER(_p)])
+_tensor_destroy = _sig("tdacl_tensor_destroy", [_p])
+_tensor_upload = _sig("tdacl_tensor_upload", [_p, _p, ctypes.c_int, ctypes.c_int64])
+_tensor_download = _sig("tdacl_tensor_download", [_p, _p, ctypes.c_int, ctypes.c_int64])
+_attention_desc_init = _sig("tdacl_attention_desc_init", [ctypes.POINTER(_AttentionDesc)], None)
+_attention = _sig("tdacl_attention", [_p, ctypes.POINTER(_AttentionDesc), ctypes.POINTER(_AttentionTensors), _p])
+_tok_load = _sig("tdacl_tokenizer_load", [ctypes.c_char_p, ctypes.POINTER(_p)])
+_tok_destroy = _sig("tdacl_tokenizer_destroy", [_p])
+_tok_encode = _sig("tdacl_tokenizer_encode", [_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int32),
+                                              ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)])
+_tok_decode = _sig("tdacl_tokenizer_decode", [_p, ctypes.POINTER(ctypes.c_int32), ctypes.c_int64, ctypes.c_char_p,
+                                              ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)])
+_model_desc_init = _sig("tdacl_model_desc_init", [ctypes.POINTER(_ModelDesc)], None)
+_model_load = _sig("tdacl_model_load", [_p, ctypes.POINTER(_ModelDesc), ctypes.POINTER(_p)])
+_model_destroy = _sig("tdacl_model_destroy", [_p])
+_model_prefill = _sig("tdacl_model_prefill", [_p, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int32)])
+_model_decode = _sig("tdacl_model_decode", [_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int32)])
+_model_logits = _sig("tdacl_model_logits", [_p, ctypes.POINTER(ctypes.c_float), ctypes.c_int64,
+                                            ctypes.POINTER(ctypes.c_int)])
+
+
+class _ModelInfoHead(ctypes.Structure):
+    """The leading fields of tdacl_model_info (the rest is read into spare room)."""
+    _fields_ = [("n_layer", ctypes.c_int), ("n_head", ctypes.c_int), ("n_embd", ctypes.c_int),
+                ("vocab_size", ctypes.c_int), ("spare", ctypes.c_char * 1024)]
+
+
+_model_get_info = _sig("tdacl_model_get_info", [_p, ctypes.POINTER(_ModelInfoHead)])
+_sample = _sig("tdacl_sample", [ctypes.POINTER(ctypes.c_float), ctypes.c_int, ctypes.c_float, ctypes.c_int,
+                                ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_int32)])
+
+
+class TdaclError(RuntimeError):
+    """A libtdacl call failed: .status (its name, e.g. "invalid argument") and .message."""
+
+    def __init__(self, status: int, message: str):
+        self.status = _status_str(status).decode()
+        self.message = message
+        super().__init__("%s: %s" % (self.status, message))
+
+
+def _check(status: int, ctx=None) -> None:
+    if status:
+        raise TdaclError(status, _last_error(ctx).decode(errors="replace"))
+
+
+def version() -> str:
+    """The library's version, "MAJOR.MINOR.PATCH"."""
+    return _version().decode()
+
+
+def _info_dict(info: _DeviceInfoHead) -> Dict[str, object]:
+    return {"index": info.index, "name": info.name.decode(), "platform": info.platform_name.decode(),
+            "vendor": info.vendor.decode(), "arch": info.arch.decode(), "driver": info.driver_version.decode()}
+
+
+def devices() -> List[Dict[str, object]]:
+    """The OpenCL devices libtdacl sees: index, name, platform, vendor, arch, driver."""
+    n = ctypes.c_int()
+    _check(_device_count(ctypes.byref(n)))
+    out = []
+    for i in range(n.value):
+        info = _DeviceInfoHead()
+        _check(_device_get_info(i, ctypes.byref(info)))
+        out.append(_info_dict(info))
+    return out
+
+
+def _as_array(x) -> np.ndarray:
+    """float32 C-order copy of an array-like: float64/float16 converted, bfloat16 (ml_dtypes or
+    torch through __array__) widened exactly, any strides."""
+    a = np.asarray(x)
+    if a.dtype.name == "bfloat16":
+        a = a.astype(np.float32)
+    if a.dtype.kind != "f":
+        raise TypeError("expected a floating-point array, got dtype %s" % a.dtype)
+    return np.ascontiguousarray(a, dtype=np.float32)
+
+
+class Context:
+    """A device and its kernels.  device: a selector ("pocl", "nvidia", "0", a name part) or
+    None for $TDACL_DEVICE / the default device."""
+
+    def __init__(self, device: Optional[str] = None):
+        desc = _ContextDesc()
+        _context_desc_init(ctypes.byref(desc))
+        self._device = device.encode() if device else None
+        desc.device = self._device
+        self._h = _p()
+        self._children: "weakref.WeakSet[Model]" = weakref.WeakSet()
+        _check(_context_create(ctypes.byref(desc), ctypes.byref(self._h)))
+
+    @property
+    def device(self) -> Dict[str, object]:
+        info = _DeviceInfoHead()
+        _check(_context_get_info(self._h, ctypes.byref(info)), self._h)
+        return _info_dict(info)
+
+    def close(self) -> None:
+        """Releases the device; models loaded on it are closed first."""
+        for child in list(getattr(self, "_children", ())):
+            child.close()
+        if getattr(self, "_h", None):
+            _context_destroy(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _upload(self, a: np.ndarray, dtype: int, keep: list) -> _p:
+        shape = (ctypes.c_int64 * a.ndim)(*a.shape)
+        t = _p()
+        _check(_tensor_create(self._h, dtype, a.ndim, shape, ctypes.byref(t)), self._h)
+        keep.append(t)
+        _check(_tensor_upload(t, a.ctypes.data_as(_p), 0, a.size), self._h)
+        return t
+
+    def attention(self, q, k, v, kind: str = "tra", q2=None, k2=None, *, beta: float = 1.0, kappa: float = 1.0,
+                  power: float = 2.0, lambda_: float = 0.5, scale: Optional[float] = None, normalize: bool = True,
+                  norm: str = "none", gain=None, norm_eps: float = 1e-5, out_scale: float = 1.0,
+                  offset: Optional[int] = None, dtype: str = "f32", precision: str = "exact") -> np.ndarray:
+        """Causal attention of one kind (docs/spec.md section 1) over [B, H, T, d] arrays.
+        q: [B, H, Tq, d]; k: [B, H, Tk, d]; v: [B, H, Tk, dv]; q2/k2 for "tda" and
+        "diff_softmax".  offset: absolute position of query row 0 (default Tk - Tq).
+        dtype: device storage of the inputs; the result is float32 [B, H, Tq, dv]."""
+        if kind not in _KINDS:
+            raise ValueError("kind must be one of %s, got %r" % (", ".join(_KINDS), kind))
+        if (q2 is None or k2 is None) == (kind in _TWO_VIEWS):
+            raise ValueError("q2 and k2 are %s for kind %r" % ("required" if kind in _TWO_VIEWS else "not taken", kind))
+        if dtype not in _DTYPES or precision not in _PRECISIONS or norm not in ("none", "rms"):
+            raise ValueError("dtype must be f32|bf16|f16, precision exact|tf32|bf16, norm none|rms")
+        arrays = [_as_array(x) for x in (q, k, v)]
+        for name, a in zip("qkv", arrays):
+            if a.ndim != 4:
+                raise ValueError("%s must be [B, H, T, d], got shape %s" % (name, a.shape))
+        desc = _AttentionDesc()
+        _attention_desc_init(ctypes.byref(desc))
+        desc.kind, desc.beta, desc.kappa, desc.power, desc.lambda_ = _KINDS[kind], beta, kappa, power, lambda_
+        desc.scale = float("nan") if scale is None else scale
+        desc.normalize, desc.norm, desc.norm_eps, desc.out_scale = int(normalize), int(norm == "rms"), norm_eps, out_scale
+        desc.offset = -1 if offset is None else offset
+        desc.precision = _PRECISIONS[precision]
+        keep: list = []
+        try:
+            dt = _DTYPES[dtype]
+            t = _AttentionTensors()
+            t.q, t.k, t.v = (self._upload(a, dt, keep) for a in arrays)
+            if kind in _TWO_VIEWS:
+                t.q2, t.k2 = (self._upload(_as_array(x), dt, keep) for x in (q2, k2))
+            if gain is not None:
+                t.gain = self._upload(_as_array(gain), 0, keep)
+            B, H, Tq, _ = arrays[0].shape
+            out = np.empty((B, H, Tq, arrays[2].shape[3]), dtype=np.float32)
+            shape = (ctypes.c_int64 * 4)(*out.shape)
+            o = _p()
+            _check(_tensor_create(self._h, 0, 4, shape, ctypes.byref(o)), self._h)
+            keep.append(o)
+            t.out = o
+            _check(_attention(self._h, ctypes.byref(desc), ctypes.byref(t), None), self._h)
+            _check(_tensor_download(o, out.ctypes.data_as(_p), 0, out.size), self._h)
+            return out
+        finally:
+            for h in keep:
+                _tensor_destroy(h)
+
+
+class Tokenizer:
+    """GPT-2 byte-level BPE of a model directory (tokenizer.json or vocab.json + merges.txt),
+    identical to Hugging Face `tokenizers` (docs/spec.md section 4.4)."""
+
+    def __init__(self, path: str):
+        self._h = _p()
+        _check(_tok_load(os.fspath(path).encode(), ctypes.byref(self._h)))
+
+    def encode(self, text: str) -> List[int]:
+        b = text.encode("utf-8")
+        n = ctypes.c_int64()
+        _check(_tok_encode(self._h, b, len(b), None, 0, ctypes.byref(n)))
+        ids = (ctypes.c_int32 * max(n.value, 1))()
+        _check(_tok_encode(self._h, b, len(b), ids, n.value, ctypes.byref(n)))
+        return list(ids[:n.value])
+
+    def decode_bytes(self, ids: Sequence[int]) -> bytes:
+        arr = (ctypes.c_int32 * max(len(ids), 1))(*ids)
+        n = ctypes.c_size_t()
+        _check(_tok_decode(self._h, arr, len(ids), None, 0, ctypes.byref(n)))
+        buf = ctypes.create_string_buffer(n.value + 1)
+        _check(_tok_decode(self._h, arr, len(ids), buf, n.value + 1, ctypes.byref(n)))
+        return buf.raw[:n.value]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            _tok_destroy(self._h)
+            self._h = None
+
+
+class Model:
+    """A GPT-family checkpoint on a device (Model.load)."""
+
+    def __init__(self):
+        raise TypeError("use Model.load(path)")
+
+    @classmethod
+    def load(cls, path: str, dtype: str = "f32", device: Optional[str] = None, context: Optional[Context] = None,
+             max_context: int = 0) -> "Model":
+        """Loads config.json + model.safetensors from a directory or a hub-cache repo id;
+        dtype: weights on the device, "f32" or "bf16".  The tokenizer beside it, if any, is
+        loaded too (Model.tokenizer)."""
+        self = cls.__new__(cls)
+        self.context = context or Context(device)
+        desc = _ModelDesc()
+        _model_desc_init(ctypes.byref(desc))
+        self._path = os.fspath(path).encode()
+        desc.path, desc.weight_dtype, desc.max_context = self._path, _DTYPES[dtype], max_context
+        self._h = _p()
+        _check(_model_load(self.context._h, ctypes.byref(desc), ctypes.byref(self._h)), self.context._h)
+        self.context._children.add(self)
+        info = _ModelInfoHead()
+        _check(_model_get_info(self._h, ctypes.byref(info)), self.context._h)
+        self.vocab_size = info.vocab_size
+        try:
+            self.tokenizer: Optional[Tokenizer] = Tokenizer(path)
+        except TdaclError:
+            self.tokenizer = None
+        return self
+
+    def _logits(self, rows: int) -> np.ndarray:
+        out = np.empty((rows, self.vocab_size), dtype=np.float32)
+        _check(_model_logits(self._h, out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), out.size, None),
+               self.context._h)
+        return out
+
+    def forward(self, ids: Sequence[int]) -> np.ndarray:
+        """Logits [len(ids), vocab] of one sequence from position 0."""
+        arr = (ctypes.c_int32 * len(ids))(*ids)
+        _check(_model_prefill(self._h, 1, len(ids), arr), self.context._h)
+        return self._logits(len(ids))
+
+    def generate_ids(self, ids: Sequence[int], max_new_tokens: int = 32, temperature: float = 0.0, top_k: int = 0,
+                     seed: int = 1) -> List[int]:
+        """The prompt ids followed by max_new_tokens sampled ones (temperature 0: greedy)."""
+        out = list(ids)
+        logits = self.forward(ids)[-1:]
+        state = ctypes.c_uint64(seed)
+        for i in range(max_new_tokens):
+            row = np.ascontiguousarray(logits[0])
+            nxt = ctypes.c_int32()
+            _check(_sample(row.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), row.size, temperature, top_k,
+                           ctypes.byref(state), ctypes.byref(nxt)))
+            out.append(nxt.value)
+            if i + 1 < max_new_tokens:
+                _check(_model_decode(self._h, 1, ctypes.byref(nxt)), self.context._h)
+                logits = self._logits(1)
+        return out
+
+    def generate(self, text: str, max_new_tokens: int = 32, temperature: float = 0.0, top_k: int = 0,
+                 seed: int = 1) -> str:
+        """The text and its continuation, through the model's tokenizer."""
+        if self.tokenizer is None:
+            raise TdaclError(1, "%s has no tokenizer (tokenizer.json or vocab.json + merges.txt)" % self._path.decode())
+        ids = self.tokenizer.encode(text)
+        return self.tokenizer.decode(self.generate_ids(ids, max_new_tokens, temperature, top_k, seed))
+
+    def close(self) -> None:
+        if getattr(self, "_h", None):
+            _model_destroy(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()

@@ -1,0 +1,118 @@
+"""The Python package against NumPy references (docs/spec.md section 1), on the default
+device (PoCL in CI).  TDACL_LIBRARY selects the library under test; TDACL_CLI (the `tdacl`
+program) makes a tiny checkpoint for the model tests."""
+import math
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import tdacl
+
+
+def reference(kind, q, k, v, q2=None, k2=None, beta=1.0, kappa=1.0, power=2.0, lam=0.5):
+    """Plain float64 attention of one kind, causal, offset Tk - Tq."""
+    B, H, Tq, d = q.shape
+    Tk = k.shape[2]
+    out = np.zeros((B, H, Tq, v.shape[3]))
+
+    def unit(x):
+        return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+
+    for b in range(B):
+        for h in range(H):
+            for i in range(Tq):
+                p = Tk - Tq + i
+                vis = slice(0, min(p + 1, Tk))
+                tau = beta * math.sqrt(max(0.0, 2 * math.log((p + 1) / kappa)) / d)
+                if kind in ("softmax", "rela", "diff_softmax"):
+                    s = k[b, h, vis] @ q[b, h, i] / math.sqrt(d)
+                else:
+                    s = unit(k[b, h, vis]) @ unit(q[b, h, i])
+                if kind == "softmax":
+                    w = np.exp(s - s.max()); w /= w.sum()
+                elif kind == "rela":
+                    w = np.maximum(s, 0)
+                elif kind == "tra":
+                    w = np.maximum(s - tau, 0) ** power
+                elif kind == "tda":
+                    s2 = unit(k2[b, h, vis]) @ unit(q2[b, h, i])
+                    w = np.maximum(s - tau, 0) ** power - min(max(lam, 0), 1) * np.maximum(s2 - tau, 0) ** power
+                else:
+                    s2 = k2[b, h, vis] @ q2[b, h, i] / math.sqrt(d)
+                    w1 = np.exp(s - s.max()); w1 /= w1.sum()
+                    w2 = np.exp(s2 - s2.max()); w2 /= w2.sum()
+                    w = w1 - lam * w2
+                out[b, h, i] = w @ v[b, h, vis]
+    return out
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    with tdacl.Context() as c:
+        yield c
+
+
+@pytest.mark.parametrize("kind", ["softmax", "rela", "tra", "tda", "diff_softmax"])
+@pytest.mark.parametrize("tq", [17, 1])
+def test_attention_kinds(ctx, kind, tq):
+    rng = np.random.default_rng(3)
+    B, H, Tk, d, dv = 2, 3, 17, 32, 24
+    q, q2 = rng.standard_normal((2, B, H, tq, d))          # float64 in
+    k, k2 = rng.standard_normal((2, B, H, Tk, d))
+    v = rng.standard_normal((B, H, Tk, dv))
+    two = kind in ("tda", "diff_softmax")
+    beta = 0.2  # keeps a good share of tra/tda weights non-zero at these lengths
+    got = ctx.attention(q, k, v, kind, q2 if two else None, k2 if two else None, beta=beta)
+    want = reference(kind, q, k, v, q2, k2, beta=beta)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_layouts_and_dtypes(ctx):
+    rng = np.random.default_rng(4)
+    # token-major [B, T, H, d] transposed to [B, H, T, d]: a strided view, and Fortran order
+    q = rng.standard_normal((1, 9, 2, 32)).astype(np.float32).transpose(0, 2, 1, 3)
+    k = np.asfortranarray(rng.standard_normal((1, 2, 9, 32)))
+    v = rng.standard_normal((1, 2, 9, 32)).astype(np.float16)
+    want = reference("tra", q.astype(np.float64), k, v.astype(np.float64), beta=0.2)
+    np.testing.assert_allclose(ctx.attention(q, k, v, "tra", beta=0.2), want, rtol=1e-3, atol=1e-3)
+    # bf16 storage: inputs rounded to 8 bits of mantissa
+    got = ctx.attention(q, k, v, "tra", beta=0.2, dtype="bf16")
+    np.testing.assert_allclose(got, want, rtol=0.05, atol=0.05)
+
+
+def test_errors(ctx):
+    x = np.zeros((1, 1, 4, 32), np.float32)
+    with pytest.raises(ValueError, match="q2 and k2 are required"):
+        ctx.attention(x, x, x, "tda")
+    with pytest.raises(tdacl.TdaclError) as e:
+        ctx.attention(x, np.zeros((1, 1, 4, 16), np.float32), x, "softmax")
+    assert e.value.status and "k" in e.value.message
+    with pytest.raises(TypeError):
+        ctx.attention(np.zeros((1, 1, 4, 32), np.int32), x, x, "softmax")
+    assert tdacl.version().count(".") == 2
+    assert any(dev["name"] for dev in tdacl.devices())
+
+
+def test_model_and_tokenizer(ctx, tmp_path):
+    cli = os.environ["TDACL_CLI"]
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    model_dir = tmp_path / "tiny"
+    subprocess.run([cli, "make-model", "--config", os.path.join(root, "examples", "models", "tiny-softmax.json"),
+                    "--out", str(model_dir), "--seed", "5"], check=True, capture_output=True)
+    m = tdacl.Model.load(str(model_dir), context=ctx)
+    ids = [5, 9, 200, 3]
+    logits = m.forward(ids)
+    assert logits.shape == (4, m.vocab_size) and np.isfinite(logits).all()
+    # greedy generation: each new id is the argmax of the previous step's logits, and the
+    # prefill of the whole sequence reproduces those logits
+    out = m.generate_ids(ids, max_new_tokens=4)
+    full = m.forward(out)
+    for t in range(len(ids), len(out)):
+        assert out[t] == int(np.argmax(full[t - 1]))
+    # no tokenizer in this directory: generate(text) says so
+    with pytest.raises(tdacl.TdaclError, match="has no tokenizer"):
+        m.generate("hi")
+    m.close()
