@@ -116,3 +116,17 @@ def test_model_and_tokenizer(ctx, tmp_path):
     with pytest.raises(tdacl.TdaclError, match="has no tokenizer"):
         m.generate("hi")
     m.close()
+    # text to text: a byte-level BPE with exactly the model's 256 ids (no merges), trained by
+    # Hugging Face tokenizers, beside the checkpoint
+    from tokenizers import ByteLevelBPETokenizer
+
+    hf = ByteLevelBPETokenizer()
+    hf.train_from_iterator(["some text"], vocab_size=256, min_frequency=1)
+    hf.save(str(model_dir / "tokenizer.json"))
+    m = tdacl.Model.load(str(model_dir), context=ctx)
+    prompt = "The quick brown fox"
+    assert m.tokenizer.encode(prompt) == hf.encode(prompt).ids
+    text = m.generate(prompt, max_new_tokens=5)
+    want_ids = m.generate_ids(hf.encode(prompt).ids, max_new_tokens=5)
+    assert text == hf.decode(want_ids) and text.startswith(prompt)
+    m.close()
