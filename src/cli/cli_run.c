@@ -179,37 +179,54 @@ static int begin(int argc, char **argv, run_opts *o, const char *cmd, int allowe
     return rc ? rc : -1;
 }
 
+/* The ids of text through the tokenizer, in a malloc'd array (*count of them). */
+static tdacl_status encode_text(const tdacl_tokenizer *tok, const char *text, int32_t **ids, int64_t *count)
+{
+    size_t len = strlen(text);
+    tdacl_status st = tdacl_tokenizer_encode(tok, text, len, NULL, 0, count);
+    if (st) return st;
+    *ids = malloc((size_t)(*count ? *count : 1) * sizeof **ids);
+    if (!*ids) return tdacl__fail(NULL, TDACL_ERR_OUT_OF_MEMORY, "out of memory");
+    return tdacl_tokenizer_encode(tok, text, len, *ids, *count, count);
+}
+
 /* The prompt's ids: through the tokenizer, or one id per byte without one. */
 static int prompt_tokens(const tdacl_tokenizer *tok, const char *prompt, int32_t **tokens, int *n)
 {
-    size_t len = strlen(prompt);
-    int64_t count = (int64_t)len;
-    tdacl_status st = tok ? tdacl_tokenizer_encode(tok, prompt, len, NULL, 0, &count) : TDACL_SUCCESS;
-    if (st) return cli_report(NULL, st);
-    if (count < 1 || count > INT_MAX - 1) {
+    int64_t count = (int64_t)strlen(prompt);
+    *tokens = NULL;
+    tdacl_status st = TDACL_SUCCESS;
+    if (tok) st = encode_text(tok, prompt, tokens, &count);
+    else if ((*tokens = malloc((size_t)count * sizeof **tokens)))
+        for (int64_t i = 0; i < count; i++) (*tokens)[i] = (unsigned char)prompt[i];
+    else st = tdacl__fail(NULL, TDACL_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!st && (count < 1 || count > INT_MAX - 1)) {
         fprintf(stderr, "tdacl generate: the prompt gives %lld tokens; 1..%d are possible\n", (long long)count, INT_MAX - 1);
+        free(*tokens), *tokens = NULL;
         return 2;
     }
-    *tokens = malloc((size_t)count * sizeof **tokens);
-    if (!*tokens) {
-        fprintf(stderr, "tdacl generate: out of memory\n");
-        return 1;
+    if (st) {
+        free(*tokens), *tokens = NULL;
+        return cli_report(NULL, st);
     }
-    if (tok) st = tdacl_tokenizer_encode(tok, prompt, len, *tokens, count, &count);
-    else
-        for (size_t i = 0; i < len; i++) (*tokens)[i] = (unsigned char)prompt[i];
     *n = (int)count;
-    return st ? cli_report(NULL, st) : 0;
+    return 0;
 }
 
 /* Writes a generated token's bytes (one byte per id without a tokenizer). */
 static tdacl_status print_token(const tdacl_tokenizer *tok, int32_t id)
 {
     if (!tok) return putchar(id), TDACL_SUCCESS;
-    char buf[256];
+    char buf[256], *text = buf;
     size_t len;
     tdacl_status st = tdacl_tokenizer_decode(tok, &id, 1, buf, sizeof buf, &len);
-    if (!st) fwrite(buf, 1, len < sizeof buf ? len : sizeof buf, stdout);
+    if (!st && len >= sizeof buf) { /* a long token: its whole text */
+        text = malloc(len + 1);
+        st = text ? tdacl_tokenizer_decode(tok, &id, 1, text, len + 1, &len)
+                  : tdacl__fail(NULL, TDACL_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (!st) fwrite(text, 1, len, stdout);
+    if (text != buf) free(text);
     return st;
 }
 
@@ -369,10 +386,7 @@ int cmd_tokenize(int argc, char **argv)
     rc = 0;
     if (o.text) {
         int64_t count;
-        st = tdacl_tokenizer_encode(tok, o.text, strlen(o.text), NULL, 0, &count);
-        ids = st ? NULL : malloc((size_t)(count ? count : 1) * sizeof *ids);
-        if (!st && !ids) st = TDACL_ERR_OUT_OF_MEMORY;
-        if (!st) st = tdacl_tokenizer_encode(tok, o.text, strlen(o.text), ids, count, &count);
+        st = encode_text(tok, o.text, &ids, &count);
         for (int64_t i = 0; !st && i < count; i++) printf("%s%d", i ? "," : "", ids[i]);
         if (!st) printf("\n");
     } else {
