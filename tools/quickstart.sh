@@ -1,25 +1,15 @@
 #!/bin/bash
 # The README's first command: on a fresh Debian 12 machine (as root, or with sudo), install
-# the packages in tools/packages.txt that are missing, build a Release tree in build/, list
-# the OpenCL devices and run the quick benchmark on the default device (the GPU when there
-# is one, PoCL's CPU device otherwise).  Extra arguments go to tdacl-bench.
+# the packages in tools/packages.txt that are missing (no Recommends), build a Release tree in
+# build/ (library, CLI, bench; the tests need tools/run-tests.sh), list the OpenCL devices and
+# run the quick benchmark on the default device (the GPU when there is one, PoCL's CPU device
+# otherwise).  Extra arguments go to tdacl-bench.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-mapfile -t PACKAGES < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' tools/packages.txt)
-missing=()
-for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-    SUDO=""
-    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-    echo "installing: ${missing[*]}"
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
-fi
+bash tools/apt-install.sh tools/packages.txt
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTDACL_BUILD_TESTS=OFF
 cmake --build build -j"$(nproc)"
 
 build/tdacl devices

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The project's single test command (CI runs it through .ci/run):
-#   0. the Python test tools of tools/requirements-test.txt (PyPI) in .venv-test/, once
+#   0. the Debian packages of tools/packages.txt and tools/packages-test.txt still missing
+#      (tools/apt-install.sh, no Recommends), the Python test tools of tools/requirements-test.txt (PyPI) in .venv-test/, once
 #   1. Release build with warnings as errors (build/), every test except the Oclgrind ones
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/), the same tests but
 #      the Python ones (they load the library into an uninstrumented interpreter), leak
@@ -31,7 +32,11 @@ run_ctest() {
     ctest "$@" 2>&1 | tee "$log"
 }
 
-# ---- 0. Python test tools (PyPI, tools/requirements-test.txt) in .venv-test/ ----
+# ---- 0. Debian packages, then the Python test tools ----
+step "Debian packages (tools/packages.txt, tools/packages-test.txt)"
+bash tools/apt-install.sh tools/packages.txt tools/packages-test.txt
+
+# ---- 0b. Python test tools (PyPI, tools/requirements-test.txt) in .venv-test/ ----
 step "Python test tools (.venv-test/)"
 if ! .venv-test/bin/python -c 'import tokenizers, numpy, pytest' 2>/dev/null; then
     python3 -m venv .venv-test
@@ -40,7 +45,7 @@ fi
 
 # ---- 1. Release ----
 step "Release build (build/)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTDACL_WERROR=ON -DTDACL_TEST_PYTHON="$ROOT/.venv-test/bin/python"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTDACL_BUILD_TESTS=ON -DTDACL_WERROR=ON -DTDACL_TEST_PYTHON="$ROOT/.venv-test/bin/python"
 cmake --build build -j"$JOBS"
 
 step "Release tests"
@@ -49,7 +54,7 @@ run_ctest "$TMP/ctest-release.log" --test-dir build --output-on-failure -j"$JOBS
 # ---- 2. sanitizers ----
 step "ASan + UBSan build (build-asan/)"
 # the Release run's program cache: kernels (PoCL JIT, not instrumented) compile once
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTDACL_SANITIZE=ON -DTDACL_WERROR=ON \
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTDACL_BUILD_TESTS=ON -DTDACL_SANITIZE=ON -DTDACL_WERROR=ON \
     -DTDACL_TEST_CACHE_DIR="$ROOT/build/tests/cache"
 cmake --build build-asan -j"$JOBS"
 
