@@ -75,8 +75,11 @@ typedef struct bench_run {
     int ndevices;
     bench_row *rows;
     int nrows, cap;
-    int total_planned, done; /* progress */
-    double started;
+    int planning;            /* suites only count their timed rows into total_planned */
+    int total_planned, done; /* progress: timed rows planned and finished */
+    double started, measuring_since;
+    int header_printed;      /* the table's column header went to stdout */
+    int complete, interrupted;
     char created[32];
 } bench_run;
 
@@ -85,6 +88,17 @@ typedef struct bench_run {
 int bench_parse_args(int argc, char **argv, bench_options *o);
 
 bench_row *bench_add_row(bench_run *run);
+/* In the planning pass: counts one timed row and returns 1 (the suite skips the work). */
+int bench_count_only(bench_run *run);
+/* A timed row is finished (measured or failed): prints it, rewrites --json/--csv so that they
+ * hold every row so far, and advances the progress count. */
+void bench_row_done(bench_run *run, bench_row *r);
+/* The signal handler: the first SIGINT/SIGTERM lets the row being measured finish, then the
+ * suites start no more rows and the run ends with its rows printed and its files complete;
+ * bench_main.c installs it with SA_RESETHAND, so a second signal kills at once. */
+void bench_on_signal(int sig);
+/* The signal number received, 0 if none. */
+int bench_stop_requested(void);
 void bench_progress(bench_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Fills tflops/gbs/percentages from samples, flops, bytes and the device's peak. */
 void bench_finish_row(bench_run *run, bench_row *r);
@@ -96,10 +110,17 @@ int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev);
 int bench_suite_forward(bench_run *run, tdacl_context *ctx, int dev);
 
 /* reports */
+void bench_print_device(const bench_run *run, int i, FILE *f);
+void bench_print_header(FILE *f);
+void bench_print_row(const bench_row *r, FILE *f);
 void bench_print_table(const bench_run *run, FILE *f);
 int bench_write_json(const bench_run *run, const char *path);
 int bench_write_csv(const bench_run *run, const char *path);
-int bench_plot(const bench_run *run, const char *path);
+/* Plot format from the file name's extension (0 png, 1 svg, 2 pdf); -1 after naming the
+ * problem on stderr. */
+int bench_plot_format(const char *path);
+/* Prefill latency vs T, one panel per (device, dtype); old (--compare) dashed, or NULL. */
+int bench_plot(const bench_run *run, const bench_run *old, const char *path);
 /* Loads rows of a JSON file written by bench_write_json (or the anchors script). */
 int bench_load_json(const char *path, bench_run *out);
 /* Prints new/old ratios; returns the number of regressions. */

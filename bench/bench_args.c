@@ -27,7 +27,7 @@ static void usage(FILE *f)
             "  --no-decode        skip decode rows\n"
             "  --vs-generic       also time the generic default parameters (tuning gain)\n"
             "  --min-samples N --min-ms X   sampling (default 10 samples and 100 ms per row)\n"
-            "  --json FILE --csv FILE --plot FILE.png|FILE.svg\n"
+            "  --json FILE --csv FILE (rewritten after every row)  --plot FILE.png|.svg|.pdf\n"
             "  --compare OLD.json print new/old ratios and flag regressions beyond the noise band\n"
             "  --load RUN.json    report a saved run (table, --csv, --plot, --compare) without measuring\n"
             "  --progress | --no-progress   progress on stderr (default: when stderr is a TTY)\n",

@@ -100,13 +100,23 @@ int bench_suite_forward(bench_run *run, tdacl_context *ctx, int dev)
             for (int i = 0; i < o->nkinds; i++) keep |= !strcmp(o->kinds[i], kinds[ki]);
             if (!keep) continue;
         }
+        int max_ctx = quick ? 1024 : gpu ? 8320 : 2048, max_batch = gpu && !quick ? 8 : 1;
+        if (run->planning) {
+            for (int pi = 0; pi < nprefill + ncontexts; pi++) {
+                int decode = pi >= nprefill;
+                if (!decode && (prefill[pi][0] > max_ctx || prefill[pi][1] > max_batch)) continue;
+                if (decode && contexts[pi - nprefill] > max_ctx) continue;
+                bench_count_only(run);
+            }
+            continue;
+        }
+        if (bench_stop_requested()) break;
         char dir[512];
         bench_progress(run, "%s forward: writing the %s model", bd->info.name, kinds[ki]);
         if (model_dir(kinds[ki], quick, dir, sizeof dir)) {
             failures++;
             continue;
         }
-        int max_ctx = quick ? 1024 : gpu ? 8320 : 2048, max_batch = gpu && !quick ? 8 : 1;
         tdacl_model_desc desc;
         tdacl_model_desc_init(&desc);
         desc.path = dir;
@@ -134,7 +144,7 @@ int bench_suite_forward(bench_run *run, tdacl_context *ctx, int dev)
             int decode = pi >= nprefill;
             fwd_job j = {ctx, m, decode ? 1 : prefill[pi][1], decode ? 1 : prefill[pi][0],
                          decode ? contexts[pi - nprefill] : 0, tokens, decode};
-            if (j.len > max_ctx || j.context > max_ctx || j.batch > max_batch) continue;
+            if (j.len > max_ctx || j.context > max_ctx || j.batch > max_batch || bench_stop_requested()) continue;
             bench_row *r = bench_add_row(run);
             if (!r) break;
             snprintf(r->suite, sizeof r->suite, "forward");
@@ -150,6 +160,7 @@ int bench_suite_forward(bench_run *run, tdacl_context *ctx, int dev)
                 snprintf(r->note, sizeof r->note, "failed: %s", tdacl_last_error(ctx));
                 fprintf(stderr, "\ntdacl-bench: forward %s: %s\n", r->name, tdacl_last_error(ctx));
                 failures++;
+                bench_row_done(run, r);
                 continue;
             }
             /* 2 FLOPs per weight per token, plus the attention products */
@@ -165,6 +176,7 @@ int bench_suite_forward(bench_run *run, tdacl_context *ctx, int dev)
                             (double)info.n_embd * 4.0;
                 r->bound_ms = ((double)info.weight_bytes + kv) / (bd->peak.bandwidth_gbs * 1e9) * 1e3;
             }
+            bench_row_done(run, r);
         }
         free(tokens);
         tdacl_model_destroy(m);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fileio.h"
 #include "bench.h"
 
 static void shape_text(const bench_row *r, char *buf, size_t n)
@@ -23,37 +24,47 @@ static void shape_text(const bench_row *r, char *buf, size_t n)
         buf[0] = 0;
 }
 
-void bench_print_table(const bench_run *run, FILE *f)
+void bench_print_device(const bench_run *run, int i, FILE *f)
 {
-    for (int i = 0; i < run->ndevices; i++) {
-        const bench_device *d = &run->devices[i];
-        fprintf(f, "device [%d] %s (%s)", i, d->info.name, d->info.arch);
-        if (d->have_peak)
-            fprintf(f, ": FP32 %.1f GFLOP/s, %.1f GB/s, launch %.1f us", d->peak.fp32_gflops, d->peak.bandwidth_gbs,
-                    d->peak.launch_us);
-        if (d->have_peak && d->peak.mma_bf16_gflops > 0) fprintf(f, ", mma.sync bf16 %.1f GFLOP/s", d->peak.mma_bf16_gflops);
-        fprintf(f, "\n");
-    }
+    const bench_device *d = &run->devices[i];
+    fprintf(f, "device [%d] %s (%s)", i, d->info.name, d->info.arch);
+    if (d->have_peak)
+        fprintf(f, ": FP32 %.1f GFLOP/s, %.1f GB/s, launch %.1f us", d->peak.fp32_gflops, d->peak.bandwidth_gbs,
+                d->peak.launch_us);
+    if (d->have_peak && d->peak.mma_bf16_gflops > 0) fprintf(f, ", mma.sync bf16 %.1f GFLOP/s", d->peak.mma_bf16_gflops);
+    fprintf(f, "\n");
+}
+
+void bench_print_header(FILE *f)
+{
     fprintf(f, "%-3s %-9s %-13s %-5s %-7s %-34s %5s %10s %10s %10s %8s %6s %8s %8s %8s  %s\n", "dev", "suite", "name",
             "dtype", "path", "shape", "beta", "median_ms", "min_ms", "max_ms", "TFLOP/s", "%peak", "GB/s", "sparsity",
             "bound_ms", "params");
-    for (int i = 0; i < run->nrows; i++) {
-        const bench_row *r = &run->rows[i];
-        char shape[64], beta[16] = "-", sp[16] = "-", bound[16] = "-";
-        shape_text(r, shape, sizeof shape);
-        if (!strcmp(r->suite, "peak")) {
-            fprintf(f, "%-3d %-9s %-13s %.1f %s\n", r->device_index, r->suite, r->name, r->value, r->unit);
-            continue;
-        }
-        if (r->beta >= 0) snprintf(beta, sizeof beta, "%g", r->beta);
-        if (r->sparsity >= 0) snprintf(sp, sizeof sp, "%.6f", r->sparsity);
-        if (r->bound_ms > 0) snprintf(bound, sizeof bound, "%.4f", r->bound_ms);
-        fprintf(f, "%-3d %-9s %-13s %-5s %-7s %-34s %5s %10.4f %10.4f %10.4f %8.2f %6.1f %8.1f %8s %8s  %s%s%s [%s]%s%s%s\n",
-                r->device_index, r->suite, r->name, r->dtype, r->path[0] ? r->path : "-", shape, beta, r->s.median,
-                r->s.min, r->s.max, r->tflops, r->pct_peak_flops, r->gbs, sp, bound, r->variant, r->variant[0] ? " " : "",
-                r->params, r->params_source[0] ? r->params_source : r->impl, r->s.noisy ? " NOISY" : "",
-                r->note[0] ? " ; " : "", r->note);
+}
+
+void bench_print_row(const bench_row *r, FILE *f)
+{
+    char shape[64], beta[16] = "-", sp[16] = "-", bound[16] = "-";
+    shape_text(r, shape, sizeof shape);
+    if (!strcmp(r->suite, "peak")) {
+        fprintf(f, "%-3d %-9s %-13s %.1f %s\n", r->device_index, r->suite, r->name, r->value, r->unit);
+        return;
     }
+    if (r->beta >= 0) snprintf(beta, sizeof beta, "%g", r->beta);
+    if (r->sparsity >= 0) snprintf(sp, sizeof sp, "%.6f", r->sparsity);
+    if (r->bound_ms > 0) snprintf(bound, sizeof bound, "%.4f", r->bound_ms);
+    fprintf(f, "%-3d %-9s %-13s %-5s %-7s %-34s %5s %10.4f %10.4f %10.4f %8.2f %6.1f %8.1f %8s %8s  %s%s%s [%s]%s%s%s\n",
+            r->device_index, r->suite, r->name, r->dtype, r->path[0] ? r->path : "-", shape, beta, r->s.median,
+            r->s.min, r->s.max, r->tflops, r->pct_peak_flops, r->gbs, sp, bound, r->variant, r->variant[0] ? " " : "",
+            r->params, r->params_source[0] ? r->params_source : r->impl, r->s.noisy ? " NOISY" : "",
+            r->note[0] ? " ; " : "", r->note);
+}
+
+void bench_print_table(const bench_run *run, FILE *f)
+{
+    for (int i = 0; i < run->ndevices; i++) bench_print_device(run, i, f);
+    bench_print_header(f);
+    for (int i = 0; i < run->nrows; i++) bench_print_row(&run->rows[i], f);
 }
 
 /* ---- JSON ---- */
@@ -152,6 +163,9 @@ int bench_write_json(const bench_run *run, const char *path)
     cJSON *lib = cJSON_AddObjectToObject(root, "library");
     cJSON_AddStringToObject(lib, "version", tdacl_version());
     cJSON_AddStringToObject(lib, "git", tdacl_git_revision());
+    /* false while measuring (the file is rewritten after each row) and after an interruption */
+    cJSON_AddBoolToObject(root, "complete", run->complete);
+    if (run->interrupted) cJSON_AddBoolToObject(root, "interrupted", 1);
     cJSON *opt = cJSON_AddObjectToObject(root, "options");
     cJSON_AddBoolToObject(opt, "quick", run->opt.quick);
     cJSON_AddNumberToObject(opt, "min_samples", run->opt.measure.min_samples);
@@ -162,12 +176,15 @@ int bench_write_json(const bench_run *run, const char *path)
     for (int i = 0; i < run->nrows; i++) cJSON_AddItemToArray(rows, row_json(&run->rows[i]));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
-    FILE *f = text ? fopen(path, "w") : NULL;
+    /* replaced atomically: the file is rewritten after every row, and a reader (or a kill
+     * between rows) sees the previous complete file or the new one */
+    tdacl_atomic_file af;
+    FILE *f = text ? tdacl__atomic_open(&af, path, 0644) : NULL;
     int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    if (f && fclose(f)) ok = 0;
+    int err = f ? tdacl__atomic_commit(&af, ok) : errno;
     free(text);
-    if (!ok) fprintf(stderr, "tdacl-bench: cannot write %s: %s\n", path, strerror(errno));
-    return !ok;
+    if (!f || err) fprintf(stderr, "tdacl-bench: cannot write %s: %s\n", path, strerror(f ? err : errno ? errno : ENOMEM));
+    return !f || err;
 }
 
 static double num(const cJSON *o, const char *k, double def)
@@ -211,6 +228,10 @@ int bench_load_json(const char *path, bench_run *out)
         return 1;
     }
     str(root, "created", out->created, sizeof out->created);
+    /* files written before the flag existed were written only when complete */
+    const cJSON *complete = cJSON_GetObjectItemCaseSensitive(root, "complete");
+    out->complete = !complete || cJSON_IsTrue(complete);
+    out->interrupted = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "interrupted"));
     const cJSON *devs = cJSON_GetObjectItemCaseSensitive(root, "devices"), *d;
     cJSON_ArrayForEach(d, devs)
     {
@@ -310,7 +331,8 @@ static void csv_quoted(FILE *f, const char *s)
 
 int bench_write_csv(const bench_run *run, const char *path)
 {
-    FILE *f = fopen(path, "w");
+    tdacl_atomic_file af;
+    FILE *f = tdacl__atomic_open(&af, path, 0644);
     if (!f) {
         fprintf(stderr, "tdacl-bench: cannot write %s: %s\n", path, strerror(errno));
         return 1;
@@ -329,88 +351,9 @@ int bench_write_csv(const bench_run *run, const char *path)
         csv_quoted(f, r->params);
         fprintf(f, ",%s,%s\n", r->params_source, r->variant);
     }
-    if (fclose(f)) {
-        fprintf(stderr, "tdacl-bench: cannot write %s\n", path);
-        return 1;
-    }
-    return 0;
-}
-
-/* ---- plots ---- */
-
-static int have_gnuplot(void)
-{
-    return system("command -v gnuplot >/dev/null 2>&1") == 0;
-}
-
-int bench_plot(const bench_run *run, const char *path)
-{
-    if (!have_gnuplot()) {
-        fprintf(stderr, "tdacl-bench: gnuplot is not installed, so %s was not drawn; install it "
-                        "(apt-get install gnuplot-nox) or plot the --csv output (latency median_ms vs Tk, one "
-                        "line per device+name+dtype+beta)\n", path);
-        return 1;
-    }
-    char dir[] = "/tmp/tdacl-plot-XXXXXX";
-    if (!mkdtemp(dir)) return 1;
-    /* one data file per series: prefill attention rows grouped by device, kind, dtype, beta */
-    char script[1024 * 16];
-    size_t off = 0;
-    const char *ext = strrchr(path, '.');
-    int svg = ext && !strcmp(ext, ".svg");
-    off += (size_t)snprintf(script + off, sizeof script - off,
-                            "set terminal %s size 1200,800\nset output '%s'\nset logscale xy\nset grid\n"
-                            "set xlabel 'T (tokens)'\nset ylabel 'median latency (ms)'\nset key outside right\n"
-                            "set title 'tdacl attention prefill latency vs T'\nplot ",
-                            svg ? "svg" : "pngcairo", path);
-    int series = 0;
-    char seen[128][96];
-    for (int i = 0; i < run->nrows; i++) {
-        const bench_row *r = &run->rows[i];
-        if (strcmp(r->suite, "attention") || strcmp(r->path, "prefill")) continue;
-        char key[96];
-        snprintf(key, sizeof key, "%d %s %s %s beta=%g", r->device_index, r->name, r->dtype, r->impl, r->beta);
-        int found = 0;
-        for (int s = 0; s < series; s++) found |= !strcmp(seen[s], key);
-        if (found || series == 128) continue;
-        snprintf(seen[series], sizeof seen[series], "%s", key);
-        char data[160];
-        snprintf(data, sizeof data, "%s/s%d.dat", dir, series);
-        FILE *f = fopen(data, "w");
-        if (!f) continue;
-        for (int k = 0; k < run->nrows; k++) {
-            const bench_row *x = &run->rows[k];
-            char k2[96];
-            if (strcmp(x->suite, "attention") || strcmp(x->path, "prefill")) continue;
-            snprintf(k2, sizeof k2, "%d %s %s %s beta=%g", x->device_index, x->name, x->dtype, x->impl, x->beta);
-            if (!strcmp(k2, key)) fprintf(f, "%lld %g\n", (long long)x->Tk, x->s.median);
-        }
-        fclose(f);
-        char title[160];
-        snprintf(title, sizeof title, "%s %s %s%s%s", run->devices[r->device_index].info.name, r->name, r->dtype,
-                 strcmp(r->impl, "tdacl") ? " " : "", strcmp(r->impl, "tdacl") ? r->impl : "");
-        if (r->beta >= 0) snprintf(title + strlen(title), sizeof title - strlen(title), " beta=%g", r->beta);
-        off += (size_t)snprintf(script + off, sizeof script - off, "%s'%s' using 1:2 with linespoints title \"%s\"",
-                                series ? ", \\\n  " : "", data, title);
-        series++;
-    }
-    char gp[160], cmd[256];
-    snprintf(gp, sizeof gp, "%s/plot.gp", dir);
-    FILE *f = fopen(gp, "w");
-    int rc = 1;
-    if (f && series) {
-        fprintf(f, "%s\n", script);
-        fclose(f);
-        snprintf(cmd, sizeof cmd, "gnuplot '%s'", gp);
-        rc = system(cmd) != 0;
-        if (rc) fprintf(stderr, "tdacl-bench: gnuplot failed on %s\n", gp);
-    } else {
-        if (f) fclose(f);
-        fprintf(stderr, "tdacl-bench: nothing to plot (no prefill attention rows)\n");
-    }
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (!rc && system(cmd)) rc = 0;
-    return rc;
+    int err = tdacl__atomic_commit(&af, !ferror(f));
+    if (err) fprintf(stderr, "tdacl-bench: cannot write %s: %s\n", path, strerror(err));
+    return err != 0;
 }
 
 /* ---- compare ---- */

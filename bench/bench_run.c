@@ -1,5 +1,6 @@
 /* The in-memory run: rows, progress line and the derived rates of a row.  Shared by the
  * driver, the JSON loader and the tests. */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,16 +24,59 @@ bench_row *bench_add_row(bench_run *run)
     return r;
 }
 
+static volatile sig_atomic_t stop_signal;
+
+void bench_on_signal(int sig) { stop_signal = sig; }
+
+int bench_stop_requested(void) { return stop_signal; }
+
+int bench_count_only(bench_run *run)
+{
+    if (!run->planning) return 0;
+    run->total_planned++;
+    return 1;
+}
+
+/* "i/N" and, once a few rows are done, the time left at the average pace so far */
+static void progress_count(const bench_run *run, char *buf, size_t n)
+{
+    if (run->total_planned <= 0) {
+        buf[0] = 0;
+        return;
+    }
+    int next = run->done < run->total_planned ? run->done + 1 : run->total_planned;
+    int len = snprintf(buf, n, "%d/%d ", next, run->total_planned);
+    if (run->done >= 2 && len > 0 && (size_t)len < n) {
+        double per = (tdacl__now() - run->measuring_since) / run->done;
+        double left = per * (run->total_planned - run->done);
+        if (left >= 90) snprintf(buf + len, n - (size_t)len, "~%.0f min left ", left / 60);
+        else snprintf(buf + len, n - (size_t)len, "~%.0f s left ", left);
+    }
+}
+
 void bench_progress(bench_run *run, const char *fmt, ...)
 {
     if (!run->opt.progress) return;
-    char msg[256];
+    char msg[256], count[64];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\r\033[K[%5.1fs] %s", tdacl__now() - run->started, msg);
+    progress_count(run, count, sizeof count);
+    fprintf(stderr, "\r\033[K[%5.1fs] %s%s", tdacl__now() - run->started, count, msg);
     fflush(stderr);
+}
+
+void bench_row_done(bench_run *run, bench_row *r)
+{
+    if (strcmp(r->suite, "peak")) run->done++;
+    if (run->opt.progress) fprintf(stderr, "\r\033[K");
+    if (!run->header_printed) bench_print_header(stdout), run->header_printed = 1;
+    bench_print_row(r, stdout);
+    fflush(stdout);
+    /* failures to write are reported at the end, where they count */
+    if (run->opt.json) bench_write_json(run, run->opt.json);
+    if (run->opt.csv) bench_write_csv(run, run->opt.csv);
 }
 
 void bench_finish_row(bench_run *run, bench_row *r)

@@ -24,6 +24,7 @@ static bench_row *new_row(bench_run *run, int dev, const char *suite, const char
 int bench_suite_peak(bench_run *run, tdacl_context *ctx, int dev)
 {
     const bench_device *d = &run->devices[dev];
+    if (run->planning) return 0; /* measured before the suites: not counted */
     if (!d->have_peak) return 1;
     static const char *names[4] = {"fp32_fma", "read_bandwidth", "launch_latency", "mma_bf16"};
     static const char *units[4] = {"GFLOP/s", "GB/s", "us", "GFLOP/s"};
@@ -34,6 +35,7 @@ int bench_suite_peak(bench_run *run, tdacl_context *ctx, int dev)
         if (!r) return 1;
         r->value = vals[i];
         snprintf(r->unit, sizeof r->unit, "%s", units[i]);
+        bench_row_done(run, r);
     }
     (void)ctx;
     return 0;
@@ -100,6 +102,7 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, tdacl
                     int64_t B, int64_t H, int64_t Tq, int64_t Tk, int d, int path, attn_buffers *bufs,
                     int generic)
 {
+    if (bench_stop_requested() || bench_count_only(run)) return 0;
     attn_job job = {0};
     job.ctx = ctx;
     tdacl_attention_desc desc;
@@ -156,6 +159,7 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, tdacl
     if (st) {
         snprintf(r->note, sizeof r->note, "failed: %s", tdacl_last_error(ctx));
         fprintf(stderr, "\ntdacl-bench: %s %s T=%lld: %s\n", r->name, r->path, (long long)Tk, tdacl_last_error(ctx));
+        bench_row_done(run, r);
         return 1;
     }
     r->flops = tdacl_attention_flops((tdacl_attention_kind)kind, B * H, Tq, Tk, Tk - Tq, d, d);
@@ -168,6 +172,7 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, tdacl
         r->bound_ms = (double)(B * H * Tk * d) * (double)el * (two ? 2.0 : 1.0) / (bd->peak.bandwidth_gbs * 1e9) * 1e3;
     if (bd->have_peak && r->tflops * 1e3 > bd->peak.fp32_gflops && strcmp(r->impl, "tdacl-mma"))
         snprintf(r->note, sizeof r->note, "effective rate above the FP32 peak: zero tiles skipped");
+    bench_row_done(run, r);
     return 0;
 }
 
@@ -203,10 +208,10 @@ int bench_suite_attention(bench_run *run, tdacl_context *ctx, int dev)
     int failures = 0;
     for (int di = 0; di < ndt; di++) {
         tdacl_dtype dt = (tdacl_dtype)tdacl__dtype_from_name(dtypes[di]);
-        for (int ti = 0; ti < nT; ti++) {
+        for (int ti = 0; ti < nT && !bench_stop_requested(); ti++) {
             int64_t T = Ts[ti];
-            attn_buffers bufs;
-            if (make_buffers(ctx, dt, o->B, o->H, T, T, o->d, &bufs)) {
+            attn_buffers bufs = {0};
+            if (!run->planning && make_buffers(ctx, dt, o->B, o->H, T, T, o->d, &bufs)) {
                 fprintf(stderr, "\ntdacl-bench: cannot allocate attention inputs at T=%lld: %s\n", (long long)T,
                         tdacl_last_error(ctx));
                 failures++;
@@ -232,10 +237,10 @@ int bench_suite_attention(bench_run *run, tdacl_context *ctx, int dev)
             }
             free_buffers(&bufs);
         }
-        if (!o->decode || (o->quick && di > 0)) continue;
+        if (!o->decode || (o->quick && di > 0) || bench_stop_requested()) continue;
         int64_t Tk = o->decode_Tk ? o->decode_Tk : o->quick ? 2048 : gpu ? 32768 : 4096;
-        attn_buffers bufs;
-        if (make_buffers(ctx, dt, o->decode_B, o->decode_H, 1, Tk, o->d, &bufs)) {
+        attn_buffers bufs = {0};
+        if (!run->planning && make_buffers(ctx, dt, o->decode_B, o->decode_H, 1, Tk, o->d, &bufs)) {
             fprintf(stderr, "\ntdacl-bench: cannot allocate decode inputs: %s\n", tdacl_last_error(ctx));
             failures++;
             continue;
@@ -316,6 +321,7 @@ int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev)
             size_t n = nk[si][0], k = nk[si][1];
             /* CLBlast SGEMM, then our own GEMM (+bias epilogue) with f32 and bf16 weights */
             for (int impl = 0; impl < 3; impl++) {
+                if (bench_stop_requested() || bench_count_only(run)) continue;
                 bench_row *r = bench_add_row(run);
                 if (!r) return failures + 1;
                 snprintf(r->suite, sizeof r->suite, "gemm");
@@ -368,6 +374,7 @@ int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev)
                     r->bytes = 4.0 * ((double)m * k + (double)m * n) + (double)tdacl_dtype_size(wdt) * k * n;
                     bench_finish_row(run, r);
                 }
+                bench_row_done(run, r);
                 tdacl_tensor_destroy(ta), tdacl_tensor_destroy(tb), tdacl_tensor_destroy(tc), tdacl_tensor_destroy(tbias);
             }
         }
