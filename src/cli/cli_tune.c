@@ -19,9 +19,10 @@ static void on_sigint(int sig) { (void)sig, stop_flag = 1; }
 extern char **environ;
 
 /* job->prebuild: re-runs this executable as `tdacl __prebuild DEV DIR VARIANT OPTS...`, one
- * process per share of the option strings, and waits for all of them. */
-static void spawn_prebuild(int device_index, const char *cache_dir, const char *variant, char *const *options,
-                           int n, int jobs, double deadline)
+ * process per share of the option strings, and waits for all of them (or kills them at the
+ * deadline or on Ctrl-C).  Returns how many were killed. */
+static int spawn_prebuild(int device_index, const char *cache_dir, const char *variant, char *const *options,
+                          int n, int jobs, double deadline, volatile int *stop)
 {
     pid_t pids[64];
     int started = 0;
@@ -46,19 +47,20 @@ static void spawn_prebuild(int device_index, const char *cache_dir, const char *
         free(argv);
     }
     /* wait, but not past the deadline: a builder still compiling then is stopped */
-    int left = started;
+    int left = started, killed = 0;
     while (left > 0) {
         for (int j = 0; j < started; j++)
             if (pids[j] > 0 && waitpid(pids[j], NULL, WNOHANG) == pids[j]) pids[j] = 0, left--;
         if (left == 0) break;
-        if (tdacl__now() > deadline || stop_flag) {
+        if (tdacl__now() > deadline || (stop && *stop)) {
             for (int j = 0; j < started; j++)
-                if (pids[j] > 0) kill(pids[j], SIGKILL), waitpid(pids[j], NULL, 0);
+                if (pids[j] > 0) kill(pids[j], SIGKILL), waitpid(pids[j], NULL, 0), killed++;
             break;
         }
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    return killed;
 }
 
 /* tdacl __prebuild DEV DIR VARIANT OPTS...: build the variant's program into the cache and
@@ -84,6 +86,25 @@ int cmd_prebuild(int argc, char **argv)
     return 0;
 }
 
+/* What the search did, in words: the space, what was tried and why it stopped, the winner. */
+static void report(const tdacl_tune_result *res, double budget)
+{
+    int timed = res->tried - res->rejected_reference - res->failed;
+    printf("  %d combinations: %d break the constraints, %d valid; %d tried", res->combinations,
+           res->rejected_constraint, res->candidates, res->tried);
+    if (res->interrupted) printf(" before Ctrl-C (%d not tried)", res->candidates - res->tried);
+    else if (res->budget_spent) printf(" before the %g s budget ran out (%d not tried)", budget, res->candidates - res->tried);
+    else printf(" (all)");
+    printf(": %d timed, %d wrong against the reference, %d failed to build or run\n", timed, res->rejected_reference,
+           res->failed);
+    if (!memcmp(&res->best, &res->generic, sizeof res->best))
+        printf("  the generic default won (%.4f ms): no candidate tried was faster; the entry records it\n",
+               res->best_ms);
+    else
+        printf("  best %.4f ms, %.2fx faster than the generic default (%.4f ms)\n", res->best_ms,
+               res->best_ms > 0 ? res->generic_ms / res->best_ms : 0.0, res->generic_ms);
+}
+
 static void usage(FILE *f)
 {
     char kernels[160] = "", kinds[128];
@@ -100,8 +121,9 @@ static void usage(FILE *f)
             "Tunes each (kernel, kind, dtype, d) at a short and a long T (or only --T), checking every\n"
             "candidate against the double-precision reference before timing it.  Entries go to\n"
             "--out or the user database ($TDACL_TUNING_FILE, $XDG_CONFIG_HOME/tdacl/tuning.tdb).\n"
-            "--budget is per tuned problem (default 120 s).  --jobs N compiles candidates in N processes\n"
-            "first (timing stays sequential).  Ctrl-C stops and keeps the best found.  --import-clblast\n"
+            "--budget is per tuned problem (default 120 s) and holds: candidates compile in child\n"
+            "processes, and one still compiling when it runs out is stopped.  --jobs N compiles N at once\n"
+            "(timing stays sequential).  Ctrl-C stops at once and keeps the best found.  --import-clblast\n"
             "stores a CLBlast tuner result (clblast-utils) as a clblast_* entry, which contexts then\n"
             "apply through CLBlastOverrideParameters.  Kinds: %s.  attention_mma tunes the tensor-core\n"
             "variant (bf16/f16; NVIDIA sm_80+, or its portable body with TDACL_MMA_EMULATE=1).\n",
@@ -225,7 +247,7 @@ int cmd_tune(int argc, char **argv)
                     job.reference = tdacl__reference_attention;
                     job.verbose = !quiet;
                     job.jobs = (int)jobs;
-                    job.prebuild = jobs > 1 ? spawn_prebuild : NULL;
+                    job.prebuild = spawn_prebuild; /* compiles stay stoppable: budget and Ctrl-C */
                     tdacl__measure_opts_init(&job.measure);
                     job.measure.min_samples = 5;
                     job.measure.min_ms = 30;
@@ -238,6 +260,10 @@ int cmd_tune(int argc, char **argv)
                     tdacl_tune_result res;
                     tdacl_status st = tdacl__tune(&ctx, &job, &res);
                     if (!ctx) return cli_report(NULL, st);
+                    if (st && res.interrupted) {
+                        printf("  interrupted before any candidate was timed: no entry written\n");
+                        break;
+                    }
                     if (st) {
                         cli_report(ctx, st);
                         rc = 1;
@@ -248,10 +274,7 @@ int cmd_tune(int argc, char **argv)
                     char line[1024];
                     tdacl__tdb_format(&e, line, sizeof line);
                     printf("%s\n", line);
-                    printf("  %d candidates, %d timed, %d rejected by constraints, %d by the reference check, "
-                           "%d failed%s\n",
-                           res.candidates, res.tried - res.rejected_reference - res.failed, res.rejected_constraint,
-                           res.rejected_reference, res.failed, res.interrupted ? " (interrupted)" : "");
+                    report(&res, budget);
                     if ((st = tdacl__tdb_upsert_file(ctx, path, &e))) rc = cli_report(ctx, st);
                     fflush(stdout);
                 }

@@ -336,10 +336,11 @@ static int check_candidate(target *t, tdacl_context *ctx, const tdacl_param_valu
 
 /* Compiles the candidates through job->prebuild so that the timing loop finds them in the
  * program cache (compilation dominates tuning time; timing stays sequential). */
-static void prebuild(tdacl_context *ctx, target *t, const tdacl_param_values *cands, int n, double deadline)
+static int prebuild(tdacl_context *ctx, target *t, const tdacl_param_values *cands, int n, double deadline)
 {
     const tdacl_tune_job *job = t->job;
-    if (!ctx->cache.enabled || !job->prebuild || n <= 0) return;
+    int killed = 0;
+    if (!ctx->cache.enabled || !job->prebuild || n <= 0) return 0;
     char **opts = calloc((size_t)n, sizeof *opts);
     int ok = opts != NULL;
     for (int i = 0; ok && i < n; i++) {
@@ -348,9 +349,10 @@ static void prebuild(tdacl_context *ctx, target *t, const tdacl_param_values *ca
         opts[i] = sb.data;
         ok = !sb.oom;
     }
-    if (ok) job->prebuild(ctx->device_index, ctx->cache.dir, t->row->name, opts, n, job->jobs, deadline);
+    if (ok) killed = job->prebuild(ctx->device_index, ctx->cache.dir, t->row->name, opts, n, job->jobs, deadline, job->stop);
     for (int i = 0; opts && i < n; i++) free(opts[i]);
     free(opts);
+    return killed;
 }
 
 /* A new context on the same device and cache, for after a candidate broke the old one
@@ -409,6 +411,7 @@ tdacl_status tdacl__tune(tdacl_context **ctxp, const tdacl_tune_job *job, tdacl_
     if (st) goto done;
     res->problem = t.problem;
     int total = enumerate(ks, &cands);
+    res->combinations = total;
     if (total < 0) {
         st = tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "tune: out of memory");
         goto done;
@@ -454,6 +457,9 @@ tdacl_status tdacl__tune(tdacl_context **ctxp, const tdacl_tune_job *job, tdacl_
     free(all);
     res->candidates = kept;
     uint64_t rng = job->seed * 31ULL + 5;
+    if (!ctx->cache.enabled || !job->prebuild)
+        tdacl__log(ctx, TDACL_LOG_WARN, "tune: %s: candidates compile in this process, where neither the budget nor "
+                   "Ctrl-C can stop a compile", !ctx->cache.enabled ? "the program cache is off" : "no prebuild helper");
     if (job->strategy != TDACL_TUNE_EXHAUSTIVE)
         for (int i = kept - 1; i > 1 + have_current; i--) { /* shuffle all but the defaults */
             int j = 1 + have_current + (int)(mix(&rng) % (uint64_t)(i - have_current));
@@ -464,15 +470,23 @@ tdacl_status tdacl__tune(tdacl_context **ctxp, const tdacl_tune_job *job, tdacl_
     res->best_ms = INFINITY;
     double cur_ms = INFINITY, temp = 0.3;
     int cur = 0;
+    const double deadline = job->budget_s > 0 ? t_start + job->budget_s : 1e300;
+    double timed_since = 0;
     for (int step = 0; step < kept; step++) {
         if (job->stop && *job->stop) { res->interrupted = 1; break; }
-        if (step > 0 && job->budget_s > 0 && tdacl__now() - t_start > job->budget_s) break;
+        if (step > 0 && tdacl__now() > deadline) { res->budget_spent = 1; break; }
+        if (step == 1) timed_since = tdacl__now(); /* the estimate leaves out the first compile */
         int idx = step;
-        /* compile the next batch in parallel (the budget is checked between batches) */
+        /* compile the next batch in parallel; a builder still compiling at the deadline is
+         * killed (the generic default, step 0, is always built: it is the fallback) */
         const int batch = 4 * job->jobs;
-        if (job->jobs > 1 && job->strategy != TDACL_TUNE_ANNEAL && step % batch == 0)
-            prebuild(ctx, &t, cands + step, step + batch <= kept ? batch : kept - step,
-                     job->budget_s > 0 ? t_start + job->budget_s : 1e300);
+        int batched = job->jobs > 1 && job->strategy != TDACL_TUNE_ANNEAL;
+        if (batched && step % batch == 0 &&
+            prebuild(ctx, &t, cands + step, step + batch <= kept ? batch : kept - step, step ? deadline : 1e300)) {
+            res->compile_stopped = 1;
+            if (job->stop && *job->stop) { res->interrupted = 1; break; }
+            if (tdacl__now() > deadline) { res->budget_spent = 1; break; }
+        }
         if (job->strategy == TDACL_TUNE_ANNEAL && step > 1) {
             /* neighbour of the current point: the candidate differing least in log2 distance */
             int bestj = -1;
@@ -489,6 +503,25 @@ tdacl_status tdacl__tune(tdacl_context **ctxp, const tdacl_tune_job *job, tdacl_
         const tdacl_param_values *v = &cands[idx];
         char text[200];
         tdacl__params_text(ks, v, text, sizeof text);
+        /* "[i/N ~time left]": the pace of the candidates after the first, capped by the budget */
+        char at[64];
+        int len = snprintf(at, sizeof at, "[%d/%d", step + 1, kept);
+        if (step >= 2) {
+            double left = (tdacl__now() - timed_since) / (step - 1) * (kept - step);
+            if (deadline < 1e300 && deadline - tdacl__now() < left) left = deadline - tdacl__now();
+            snprintf(at + len, sizeof at - (size_t)len, left >= 90 ? " ~%.0f min left]" : " ~%.0f s left]",
+                     left >= 90 ? left / 60 : left);
+        } else {
+            snprintf(at + len, sizeof at - (size_t)len, "]");
+        }
+        /* one candidate at a time: compiled in a child process that the deadline can stop */
+        if (!batched && prebuild(ctx, &t, v, 1, step ? deadline : 1e300)) {
+            res->compile_stopped = 1;
+            if (job->stop && *job->stop) { res->interrupted = 1; break; }
+            res->budget_spent = 1;
+            if (job->verbose) fprintf(stderr, "  %s %-48s compile stopped: the budget ran out\n", at, text);
+            break;
+        }
         res->tried++;
         int bad = check_candidate(&t, ctx, v, why, sizeof why);
         tdacl_samples s;
@@ -502,7 +535,7 @@ tdacl_status tdacl__tune(tdacl_context **ctxp, const tdacl_tune_job *job, tdacl_
         if (bad > 0) {
             res->rejected_reference++;
             tdacl__log(ctx, TDACL_LOG_INFO, "tune: %s rejected: %s", text, why);
-            if (job->verbose) fprintf(stderr, "  %-48s rejected: %s\n", text, why);
+            if (job->verbose) fprintf(stderr, "  %s %-48s rejected: %s\n", at, text, why);
             if (idx == 0) {
                 st = tdacl__fail(ctx, TDACL_ERR_INTERNAL, "tune: the generic default %s fails its check: %s", text, why);
                 goto done;
@@ -513,7 +546,7 @@ tdacl_status tdacl__tune(tdacl_context **ctxp, const tdacl_tune_job *job, tdacl_
             /* a build or launch failure may have broken the context: start over */
             res->failed++;
             tdacl__log(ctx, TDACL_LOG_WARN, "tune: %s %s", text, why);
-            if (job->verbose) fprintf(stderr, "  %-48s %s\n", text, why);
+            if (job->verbose) fprintf(stderr, "  %s %-48s %s\n", at, text, why);
             if (idx == 0) {
                 st = tdacl__fail(ctx, TDACL_ERR_INTERNAL, "tune: the generic default %s fails: %s", text, why);
                 goto done;
@@ -527,7 +560,7 @@ tdacl_status tdacl__tune(tdacl_context **ctxp, const tdacl_tune_job *job, tdacl_
         }
         if (idx == 0 && step == 0) res->generic_ms = s.median;
         if (job->verbose)
-            fprintf(stderr, "  %-48s %10.4f ms%s\n", text, s.median, s.median < res->best_ms ? "  best" : "");
+            fprintf(stderr, "  %s %-48s %10.4f ms%s\n", at, text, s.median, s.median < res->best_ms ? "  best" : "");
         if (s.median < res->best_ms) res->best_ms = s.median, res->best = *v;
         if (job->strategy == TDACL_TUNE_ANNEAL) {
             double accept = s.median < cur_ms ? 1.0 : exp(-(s.median / cur_ms - 1.0) / temp);
@@ -535,7 +568,10 @@ tdacl_status tdacl__tune(tdacl_context **ctxp, const tdacl_tune_job *job, tdacl_
             temp *= 0.97;
         }
     }
-    if (!isfinite(res->best_ms)) st = tdacl__fail(ctx, TDACL_ERR_INTERNAL, "tune: no candidate of %s could be timed", job->kernel);
+    if (!isfinite(res->best_ms) && res->interrupted)
+        st = tdacl__fail(ctx, TDACL_ERR_INTERNAL, "tune: %s interrupted before any candidate was timed", job->kernel);
+    else if (!isfinite(res->best_ms))
+        st = tdacl__fail(ctx, TDACL_ERR_INTERNAL, "tune: no candidate of %s could be timed", job->kernel);
 done:
     free(cands);
     free(t.want);

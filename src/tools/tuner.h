@@ -44,18 +44,24 @@ typedef struct tdacl_tune_job {
     tdacl_measure_opts measure;
     int verbose;            /* progress lines on stderr */
     int jobs;               /* > 1: build the candidates in that many processes first */
-    /* Builds programs in fresh processes (OpenCL state cannot cross fork()); each process
-     * gets a share of the option strings; unfinished builders are stopped at `deadline`
-     * (tdacl__now() time).  NULL: no parallel builds. */
-    void (*prebuild)(int device_index, const char *cache_dir, const char *variant,
-                     char *const *options, int n, int jobs, double deadline);
+    /* Builds programs into the cache in fresh processes (OpenCL state cannot cross fork(),
+     * and a compiler cannot be stopped in-process); each process gets a share of the option
+     * strings; unfinished builders are killed at `deadline` (tdacl__now() time) or when
+     * *stop is set.  Returns the number of builders killed unfinished.  With it, the search
+     * keeps its budget and stops promptly even inside a long compile; NULL: candidates
+     * compile in-process, which the budget and *stop cannot interrupt. */
+    int (*prebuild)(int device_index, const char *cache_dir, const char *variant, char *const *options, int n,
+                    int jobs, double deadline, volatile int *stop);
 } tdacl_tune_job;
 
 typedef struct tdacl_tune_result {
     tdacl_param_values best, generic;
     double best_ms, generic_ms; /* median device time at the timing shape */
+    int combinations;           /* the space's size */
     int candidates, tried, rejected_constraint, rejected_reference, failed;
     int interrupted;
+    int budget_spent;           /* the budget ended the search before every candidate was tried */
+    int compile_stopped;        /* a candidate's compile was killed at the deadline or by *stop */
     tdacl_problem problem;
 } tdacl_tune_result;
 
