@@ -13,7 +13,29 @@
  *  - Tensors are element counts plus strides in elements (not bytes), outermost first.
  *  - The library never calls exit() or abort() and never prints unless asked: the log goes
  *    to stderr at the level in $TDACL_LOG (debug|info|warn|error, default warn) or to a
- *    callback.
+ *    callback.  One note is shown without asking, and only when stderr is a terminal and no
+ *    callback is set: a context's first kernel compile ("compiling kernels for <device>;
+ *    cached for next time"), since it can take seconds to minutes.  TDACL_LOG=error hides it.
+ *
+ * Threads
+ *  - Safe from any thread at any time: tdacl_version, tdacl_device_count/get_info/select,
+ *    tdacl_status_str, the kind and dtype name functions, tdacl_last_error(NULL) (it reads
+ *    the calling thread's own message), tokenizers (read-only after load).
+ *  - A context and everything made on it (tensors, models) belong to one thread at a time:
+ *    calls on one context must not overlap (serialise them with your own lock).  Different
+ *    contexts, even on the same device, may be used from different threads at once
+ *    (tests/test_interop.c runs two in parallel).
+ *  - tdacl_log_set_callback: set it before other threads use the library.
+ *
+ * Asynchronous calls
+ *  Work goes to the context's in-order command queue.  These calls enqueue and return
+ *  before the device is done: tdacl_attention and tdacl_matmul (without stats),
+ *  tdacl_tensor_copy, and the kernels of tdacl_model_prefill / tdacl_model_decode (their
+ *  token upload blocks, so they start after earlier work finished).  These wait for the
+ *  device: tdacl_tensor_upload/download, tdacl_model_logits, tdacl_finish, any call given a
+ *  stats pointer (it reads times and counters back), tdacl_context_destroy.  Inputs may be overwritten by later calls on the same context
+ *  (the queue orders them); host code reading a tensor's cl_mem directly must first call
+ *  tdacl_finish or enqueue on the same queue (tdacl_context_get_cl).
  *
  * Environment
  *  TDACL_DEVICE     device selector (index or case-insensitive substring of platform name,
@@ -196,6 +218,19 @@ TDACL_API tdacl_status tdacl_context_get_info(const tdacl_context *ctx, tdacl_de
 /* Wait for all work queued on the context. */
 TDACL_API tdacl_status tdacl_finish(tdacl_context *ctx);
 
+/* Interop with existing OpenCL code.  Handles are passed as void * (cl_context,
+ * cl_device_id, cl_command_queue, cl_mem) so that this header needs no OpenCL headers.
+ * tdacl_context_create_from_cl uses the caller's context and device (one of the devices
+ * tdacl_device_get_info lists) and, when cl_command_queue is not NULL, the caller's in-order
+ * queue: the library's work is then ordered with the caller's own.  Without profiling on that
+ * queue, kernel times (stats.kernel_ms, TDACL_PROFILE) read 0.  The objects are retained and
+ * released at tdacl_context_destroy.  desc may be NULL; desc.device is ignored. */
+TDACL_API tdacl_status tdacl_context_create_from_cl(const tdacl_context_desc *desc, void *cl_context,
+                                                    void *cl_device_id, void *cl_command_queue, tdacl_context **ctx);
+/* The context's OpenCL objects (not retained for the caller); any out pointer may be NULL. */
+TDACL_API tdacl_status tdacl_context_get_cl(const tdacl_context *ctx, void **cl_context, void **cl_device_id,
+                                            void **cl_command_queue);
+
 /* Full compiler log of the last kernel build on this context (failed or not). */
 TDACL_API const char *tdacl_build_log(const tdacl_context *ctx);
 
@@ -233,6 +268,14 @@ TDACL_API tdacl_status tdacl_tensor_view(tdacl_tensor *base, int ndim, const int
                                          const int64_t *strides, int64_t offset,
                                          tdacl_tensor **out);
 TDACL_API tdacl_status tdacl_tensor_destroy(tdacl_tensor *t);
+/* A contiguous tensor over an existing buffer of the context's cl_context, starting
+ * offset_bytes in (a multiple of the dtype's size); no copy.  The buffer is retained until
+ * the last tensor or view on it is destroyed; the caller keeps its own reference. */
+TDACL_API tdacl_status tdacl_tensor_from_cl_mem(tdacl_context *ctx, void *cl_mem, size_t offset_bytes,
+                                                tdacl_dtype dtype, int ndim, const int64_t *shape, tdacl_tensor **out);
+/* The buffer under a tensor (not retained for the caller) and the byte offset of its first
+ * element. */
+TDACL_API tdacl_status tdacl_tensor_get_cl_mem(const tdacl_tensor *t, void **cl_mem, size_t *offset_bytes);
 
 TDACL_API tdacl_status tdacl_tensor_ndim(const tdacl_tensor *t, int *ndim);
 /* shape/strides: arrays of at least ndim entries; either may be NULL. */

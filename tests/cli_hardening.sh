@@ -140,6 +140,23 @@ expect make-model-exists 2 'already holds a checkpoint; --force replaces it' -- 
     "$TDACL" make-model --config "$SRC/examples/models/tiny-softmax.json" --out "$M"
 expect make-model-force 0 '^wrote ' -- "$TDACL" make-model --config "$SRC/examples/models/tiny-softmax.json" --seed 1 \
     --out "$M" --force
+# the first compile is announced on a terminal only (script(1) gives the command a TTY), once,
+# and not when the cache already has the programs; TDACL_LOG=info logs it anywhere
+fresh="$WORK/fresh-cache"
+rm -rf "$fresh"
+FWD=("$TDACL" forward --model "$M" --tokens 1,2,3 --out "$WORK/l.npy")
+expect compile-note-tty 0 'tdacl: compiling kernels for .*; cached for next time' -- \
+    env -u TDACL_LOG TDACL_CACHE_DIR="$fresh" script -qec "${FWD[*]}" /dev/null
+[ "$(grep -c 'compiling kernels' "$WORK/out")" = 1 ] || { echo "FAIL compile-note-tty: announced more than once"; fails=$((fails + 1)); }
+expect compile-note-cached 0 '^logits' -- env -u TDACL_LOG TDACL_CACHE_DIR="$fresh" script -qec "${FWD[*]}" /dev/null
+grep -q 'compiling kernels' "$WORK/out" && { echo "FAIL compile-note-cached: announced with a warm cache"; fails=$((fails + 1)); }
+rm -rf "$fresh"
+expect compile-note-pipe 0 '^logits' -- env -u TDACL_LOG TDACL_CACHE_DIR="$fresh" "${FWD[@]}"
+grep -q 'compiling kernels' "$WORK/out" && { echo "FAIL compile-note-pipe: announced into a pipe"; fails=$((fails + 1)); }
+rm -rf "$fresh"
+expect compile-note-info 0 'tdacl info: compiling kernels for .*; cached for next time in ' -- \
+    env TDACL_LOG=info TDACL_CACHE_DIR="$fresh" "${FWD[@]}"
+
 # the matrix units the device offers to attention are named (none on a CPU)
 expect devices-matrix-units 0 'matrix units: (none used|mma.sync)' -- "$TDACL" devices
 

@@ -42,6 +42,8 @@ void tdacl__clear_error(const tdacl_context *ctx);
 void tdacl__log(const tdacl_context *ctx, tdacl_log_level level, const char *fmt, ...)
     TDACL_PRINTF(3, 4);
 int tdacl__log_enabled(const tdacl_context *ctx, tdacl_log_level level);
+/* 1 when a process-wide log callback is set (tdacl_log_set_callback). */
+int tdacl__log_has_callback(void);
 int tdacl__log_level_from_env(void);
 
 /* The argument check of a getter: NULL `obj` or `out` fails with a message naming it

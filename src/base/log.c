@@ -38,6 +38,8 @@ tdacl_status tdacl_log_set_callback(tdacl_log_fn fn, void *user, int level)
     return TDACL_SUCCESS;
 }
 
+int tdacl__log_has_callback(void) { return global_fn != NULL; }
+
 static int effective_level(const tdacl_context *ctx)
 {
     if (ctx && tdacl__diag(ctx)->log_level >= 0) return tdacl__diag(ctx)->log_level;

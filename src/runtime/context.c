@@ -28,6 +28,62 @@ static void make_base_options(tdacl_context *ctx)
              i->has_fp16, extra && *extra ? " " : "", extra ? extra : "");
 }
 
+static tdacl_status check_desc(const char *call, const tdacl_context_desc *desc)
+{
+    if (desc->log_level > TDACL_LOG_OFF)
+        return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.log_level %d is not a tdacl_log_level", call,
+                           desc->log_level);
+    if (desc->cache < -1 || desc->cache > 1)
+        return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.cache must be -1, 0 or 1 (got %d)", call,
+                           desc->cache);
+    if (desc->use_tuning_db != 0 && desc->use_tuning_db != 1)
+        return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.use_tuning_db must be 0 or 1 (got %d)", call,
+                           desc->use_tuning_db);
+    return TDACL_SUCCESS;
+}
+
+static tdacl_context *new_context(int index, const tdacl_context_desc *desc)
+{
+    const tdacl_device_entry *list;
+    int n;
+    tdacl__devices(&list, &n);
+    tdacl_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return NULL;
+    ctx->device_index = index;
+    ctx->info = list[index].info;
+    ctx->platform = list[index].platform;
+    ctx->device = list[index].device;
+    ctx->diag.log_fn = desc->log_fn;
+    ctx->diag.log_user = desc->log_user;
+    ctx->diag.log_level = desc->log_level;
+    ctx->use_tuning_db = desc->use_tuning_db;
+    ctx->queue_profiling = 1;
+    return ctx;
+}
+
+/* Everything after the OpenCL context and queue exist: options, cache, tuning, profile. */
+static tdacl_status finish_context(tdacl_context *ctx, const tdacl_context_desc *desc, tdacl_context **out)
+{
+    make_base_options(ctx);
+    tdacl__cache_init(ctx, desc);
+    tdacl_status st = tdacl__tuning_open(ctx, desc->tuning_file);
+    if (!st) tdacl__clblast_overrides(ctx);
+    if (st) {
+        tdacl_status keep = st;
+        char msg[2048];
+        snprintf(msg, sizeof msg, "%s", ctx->diag.last_error);
+        tdacl_context_destroy(ctx);
+        return tdacl__fail(NULL, keep, "%s", msg);
+    }
+    tdacl__log(ctx, TDACL_LOG_INFO, "context on [%d] %s / %s (%s)%s", ctx->device_index, ctx->info.platform_name,
+               ctx->info.name, ctx->info.arch, ctx->borrowed ? ", the caller's OpenCL context" : "");
+    if (ctx->queue_profiling) tdacl__profile_init(ctx);
+    else if (getenv("TDACL_PROFILE") && *getenv("TDACL_PROFILE") && strcmp(getenv("TDACL_PROFILE"), "0"))
+        tdacl__log(ctx, TDACL_LOG_WARN, "TDACL_PROFILE: the caller's queue has no profiling; nothing is timed");
+    *out = ctx;
+    return TDACL_SUCCESS;
+}
+
 tdacl_status tdacl_context_create(const tdacl_context_desc *desc_in, tdacl_context **out)
 {
     if (!out) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "tdacl_context_create: out is NULL");
@@ -35,34 +91,12 @@ tdacl_status tdacl_context_create(const tdacl_context_desc *desc_in, tdacl_conte
     tdacl_context_desc desc;
     if (desc_in) desc = *desc_in;
     else tdacl_context_desc_init(&desc);
-    if (desc.log_level > TDACL_LOG_OFF)
-        return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT,
-                           "tdacl_context_create: desc.log_level %d is not a tdacl_log_level", desc.log_level);
-    if (desc.cache < -1 || desc.cache > 1)
-        return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT,
-                           "tdacl_context_create: desc.cache must be -1, 0 or 1 (got %d)", desc.cache);
-    if (desc.use_tuning_db != 0 && desc.use_tuning_db != 1)
-        return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT,
-                           "tdacl_context_create: desc.use_tuning_db must be 0 or 1 (got %d)", desc.use_tuning_db);
-
-    int index;
-    tdacl_status st = tdacl_device_select(desc.device, &index);
+    tdacl_status st = check_desc("tdacl_context_create", &desc);
     if (st) return st;
-    const tdacl_device_entry *list;
-    int n;
-    tdacl__devices(&list, &n);
-
-    tdacl_context *ctx = calloc(1, sizeof *ctx);
+    int index;
+    if ((st = tdacl_device_select(desc.device, &index))) return st;
+    tdacl_context *ctx = new_context(index, &desc);
     if (!ctx) return tdacl__fail(NULL, TDACL_ERR_OUT_OF_MEMORY, "tdacl_context_create: out of memory");
-    ctx->device_index = index;
-    ctx->info = list[index].info;
-    ctx->platform = list[index].platform;
-    ctx->device = list[index].device;
-    ctx->diag.log_fn = desc.log_fn;
-    ctx->diag.log_user = desc.log_user;
-    ctx->diag.log_level = desc.log_level;
-    ctx->use_tuning_db = desc.use_tuning_db;
-
     cl_int err;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform, 0};
     ctx->cl = clCreateContext(props, 1, &ctx->device, NULL, NULL, &err);
@@ -78,21 +112,90 @@ tdacl_status tdacl_context_create(const tdacl_context_desc *desc_in, tdacl_conte
         free(ctx);
         return st;
     }
-    make_base_options(ctx);
-    tdacl__cache_init(ctx, &desc);
-    st = tdacl__tuning_open(ctx, desc.tuning_file);
-    if (!st) tdacl__clblast_overrides(ctx);
-    if (st) {
-        tdacl_status keep = st;
-        char msg[2048];
-        snprintf(msg, sizeof msg, "%s", ctx->diag.last_error);
-        tdacl_context_destroy(ctx);
-        return tdacl__fail(NULL, keep, "%s", msg);
+    return finish_context(ctx, &desc, out);
+}
+
+tdacl_status tdacl_context_create_from_cl(const tdacl_context_desc *desc_in, void *cl_context_handle,
+                                          void *cl_device_handle, void *cl_queue_handle, tdacl_context **out)
+{
+    const char *call = "tdacl_context_create_from_cl";
+    if (!out) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: out is NULL", call);
+    *out = NULL;
+    if (!cl_context_handle || !cl_device_handle)
+        return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call,
+                           cl_context_handle ? "cl_device_id" : "cl_context");
+    tdacl_context_desc desc;
+    if (desc_in) desc = *desc_in;
+    else tdacl_context_desc_init(&desc);
+    tdacl_status st = check_desc(call, &desc);
+    if (st) return st;
+    cl_context clctx = (cl_context)cl_context_handle;
+    cl_device_id dev = (cl_device_id)cl_device_handle;
+    cl_command_queue queue = (cl_command_queue)cl_queue_handle;
+    /* the device must be one the library enumerated: its capability record drives everything */
+    const tdacl_device_entry *list;
+    int n, index = -1;
+    if ((st = tdacl__devices(&list, &n))) return st;
+    for (int i = 0; i < n; i++)
+        if (list[i].device == dev) index = i;
+    if (index < 0)
+        return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT,
+                           "%s: the cl_device_id is not one of the %d devices libtdacl enumerates (sub-devices and "
+                           "devices of unlisted platforms are not supported)", call, n);
+    cl_uint ndev = 0;
+    cl_device_id devs[64];
+    cl_int err = clGetContextInfo(clctx, CL_CONTEXT_DEVICES, sizeof devs, devs, NULL);
+    if (!err) err = clGetContextInfo(clctx, CL_CONTEXT_NUM_DEVICES, sizeof ndev, &ndev, NULL);
+    if (err) return tdacl__fail_cl(NULL, err, "%s: clGetContextInfo on the cl_context", call);
+    int member = 0;
+    for (cl_uint i = 0; i < ndev && i < 64; i++) member |= devs[i] == dev;
+    if (!member)
+        return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: the cl_context does not contain device [%d] %s",
+                           call, index, list[index].info.name);
+    cl_command_queue_properties qprops = 0;
+    if (queue) {
+        cl_context qctx = NULL;
+        cl_device_id qdev = NULL;
+        err = clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL);
+        if (!err) err = clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof qdev, &qdev, NULL);
+        if (!err) err = clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof qprops, &qprops, NULL);
+        if (err) return tdacl__fail_cl(NULL, err, "%s: clGetCommandQueueInfo on the cl_command_queue", call);
+        if (qctx != clctx || qdev != dev)
+            return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT,
+                               "%s: the cl_command_queue belongs to another %s", call, qctx != clctx ? "context" : "device");
+        if (qprops & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
+            return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT,
+                               "%s: the cl_command_queue is out-of-order; the library's kernels depend on in-order "
+                               "execution", call);
     }
-    tdacl__log(ctx, TDACL_LOG_INFO, "context on [%d] %s / %s (%s)", index, ctx->info.platform_name,
-               ctx->info.name, ctx->info.arch);
-    tdacl__profile_init(ctx);
-    *out = ctx;
+    tdacl_context *ctx = new_context(index, &desc);
+    if (!ctx) return tdacl__fail(NULL, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
+    ctx->borrowed = 1;
+    clRetainContext(clctx);
+    ctx->cl = clctx;
+    if (queue) {
+        clRetainCommandQueue(queue);
+        ctx->queue = queue;
+        ctx->queue_profiling = (qprops & CL_QUEUE_PROFILING_ENABLE) != 0;
+    } else {
+        ctx->queue = clCreateCommandQueue(clctx, dev, CL_QUEUE_PROFILING_ENABLE, &err);
+        if (!ctx->queue) {
+            st = tdacl__fail_cl(NULL, err, "%s: clCreateCommandQueue(%s)", call, ctx->info.name);
+            clReleaseContext(clctx);
+            free(ctx);
+            return st;
+        }
+    }
+    return finish_context(ctx, &desc, out);
+}
+
+tdacl_status tdacl_context_get_cl(const tdacl_context *ctx, void **cl_context_out, void **cl_device_out,
+                                  void **cl_queue_out)
+{
+    if (!ctx) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "tdacl_context_get_cl: ctx is NULL");
+    if (cl_context_out) *cl_context_out = ctx->cl;
+    if (cl_device_out) *cl_device_out = ctx->device;
+    if (cl_queue_out) *cl_queue_out = ctx->queue;
     return TDACL_SUCCESS;
 }
 

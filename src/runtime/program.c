@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/runtime.h"
 
@@ -89,6 +90,24 @@ static void cache_key(const tdacl_context *ctx, const char *source, const char *
                      strlen(source));
 }
 
+/* A first compile takes seconds (up to minutes on PoCL) with nothing else to show for it: say
+ * so once per context.  At the default log level the note goes only to a terminal (stderr a
+ * TTY, no log callback), so pipes and scripts stay quiet; TDACL_LOG=info logs it anywhere. */
+static void announce_compile(tdacl_context *ctx)
+{
+    if (ctx->compile_announced) return;
+    ctx->compile_announced = 1;
+    const char *where = ctx->cache.enabled ? ctx->cache.dir : NULL;
+    if (tdacl__log_enabled(ctx, TDACL_LOG_INFO)) {
+        tdacl__log(ctx, TDACL_LOG_INFO, "compiling kernels for %s; %s%s", ctx->info.name,
+                   where ? "cached for next time in " : "not cached (TDACL_CACHE=off)", where ? where : "");
+    } else if (tdacl__log_enabled(ctx, TDACL_LOG_WARN) && !tdacl__diag(ctx)->log_fn && !tdacl__log_has_callback() &&
+               isatty(STDERR_FILENO)) {
+        fprintf(stderr, "tdacl: compiling kernels for %s; %s\n", ctx->info.name,
+                where ? "cached for next time" : "not cached (TDACL_CACHE=off)");
+    }
+}
+
 static tdacl_status build(tdacl_context *ctx, const char *label, const char *source,
                           const char *options, cl_program *out)
 {
@@ -124,6 +143,7 @@ static tdacl_status build(tdacl_context *ctx, const char *label, const char *sou
         free(bin);
     }
     if (!prog) {
+        announce_compile(ctx);
         size_t len = strlen(source);
         prog = clCreateProgramWithSource(ctx->cl, 1, &source, &len, &err);
         if (!prog) {

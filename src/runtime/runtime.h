@@ -109,6 +109,9 @@ struct tdacl_context {
     cl_mem scratch[TDACL_SCRATCH_SLOTS]; /* reusable device scratch, one buffer per use */
     size_t scratch_bytes[TDACL_SCRATCH_SLOTS];
     struct tdacl_profile *profile; /* TDACL_PROFILE: per-kernel device time (profile.c) */
+    int compile_announced;         /* the first compile from source was announced (program.c) */
+    int borrowed;                  /* cl and queue came from the caller (retained, released at destroy) */
+    int queue_profiling;           /* the queue records event times (a caller's queue may not) */
 };
 
 /* ---- per-kernel profile (profile.c) ---- */

@@ -143,6 +143,75 @@ tdacl_status tdacl_tensor_create(tdacl_context *ctx, tdacl_dtype dtype, int ndim
     return TDACL_SUCCESS;
 }
 
+tdacl_status tdacl_tensor_from_cl_mem(tdacl_context *ctx, void *cl_mem_handle, size_t offset_bytes,
+                                      tdacl_dtype dtype, int ndim, const int64_t *shape, tdacl_tensor **out)
+{
+    const char *call = "tdacl_tensor_from_cl_mem";
+    if (!ctx) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", call);
+    if (!out) return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: out is NULL", call);
+    *out = NULL;
+    if (!cl_mem_handle) return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: cl_mem is NULL", call);
+    if (!valid_dtype(dtype))
+        return tdacl__fail(ctx, TDACL_ERR_DTYPE, "%s: dtype %d is not a tdacl_dtype", call, (int)dtype);
+    int64_t n;
+    tdacl_status st = check_shape(ctx, call, ndim, shape, &n);
+    if (st) return st;
+    cl_mem mem = (cl_mem)cl_mem_handle;
+    cl_context owner = NULL;
+    cl_mem_object_type type = 0;
+    size_t size = 0;
+    cl_int err = clGetMemObjectInfo(mem, CL_MEM_TYPE, sizeof type, &type, NULL);
+    if (!err) err = clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof owner, &owner, NULL);
+    if (!err) err = clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof size, &size, NULL);
+    if (err) return tdacl__fail_cl(ctx, err, "%s: clGetMemObjectInfo on the cl_mem", call);
+    if (type != CL_MEM_OBJECT_BUFFER)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: the cl_mem is not a buffer (an image?)", call);
+    if (owner != ctx->cl)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT,
+                           "%s: the cl_mem belongs to another cl_context (create the context with "
+                           "tdacl_context_create_from_cl on the buffer's context)", call);
+    size_t el = tdacl_dtype_size(dtype);
+    if (offset_bytes % el)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: offset %zu bytes is not a multiple of the %s size (%zu)",
+                           call, offset_bytes, tdacl_dtype_name(dtype), el);
+    if (offset_bytes > size || (uint64_t)n * el > size - offset_bytes)
+        return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: %lld %s elements at offset %zu need %llu bytes; the buffer has %zu",
+                           call, (long long)n, tdacl_dtype_name(dtype), offset_bytes,
+                           (unsigned long long)(offset_bytes + (uint64_t)n * el), size);
+    tdacl_tensor *t = calloc(1, sizeof *t);
+    tdacl_storage *s = calloc(1, sizeof *s);
+    if (!t || !s) {
+        free(t), free(s);
+        return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of host memory", call);
+    }
+    clRetainMemObject(mem); /* released by the last tensor on this storage */
+    s->mem = mem;
+    s->bytes = size;
+    s->refs = 1;
+    t->ctx = ctx;
+    t->storage = s;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    t->offset = (int64_t)(offset_bytes / el);
+    int64_t stride = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        t->shape[i] = shape[i];
+        t->strides[i] = stride;
+        stride *= shape[i] ? shape[i] : 1;
+    }
+    link_live(ctx, t);
+    *out = t;
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl_tensor_get_cl_mem(const tdacl_tensor *t, void **cl_mem_out, size_t *offset_bytes)
+{
+    if (!t) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "tdacl_tensor_get_cl_mem: t is NULL");
+    if (cl_mem_out) *cl_mem_out = t->storage->mem;
+    if (offset_bytes) *offset_bytes = (size_t)t->offset * tdacl_dtype_size(t->dtype);
+    return TDACL_SUCCESS;
+}
+
 tdacl_status tdacl_tensor_view(tdacl_tensor *base, int ndim, const int64_t *shape,
                                const int64_t *strides, int64_t offset, tdacl_tensor **out)
 {
