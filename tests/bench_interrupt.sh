@@ -43,3 +43,20 @@ json_rows=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))[
 "$BENCH" --load "$WORK/run.json" >"$WORK/out" 2>"$WORK/err" || fail "--load of the interrupted run failed"
 grep -q 'holds an unfinished run (interrupted)' "$WORK/err" || fail "--load did not say the run is unfinished"
 echo "ok: stopped after $printed of 16 rows; exit 130; JSON and CSV hold them"
+
+# a bare run (every suite, every T) warns with its size before measuring; Ctrl-C then ends it
+"$BENCH" --json "$WORK/bare.json" >"$WORK/out" 2>"$WORK/err" &
+pid=$!
+for _ in $(seq 1 600); do
+    grep -q 'timed rows on' "$WORK/err" 2>/dev/null && break
+    sleep 0.1
+done
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+grep -Eq '^tdacl-bench: [0-9]+ timed rows on 1 device\(s\): expect .*--quick measures a representative subset' "$WORK/err" ||
+    fail "no warning before a bare run"
+[ "$rc" = 130 ] || fail "bare run: exit status $rc after Ctrl-C, wanted 130"
+python3 -c 'import json,sys; j = json.load(open(sys.argv[1])); assert j["interrupted"] is True' "$WORK/bare.json" ||
+    fail "bare run: the JSON is not a valid interrupted run"
+echo "ok: a bare run warns first and stops on Ctrl-C"
