@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "cli/cli_parse.h"
 
 /* Refuses an output that cannot be written, without creating or truncating it (a failed run
  * must not leave an empty file behind). */
@@ -54,7 +55,16 @@ int main(int argc, char **argv)
 {
     bench_run run;
     memset(&run, 0, sizeof run);
-    int rc = bench_parse_args(argc, argv, &run.opt);
+    /* --opt=value as --opt value, like the tdacl commands (kept for the whole run: the
+     * options point into them) */
+    static char *names;
+    static char **args;
+    args = cli_split_assignments(argc, argv, &argc, &names);
+    if (!args) {
+        fprintf(stderr, "tdacl-bench: out of memory\n");
+        return 1;
+    }
+    int rc = bench_parse_args(argc, args, &run.opt);
     if (rc) return rc == 1 ? 0 : rc;
     run.started = tdacl__now();
     time_t now = time(NULL);

@@ -54,7 +54,7 @@ done
 kill -INT "$pid"
 wait "$pid"
 rc=$?
-grep -Eq '^tdacl-bench: [0-9]+ timed rows on 1 device\(s\): expect .*--quick measures a representative subset' "$WORK/err" ||
+grep -Eq '^tdacl-bench: [0-9]+ timed rows on [0-9]+ device\(s\): expect .*--quick measures a representative subset' "$WORK/err" ||
     fail "no warning before a bare run"
 [ "$rc" = 130 ] || fail "bare run: exit status $rc after Ctrl-C, wanted 130"
 python3 -c 'import json,sys; j = json.load(open(sys.argv[1])); assert j["interrupted"] is True' "$WORK/bare.json" ||

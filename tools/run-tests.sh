@@ -38,7 +38,7 @@ bash tools/apt-install.sh tools/packages.txt tools/packages-test.txt
 
 # ---- 0b. Python test tools (PyPI, tools/requirements-test.txt) in .venv-test/ ----
 step "Python test tools (.venv-test/)"
-if ! .venv-test/bin/python -c 'import tokenizers, numpy, pytest' 2>/dev/null; then
+if ! .venv-test/bin/python -c 'import tokenizers, numpy, pytest, ml_dtypes' 2>/dev/null; then
     python3 -m venv .venv-test
     .venv-test/bin/pip install --quiet --disable-pip-version-check -r tools/requirements-test.txt
 fi

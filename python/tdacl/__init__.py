@@ -6,10 +6,13 @@
     model = tdacl.Model.load("gpt2")          # a directory or a hub-cache repo id
     print(model.generate("The quick brown fox", max_new_tokens=20))
 
-Arrays may be NumPy arrays or anything with __array__ (CPU torch tensors), of float64,
-float32, float16 or bfloat16 (ml_dtypes) in any layout; they are copied to the device as
-`dtype` ("f32", "bf16" or "f16") and results come back as float32 NumPy arrays.  Every
-failing call raises TdaclError carrying the status name and the library's message.
+Arrays may be NumPy arrays, anything with __array__ or __dlpack__ (CPU torch tensors, JAX
+arrays), of float64, float32, float16 or bfloat16 (ml_dtypes, or torch.bfloat16) in any
+layout; they are copied to the device as `dtype` ("f32", "bf16" or "f16") and results come
+back as float32 NumPy arrays.  For loops, keep data on the device: `ctx.tensor(array,
+dtype="bf16")` uploads once, `ctx.empty(shape)` makes an output, attention takes such Tensors
+for any operand and writes into `out=`.  Every failing call raises TdaclError carrying the
+status name and the library's message.
 """
 import ctypes
 import ctypes.util
@@ -19,7 +22,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["TdaclError", "devices", "version", "Context", "Tokenizer", "Model"]
+__all__ = ["TdaclError", "devices", "version", "Context", "Tensor", "Tokenizer", "Model"]
 
 _DTYPES = {"f32": 0, "fp32": 0, "float32": 0, "bf16": 1, "bfloat16": 1, "f16": 2, "fp16": 2, "float16": 2}
 _KINDS = {"softmax": 0, "rela": 1, "tra": 2, "tda": 3, "diff_softmax": 4}
@@ -94,8 +97,11 @@ _context_get_info = _sig("tdacl_context_get_info", [_p, ctypes.POINTER(_DeviceIn
 _tensor_create = _sig("tdacl_tensor_create", [_p, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int64),
                                               ctypes.POINTER(_p)])
 _tensor_destroy = _sig("tdacl_tensor_destroy", [_p])
+_tensor_finish = _sig("tdacl_finish", [_p])
 _tensor_upload = _sig("tdacl_tensor_upload", [_p, _p, ctypes.c_int, ctypes.c_int64])
 _tensor_download = _sig("tdacl_tensor_download", [_p, _p, ctypes.c_int, ctypes.c_int64])
+_tensor_ndim = _sig("tdacl_tensor_ndim", [_p, ctypes.POINTER(ctypes.c_int)])
+_tensor_shape = _sig("tdacl_tensor_shape", [_p, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)])
 _attention_desc_init = _sig("tdacl_attention_desc_init", [ctypes.POINTER(_AttentionDesc)], None)
 _attention = _sig("tdacl_attention", [_p, ctypes.POINTER(_AttentionDesc), ctypes.POINTER(_AttentionTensors), _p])
 _tok_load = _sig("tdacl_tokenizer_load", [ctypes.c_char_p, ctypes.POINTER(_p)])
@@ -161,14 +167,30 @@ def devices() -> List[Dict[str, object]]:
 
 
 def _as_array(x) -> np.ndarray:
-    """float32 C-order copy of an array-like: float64/float16 converted, bfloat16 (ml_dtypes or
-    torch through __array__) widened exactly, any strides."""
-    a = np.asarray(x)
+    """An ndarray view of an array-like: NumPy arrays as they are, then __array__ (CPU torch
+    tensors), then DLPack; torch.bfloat16 (which NumPy cannot hold) is widened exactly."""
+    if isinstance(x, np.ndarray):
+        return x
+    if str(getattr(x, "dtype", "")) == "torch.bfloat16":
+        x = x.float()
+    if hasattr(x, "__array__"):
+        return np.asarray(x)
+    if hasattr(x, "__dlpack__"):
+        return np.from_dlpack(x)
+    return np.asarray(x)
+
+
+def _host(x):
+    """(C-contiguous array, host dtype code) to upload: float32, float16 and bfloat16 go as
+    they are (bf16 as its bit pattern), float64 becomes float32."""
+    a = _as_array(x)
     if a.dtype.name == "bfloat16":
-        a = a.astype(np.float32)
+        return np.ascontiguousarray(a).view(np.uint16), 1
+    if a.dtype == np.float16:
+        return np.ascontiguousarray(a), 2
     if a.dtype.kind != "f":
         raise TypeError("expected a floating-point array, got dtype %s" % a.dtype)
-    return np.ascontiguousarray(a, dtype=np.float32)
+    return np.ascontiguousarray(a, dtype=np.float32), 0
 
 
 class Context:
@@ -207,32 +229,61 @@ class Context:
     def __exit__(self, *exc):
         self.close()
 
-    def _upload(self, a: np.ndarray, dtype: int, keep: list) -> _p:
+    def _upload(self, x, dtype: int, keep: list) -> _p:
+        a, host = _host(x)
         shape = (ctypes.c_int64 * a.ndim)(*a.shape)
         t = _p()
         _check(_tensor_create(self._h, dtype, a.ndim, shape, ctypes.byref(t)), self._h)
         keep.append(t)
-        _check(_tensor_upload(t, a.ctypes.data_as(_p), 0, a.size), self._h)
+        _check(_tensor_upload(t, a.ctypes.data_as(_p), host, a.size), self._h)
         return t
+
+    def tensor(self, x, dtype: str = "f32") -> "Tensor":
+        """Uploads an array-like once; the Tensor stays on the device for repeated calls."""
+        if dtype not in _DTYPES:
+            raise ValueError("dtype must be f32|bf16|f16, got %r" % (dtype,))
+        keep: list = []
+        self._upload(x, _DTYPES[dtype], keep)
+        return Tensor(self, keep[0], _DTYPES[dtype])
+
+    def empty(self, shape: Sequence[int], dtype: str = "f32") -> "Tensor":
+        """An uninitialised device tensor (an output for attention's out=)."""
+        if dtype not in _DTYPES:
+            raise ValueError("dtype must be f32|bf16|f16, got %r" % (dtype,))
+        dims = (ctypes.c_int64 * len(shape))(*shape)
+        t = _p()
+        _check(_tensor_create(self._h, _DTYPES[dtype], len(shape), dims, ctypes.byref(t)), self._h)
+        return Tensor(self, t, _DTYPES[dtype])
+
+    def finish(self) -> None:
+        """Waits for every call queued on this context (attention returns before the device is done)."""
+        _check(_tensor_finish(self._h), self._h)
 
     def attention(self, q, k, v, kind: str = "tra", q2=None, k2=None, *, beta: float = 1.0, kappa: float = 1.0,
                   power: float = 2.0, lambda_: float = 0.5, scale: Optional[float] = None, normalize: bool = True,
                   norm: str = "none", gain=None, norm_eps: float = 1e-5, out_scale: float = 1.0,
-                  offset: Optional[int] = None, dtype: str = "f32", precision: str = "exact") -> np.ndarray:
+                  offset: Optional[int] = None, dtype: str = "f32", precision: str = "exact",
+                  out: Optional["Tensor"] = None):
         """Causal attention of one kind (docs/spec.md section 1) over [B, H, T, d] arrays.
         q: [B, H, Tq, d]; k: [B, H, Tk, d]; v: [B, H, Tk, dv]; q2/k2 for "tda" and
         "diff_softmax".  offset: absolute position of query row 0 (default Tk - Tq).
-        dtype: device storage of the inputs; the result is float32 [B, H, Tq, dv]."""
+        Operands are array-likes (uploaded as `dtype`) or Tensors of this context (used in
+        place).  Returns float32 NumPy [B, H, Tq, dv], or, with out= a Tensor, fills it and
+        returns it without waiting for the device."""
         if kind not in _KINDS:
             raise ValueError("kind must be one of %s, got %r" % (", ".join(_KINDS), kind))
         if (q2 is None or k2 is None) == (kind in _TWO_VIEWS):
             raise ValueError("q2 and k2 are %s for kind %r" % ("required" if kind in _TWO_VIEWS else "not taken", kind))
         if dtype not in _DTYPES or precision not in _PRECISIONS or norm not in ("none", "rms"):
             raise ValueError("dtype must be f32|bf16|f16, precision exact|tf32|bf16, norm none|rms")
-        arrays = [_as_array(x) for x in (q, k, v)]
+        arrays = [x if isinstance(x, Tensor) else _as_array(x) for x in (q, k, v)]
         for name, a in zip("qkv", arrays):
-            if a.ndim != 4:
-                raise ValueError("%s must be [B, H, T, d], got shape %s" % (name, a.shape))
+            if isinstance(a, Tensor) and a._ctx is not self:
+                raise ValueError("%s is a Tensor of another Context" % name)
+            if len(a.shape) != 4:
+                raise ValueError("%s must be [B, H, T, d], got shape %s" % (name, tuple(a.shape)))
+        if out is not None and (not isinstance(out, Tensor) or out._ctx is not self):
+            raise ValueError("out must be a Tensor of this Context (Context.empty)")
         desc = _AttentionDesc()
         _attention_desc_init(ctypes.byref(desc))
         desc.kind, desc.beta, desc.kappa, desc.power, desc.lambda_ = _KINDS[kind], beta, kappa, power, lambda_
@@ -241,27 +292,80 @@ class Context:
         desc.offset = -1 if offset is None else offset
         desc.precision = _PRECISIONS[precision]
         keep: list = []
+        dt = _DTYPES[dtype]
+
+        def handle(x):
+            return x._handle() if isinstance(x, Tensor) else self._upload(x, dt, keep)
+
         try:
-            dt = _DTYPES[dtype]
             t = _AttentionTensors()
-            t.q, t.k, t.v = (self._upload(a, dt, keep) for a in arrays)
+            t.q, t.k, t.v = (handle(a) for a in arrays)
             if kind in _TWO_VIEWS:
-                t.q2, t.k2 = (self._upload(_as_array(x), dt, keep) for x in (q2, k2))
+                t.q2, t.k2 = handle(q2), handle(k2)
             if gain is not None:
-                t.gain = self._upload(_as_array(gain), 0, keep)
+                t.gain = gain._handle() if isinstance(gain, Tensor) else self._upload(gain, 0, keep)
+            if out is not None:
+                t.out = out._handle()
+                _check(_attention(self._h, ctypes.byref(desc), ctypes.byref(t), None), self._h)
+                return out
             B, H, Tq, _ = arrays[0].shape
-            out = np.empty((B, H, Tq, arrays[2].shape[3]), dtype=np.float32)
-            shape = (ctypes.c_int64 * 4)(*out.shape)
+            result = np.empty((B, H, Tq, arrays[2].shape[3]), dtype=np.float32)
+            shape = (ctypes.c_int64 * 4)(*result.shape)
             o = _p()
             _check(_tensor_create(self._h, 0, 4, shape, ctypes.byref(o)), self._h)
             keep.append(o)
             t.out = o
             _check(_attention(self._h, ctypes.byref(desc), ctypes.byref(t), None), self._h)
-            _check(_tensor_download(o, out.ctypes.data_as(_p), 0, out.size), self._h)
-            return out
+            _check(_tensor_download(o, result.ctypes.data_as(_p), 0, result.size), self._h)
+            return result
         finally:
             for h in keep:
                 _tensor_destroy(h)
+
+
+class Tensor:
+    """A tensor in device memory of one Context (Context.tensor / Context.empty): operands that
+    stay on the device across calls.  .numpy() copies it back as float32."""
+
+    def __init__(self, ctx: "Context", handle: _p, dtype: int):
+        self._ctx, self._h, self._dtype = ctx, handle, dtype
+        n = ctypes.c_int()
+        _check(_tensor_ndim(handle, ctypes.byref(n)), ctx._h)
+        dims = (ctypes.c_int64 * max(n.value, 1))()
+        _check(_tensor_shape(handle, dims, None), ctx._h)
+        self.shape = tuple(dims[i] for i in range(n.value))
+        ctx._children.add(self)
+
+    @property
+    def dtype(self) -> str:
+        return {0: "f32", 1: "bf16", 2: "f16"}[self._dtype]
+
+    def _handle(self) -> _p:
+        if not self._h:
+            raise ValueError("the Tensor is closed")
+        return self._h
+
+    def numpy(self) -> np.ndarray:
+        """The values as a float32 NumPy array (waits for queued work)."""
+        a = np.empty(self.shape, dtype=np.float32)
+        _check(_tensor_download(self._handle(), a.ctypes.data_as(_p), 0, a.size), self._ctx._h)
+        return a
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def close(self) -> None:
+        """Frees the device memory now (also done when the Context closes)."""
+        if getattr(self, "_h", None) and self._ctx._h:
+            _tensor_destroy(self._h)
+        self._h = None
+
+    def __del__(self):
+        self.close()
+
+    def __repr__(self):
+        return "tdacl.Tensor(shape=%s, dtype=%s)" % (self.shape, self.dtype)
 
 
 class Tokenizer:

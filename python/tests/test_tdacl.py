@@ -83,6 +83,78 @@ def test_layouts_and_dtypes(ctx):
     np.testing.assert_allclose(got, want, rtol=0.05, atol=0.05)
 
 
+def bf16_round(x):
+    """x rounded to bfloat16 (nearest even), as float64."""
+    b = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16 << 16
+    return b.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def test_device_tensors(ctx):
+    """Operands uploaded once and an output on the device, reused across calls."""
+    rng = np.random.default_rng(6)
+    q, k, v = rng.standard_normal((3, 1, 2, 23, 32))
+    tq, tk, tv = ctx.tensor(q, dtype="bf16"), ctx.tensor(k, dtype="bf16"), ctx.tensor(v, dtype="bf16")
+    assert tq.shape == (1, 2, 23, 32) and tq.dtype == "bf16"
+    np.testing.assert_array_equal(tq.numpy(), bf16_round(q))
+    out = ctx.empty((1, 2, 23, 32))
+    want = reference("tra", bf16_round(q), bf16_round(k), bf16_round(v), beta=0.2)
+    for _ in range(3):
+        assert ctx.attention(tq, tk, tv, "tra", beta=0.2, out=out) is out
+    ctx.finish()
+    np.testing.assert_allclose(out.numpy(), want, rtol=2e-2, atol=2e-2)
+    # a device operand mixed with a host one, and NumPy reading the Tensor through __array__
+    got = ctx.attention(tq, tk, v, "tra", beta=0.2, dtype="bf16")
+    np.testing.assert_allclose(np.asarray(out), got, rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="out must be a Tensor"):
+        ctx.attention(tq, tk, tv, "tra", out=np.zeros((1, 2, 23, 32), np.float32))
+    with tdacl.Context() as other:
+        with pytest.raises(ValueError, match="Tensor of another Context"):
+            other.attention(tq, tk, tv, "tra")
+    out.close()
+    with pytest.raises(ValueError, match="closed"):
+        ctx.attention(tq, tk, tv, "tra", out=out)
+
+
+class DLPackOnly:
+    """An array exposing only the DLPack protocol (no __array__), like some frameworks' arrays."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, **kw):
+        return self._a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+class TorchBF16Like:
+    """Stands in for a CPU torch.bfloat16 tensor: NumPy cannot hold its dtype, .float() widens."""
+
+    dtype = "torch.bfloat16"
+
+    def __init__(self, a):
+        self._a = a
+
+    def float(self):
+        return self._a
+
+
+def test_array_protocols(ctx):
+    rng = np.random.default_rng(7)
+    q, k, v = rng.standard_normal((3, 1, 1, 11, 32)).astype(np.float32)
+    want = ctx.attention(q, k, v, "softmax")
+    np.testing.assert_array_equal(ctx.attention(DLPackOnly(q), DLPackOnly(k), DLPackOnly(v), "softmax"), want)
+    np.testing.assert_array_equal(ctx.attention(TorchBF16Like(q), k, v, "softmax"), want)
+    # ml_dtypes bfloat16 arrays go up as their bit patterns: the same as rounding on upload
+    import ml_dtypes
+
+    qb = q.astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(ctx.attention(qb, k, v, "softmax", dtype="bf16"),
+                                  ctx.attention(q, k, v, "softmax", dtype="bf16"))
+
+
 def test_errors(ctx):
     x = np.zeros((1, 1, 4, 32), np.float32)
     with pytest.raises(ValueError, match="q2 and k2 are required"):

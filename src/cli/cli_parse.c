@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli_parse.h"
 
@@ -60,4 +61,33 @@ int cli_parse_ids(const char *s, int32_t **out, int *n)
     }
     free(t);
     return -1;
+}
+
+char **cli_split_assignments(int argc, char **argv, int *out_argc, char **names)
+{
+    size_t bytes = 1;
+    for (int i = 1; i < argc; i++) bytes += strlen(argv[i]) + 1;
+    char **v = calloc((size_t)(2 * argc + 1), sizeof *v);
+    char *block = malloc(bytes), *at = block;
+    if (!v || !block) {
+        free(v), free(block);
+        return NULL;
+    }
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *eq = i == 0 || strncmp(argv[i], "--", 2) ? NULL : strchr(argv[i], '=');
+        if (!eq) {
+            v[n++] = argv[i];
+            continue;
+        }
+        size_t len = (size_t)(eq - argv[i]);
+        memcpy(at, argv[i], len);
+        at[len] = 0;
+        v[n++] = at;
+        at += len + 1;
+        v[n++] = (char *)eq + 1;
+    }
+    *out_argc = n;
+    *names = block;
+    return v;
 }

@@ -45,37 +45,6 @@ tdacl_status cli_open(const char *device, tdacl_context **ctx)
     return st;
 }
 
-/* "--opt=value" becomes "--opt" "value", so every command parses one spelling.  The option
- * names are copied into one block (*names, freed by the caller).  NULL when out of memory. */
-static char **split_assignments(int argc, char **argv, int *out_argc, char **names)
-{
-    size_t bytes = 1;
-    for (int i = 1; i < argc; i++) bytes += strlen(argv[i]) + 1;
-    char **v = calloc((size_t)(2 * argc + 1), sizeof *v);
-    char *block = malloc(bytes), *at = block;
-    if (!v || !block) {
-        free(v), free(block);
-        return NULL;
-    }
-    int n = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *eq = i == 0 || strncmp(argv[i], "--", 2) ? NULL : strchr(argv[i], '=');
-        if (!eq) {
-            v[n++] = argv[i];
-            continue;
-        }
-        size_t len = (size_t)(eq - argv[i]);
-        memcpy(at, argv[i], len);
-        at[len] = 0;
-        v[n++] = at;
-        at += len + 1;
-        v[n++] = (char *)eq + 1;
-    }
-    *out_argc = n;
-    *names = block;
-    return v;
-}
-
 static int dispatch(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -114,7 +83,7 @@ int main(int argc, char **argv)
     /* internal prebuild arguments are option strings that hold '=' (-DBM=64): left as they are */
     if (argc > 1 && !strcmp(argv[1], "__prebuild")) return dispatch(argc, argv);
     char *names = NULL;
-    char **v = split_assignments(argc, argv, &n, &names);
+    char **v = cli_split_assignments(argc, argv, &n, &names);
     if (!v) {
         fprintf(stderr, "tdacl: out of memory\n");
         return 1;
