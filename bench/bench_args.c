@@ -30,7 +30,9 @@ static void usage(FILE *f)
             "  --json FILE --csv FILE (rewritten after every row)  --plot FILE.png|.svg|.pdf\n"
             "  --compare OLD.json print new/old ratios and flag regressions beyond the noise band\n"
             "  --load RUN.json    report a saved run (table, --csv, --plot, --compare) without measuring\n"
-            "  --progress | --no-progress   progress on stderr (default: when stderr is a TTY)\n",
+            "  --progress | --no-progress   progress on stderr (default: when stderr is a TTY)\n"
+            "  --version          print the version\n"
+            "Options take --opt value or --opt=value.\n",
             kinds);
 }
 
@@ -76,6 +78,10 @@ int bench_parse_args(int argc, char **argv, bench_options *o)
         int n;
 #define NEED_VALUE() do { if (!has) { fprintf(stderr, "tdacl-bench: %s needs a value\n", a); return 2; } i++; } while (0)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 1; }
+        if (!strcmp(a, "--version")) {
+            printf("tdacl-bench (libtdacl %s, git %s)\n", tdacl_version(), tdacl_git_revision());
+            return 1;
+        }
         else if (!strcmp(a, "--quick")) o->quick = 1;
         else if (!strcmp(a, "--no-decode")) o->decode = 0;
         else if (!strcmp(a, "--vs-generic")) o->vs_generic = 1;

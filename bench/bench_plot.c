@@ -45,7 +45,7 @@ typedef struct series {
 /* Distinct colours (colour-blind-safe first eight, then five more): kinds in table order,
  * then anchors in order of appearance. */
 static const char *palette[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9",
-                                "#000000", "#F0E442", "#8C564B", "#7F7F7F", "#17BECF", "#BCBD22", "#1F3A93"};
+                                "#000000", "#B8860B", "#8C564B", "#7F7F7F", "#17BECF", "#BCBD22", "#1F3A93"};
 #define NCOLOURS ((int)(sizeof palette / sizeof palette[0]))
 
 static int colour_of(const char *name, const char *impl, char keys[][64], int *nkeys)

@@ -134,6 +134,10 @@ expect help-command 0 'usage: tdacl attention' -- "$TDACL" help attention
 expect opt-equals 0 'written to' -- "$TDACL" attention --kind=tra --q="$WORK/q.npy" --k="$WORK/k.npy" \
     --v="$WORK/v.npy" --out="$WORK/o-eq.npy" --dtype=f32
 expect opt-equals-bad 2 "unknown option '--bogus'" -- "$TDACL" attention --bogus=1 --kind tra
+# an unknown option last on the line is unknown, not "needs a value"
+for c in attention tune make-model forward generate tokenize; do
+    expect "unknown-last-$c" 2 "tdacl $c: unknown option '--bogus'" -- "$TDACL" "$c" --bogus
+done
 expect dtype-spelling 0 'written to' -- "$TDACL" attention --kind tra --q "$WORK/q.npy" --k "$WORK/k.npy" \
     --v "$WORK/v.npy" --out "$WORK/o-fp.npy" --dtype fp32
 expect make-model-exists 2 'already holds a checkpoint; --force replaces it' -- \

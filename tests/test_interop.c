@@ -238,6 +238,7 @@ static void *work(void *arg)
         if (!st) w->worst = fmax(w->worst, tra_error(q, k, v, got));
     }
     if (st) w->failed = 1, snprintf(w->why, sizeof w->why, "%s", tdacl_last_error(ctx));
+    tdacl_tensor_destroy(tq), tdacl_tensor_destroy(tk), tdacl_tensor_destroy(tv), tdacl_tensor_destroy(to);
     tdacl_context_destroy(ctx);
     free(q), free(k), free(v), free(got);
     return NULL;

@@ -41,6 +41,11 @@ int cmd_attention(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         if (!strcmp(o, "--help")) { usage(stdout); return 0; }
+        if (!cli_known(o, "--q --k --v --q2 --k2 --out --stats --device --kind --beta --kappa --power --lambda "
+                          "--scale --normalize --offset --norm --dtype --path")) {
+            fprintf(stderr, "tdacl attention: unknown option '%s' (see tdacl attention --help)\n", o);
+            return 2;
+        }
         if (i + 1 >= argc) { fprintf(stderr, "tdacl attention: option %s needs a value\n", o); return 2; }
         const char *val = argv[++i];
         double x;

@@ -72,6 +72,10 @@ int cmd_make_model(int argc, char **argv)
             force = 1;
             continue;
         }
+        if (!cli_known(o, "--config --out --seed --dtype")) {
+            fprintf(stderr, "tdacl make-model: unknown option '%s' (see tdacl make-model --help)\n", o);
+            return 2;
+        }
         if (i + 1 >= argc) {
             fprintf(stderr, "tdacl make-model: option %s needs a value\n", o);
             return 2;

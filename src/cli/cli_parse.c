@@ -91,3 +91,15 @@ char **cli_split_assignments(int argc, char **argv, int *out_argc, char **names)
     *names = block;
     return v;
 }
+
+int cli_known(const char *opt, const char *names)
+{
+    size_t n = strlen(opt);
+    for (const char *at = names; *at;) {
+        size_t len = strcspn(at, " ");
+        if (len == n && !strncmp(at, opt, n)) return 1;
+        at += len;
+        while (*at == ' ') at++;
+    }
+    return 0;
+}

@@ -11,6 +11,9 @@ int cli_long(const char *s, long long *out);
 /* "15,42,7" -> ids (malloc'ed): digits and single commas only, each id <= INT32_MAX. */
 int cli_parse_ids(const char *s, int32_t **out, int *n);
 
+/* 1 when opt is one of the space-separated names in `names` ("--q --k --out"). */
+int cli_known(const char *opt, const char *names);
+
 /* "--opt=value" becomes "--opt" "value" (argv[0] kept), so every command parses one spelling.
  * The option names are copied into one block (*names); the caller frees the returned vector
  * and *names.  NULL when out of memory. */

@@ -157,7 +157,12 @@ int cmd_tune(int argc, char **argv)
         if (!strcmp(o, "--help")) { usage(stdout); return 0; }
         if (!strcmp(o, "--quiet")) { quiet = 1; continue; }
         if (!strcmp(o, "--class-only")) { class_only = 1; continue; }
-        if (i + 1 >= argc) { fprintf(stderr, "tdacl tune: %s needs a value\n", o); return 2; }
+        if (!cli_known(o, "--kernel --kinds --dtype --d --T --B --N --K --H --seed --jobs --budget --strategy "
+                          "--device --out --import-clblast")) {
+            fprintf(stderr, "tdacl tune: unknown option '%s' (see tdacl tune --help)\n", o);
+            return 2;
+        }
+        if (i + 1 >= argc) { fprintf(stderr, "tdacl tune: option %s needs a value\n", o); return 2; }
         const char *v = argv[++i];
         long long n;
         double x;
