@@ -44,9 +44,6 @@
 #define SEQV 0 /* two-view kinds: stage K1 and K2 through one buffer in turn (half the memory) */
 #endif
 
-#define TDACL_STR_(x) #x
-#define PRAGMA_UNROLL(n) _Pragma(TDACL_STR_(unroll n))
-
 #define TWO_VIEWS (KIND == 3 || KIND == 4)
 #define SOFTMAX (KIND == 0 || KIND == 4)
 #define SPARSE (KIND >= 1 && KIND <= 3)
@@ -85,7 +82,7 @@ inline float4 load4(__global const void *x, long base, long st, long sd, long ro
 inline void fetch_k_tile(float4 *regs, __global const void *src, long base, long st, long sd, long n0,
                          long rows, int d, __global const float *inv, long inv_base, int tid)
 {
-#pragma unroll
+UNROLL
     for (int u = 0; u < KPT; u++) {
         int idx = tid + u * NT;
         int c = idx / (D / 4), k4 = idx - c * (D / 4);
@@ -101,7 +98,7 @@ inline void fetch_k_tile(float4 *regs, __global const void *src, long base, long
 
 inline void store_k_tile(__local float *dst, const float4 *regs, int tid)
 {
-#pragma unroll
+UNROLL
     for (int u = 0; u < KPT; u++) {
         int idx = tid + u * NT;
         if (idx < BN * (D / 4)) {
@@ -137,7 +134,7 @@ inline void load_q_tile(__local float *dst, __global const void *src, long base,
     do {                                                                                 \
         _Pragma("unroll") for (int i_ = 0; i_ < TM; i_++)                                \
             _Pragma("unroll") for (int j_ = 0; j_ < TN; j_++) s[i_][j_] = 0.0f;          \
-        PRAGMA_UNROLL(KUNROLL) for (int k4 = 0; k4 < D / 4; k4++) {                   \
+        UNROLL_BY(KUNROLL) for (int k4 = 0; k4 < D / 4; k4++) {                   \
             const int sw_ = k4 & SWZ;                                                    \
             _Pragma("unroll") for (int e_ = 0; e_ < 4; e_++) {                           \
                 const int k_ = 4 * k4 + e_;                                              \
@@ -270,11 +267,11 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
     load_q_tile((__local float *)(Qs4 + D * BM4), q2, q2_off + b * q2s.s0 + h * q2s.s1, q2s.s2, q2s.s3, m0, Tq, d,
                 q2inv, inv_q, qscale, tid);
 #endif
-    if (tid < 4) counters[tid] = 0;
+    ZERO_LOCAL(counters, 4, tid, NT); /* the smallest ladder tile has one work-item */
 
     /* per-row state */
     float tau[TM];
-#pragma unroll
+UNROLL
     for (int i = 0; i < TM; i++) {
 #if KIND == 2 || KIND == 3
         tau[i] = tau_of(offset + m0 + ROW_OF(i), beta, kappa, d);
@@ -283,22 +280,22 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
 #endif
     }
     float4 o[TM][DVT4];
-#pragma unroll
+UNROLL
     for (int i = 0; i < TM; i++)
-#pragma unroll
+UNROLL
         for (int g = 0; g < DVT4; g++) o[i][g] = (float4)(0.0f);
 #if SOFTMAX
     float mrow[TM], lrow[TM];
-#pragma unroll
+UNROLL
     for (int i = 0; i < TM; i++) mrow[i] = -INFINITY, lrow[i] = 0.0f;
 #endif
 #if KIND == 4
     float4 o2[TM][DVT4];
     float mrow2[TM], lrow2[TM];
-#pragma unroll
+UNROLL
     for (int i = 0; i < TM; i++) {
         mrow2[i] = -INFINITY, lrow2[i] = 0.0f;
-#pragma unroll
+UNROLL
         for (int g = 0; g < DVT4; g++) o2[i][g] = (float4)(0.0f);
     }
 #endif
@@ -344,14 +341,14 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
 #if SPARSE
             uint mask[MASK_WORDS];
             uint any_mask = 0u;
-#pragma unroll
+UNROLL
             for (int w = 0; w < MASK_WORDS; w++) any_mask |= (mask[w] = mask_buf[(kt - 1) & 1][w]);
             if (any_mask) {
                 vtiles++;
                 /* weights, counting exact zeros when asked */
-#pragma unroll
+UNROLL
                 for (int i = 0; i < TM; i++)
-#pragma unroll
+UNROLL
                     for (int j = 0; j < TN; j++) {
 #if KIND == 1
                         float wgt = s[i][j] <= 0.0f ? 0.0f : s[i][j]; /* NaN passes */
@@ -374,7 +371,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
                     uint cm[MASK_WORDS];
                     uint chunk_any = 0u;
                     int nsurv = 0;
-#pragma unroll
+UNROLL
                     for (int w = 0; w < MASK_WORDS; w++) {
                         /* bits [lo, hi) of word w belong to this chunk (shifts stay in 0..31) */
                         const int lo = clamp(c0 - 32 * w, 0, 32), hi = clamp(c0 + VC - 32 * w, 0, 32);
@@ -392,7 +389,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
                         int c = idx / DV4, c4 = idx - (idx / DV4) * DV4;
                         int key = c0 + c;
                         uint live = dense;
-#pragma unroll
+UNROLL
                         for (int w = 0; w < MASK_WORDS; w++)
                             if ((key >> 5) == w) live |= (cm[w] >> (key & 31)) & 1u;
                         if (live) Vs4[c * VS4 + c4] = load4(v, vb_off, vs.s2, vs.s3, n0 + key, Tk, c4, dv);
@@ -402,7 +399,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
                         float lunused[TM];
                         for (int c = 0; c < VC; c++) WV_KEY(o, Ws4, c, lunused, 0);
                     } else {
-#pragma unroll
+UNROLL
                         for (int w = 0; w < MASK_WORDS; w++) {
                             uint m = cm[w];
                             while (m) {
@@ -417,7 +414,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
             }
 #else /* SOFTMAX: rescale by the new row maxima, then every key */
             vtiles++;
-#pragma unroll
+UNROLL
             for (int i = 0; i < TM; i++) {
                 ONLINE_RESCALE(i, mrow, lrow, o, s, 0);
 #if KIND == 4
@@ -463,7 +460,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
         store_k_tile(Ks + D * BN, k2reg, tid);
 #endif
 #if SPARSE
-        if (tid < MASK_WORDS) mask_buf[kt & 1][tid] = 0u;
+        ZERO_LOCAL(mask_buf[kt & 1], MASK_WORDS, tid, NT);
 #endif
 #if SOFTMAX
         for (int r = tid; r < NV * BM; r += NT) tmax[kt & 1][r] = ord_int(-INFINITY);
@@ -501,10 +498,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
 #endif
         /* causal and tail mask */
         if (need_mask) {
-#pragma unroll
+UNROLL
             for (int j = 0; j < TN; j++) {
                 long n = n0 + COL_OF(j);
-#pragma unroll
+UNROLL
                 for (int i = 0; i < TM; i++)
                     if (n > first_pos + ROW_OF(i) || n >= Tk) {
                         s[i][j] = -INFINITY;
@@ -517,12 +514,12 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
 #if SPARSE
         /* x = s - tau; a key survives when some row has x > 0 (or NaN, which propagates) */
         uint bits[MASK_WORDS];
-#pragma unroll
+UNROLL
         for (int w = 0; w < MASK_WORDS; w++) bits[w] = 0u;
-#pragma unroll
+UNROLL
         for (int j = 0; j < TN; j++) {
             int any = 0;
-#pragma unroll
+UNROLL
             for (int i = 0; i < TM; i++) {
                 s[i][j] -= tau[i];
                 any |= !(s[i][j] <= 0.0f);
@@ -532,24 +529,24 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
 #endif
             }
             const int c = COL_OF(j);
-#pragma unroll
+UNROLL
             for (int w = 0; w < MASK_WORDS; w++)
                 if (any && (c >> 5) == w) bits[w] |= 1u << (c & 31);
         }
-#pragma unroll
+UNROLL
         for (int w = 0; w < MASK_WORDS; w++)
             if (bits[w]) atomic_or(&mask_buf[kt & 1][w], bits[w]);
 #else
         /* tile row maxima through local atomics on order-preserving ints */
-#pragma unroll
+UNROLL
         for (int i = 0; i < TM; i++) {
             float mx = s[i][0];
-#pragma unroll
+UNROLL
             for (int j = 1; j < TN; j++) mx = fmax(mx, s[i][j]);
             if (mx != -INFINITY) atomic_max(&tmax[kt & 1][ROW_OF(i)], ord_int(mx));
 #if KIND == 4
             float mx2 = s2[i][0];
-#pragma unroll
+UNROLL
             for (int j = 1; j < TN; j++) mx2 = fmax(mx2, s2[i][j]);
             if (mx2 != -INFINITY) atomic_max(&tmax[kt & 1][BM + ROW_OF(i)], ord_int(mx2));
 #endif
@@ -560,18 +557,18 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
 
     /* epilogue: combine, normalise, store */
 #if KIND == 0
-#pragma unroll
+UNROLL
     for (int i = 0; i < TM; i++) {
         float inv = lrow[i] > 0.0f ? 1.0f / lrow[i] : 0.0f;
-#pragma unroll
+UNROLL
         for (int g = 0; g < DVT4; g++) o[i][g] *= inv;
     }
 #elif KIND == 4
-#pragma unroll
+UNROLL
     for (int i = 0; i < TM; i++) {
         float inv1 = lrow[i] > 0.0f ? 1.0f / lrow[i] : 0.0f;
         float inv2 = lrow2[i] > 0.0f ? lambda / lrow2[i] : 0.0f;
-#pragma unroll
+UNROLL
         for (int g = 0; g < DVT4; g++) o[i][g] = o[i][g] * inv1 - o2[i][g] * inv2;
     }
 #endif
@@ -579,33 +576,33 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
         /* row sums of squares: one partial per column group, through the region */
         __local float *red = (__local float *)R4;
         barrier(CLK_LOCAL_MEM_FENCE);
-#pragma unroll
+UNROLL
         for (int i = 0; i < TM; i++) {
             float ss = 0.0f;
-#pragma unroll
+UNROLL
             for (int g = 0; g < DVT4; g++) ss += dot(o[i][g], o[i][g]);
             red[cg * BM + ROW_OF(i)] = ss;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-#pragma unroll
+UNROLL
         for (int i = 0; i < TM; i++) {
             float ss = 0.0f;
             for (int c = 0; c < NCG; c++) ss += red[c * BM + ROW_OF(i)];
             float inv = rsqrt(ss / (float)dv + norm_eps);
-#pragma unroll
+UNROLL
             for (int g = 0; g < DVT4; g++) o[i][g] *= inv;
         }
     }
     const long ob_off = o_off + b * os.s0 + h * os.s1;
-#pragma unroll
+UNROLL
     for (int i = 0; i < TM; i++) {
         long row = m0 + ROW_OF(i);
         if (row >= Tq) continue;
-#pragma unroll
+UNROLL
         for (int g = 0; g < DVT4; g++) {
             int c = 4 * (cg + NCG * g);
             float vals[4] = {o[i][g].s0, o[i][g].s1, o[i][g].s2, o[i][g].s3};
-#pragma unroll
+UNROLL
             for (int e = 0; e < 4; e++) {
                 if (c + e < dv) {
                     float y = vals[e] * out_scale;

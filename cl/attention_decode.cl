@@ -92,9 +92,9 @@ inline float4 piece_f32(kpiece w, int g)
 inline void fetch_chunk(kpiece kreg[NV][KLOADS], __global const void *k, long kb, long4 ks,
                         __global const void *k2, long k2b, long4 k2s, long c0, long s1, int d, int tid)
 {
-#pragma unroll
+UNROLL
     for (int t = 0; t < NV; t++)
-#pragma unroll
+UNROLL
         for (int u = 0; u < KLOADS; u++) {
             int idx = tid + u * NTD, j = idx / KLOADS, cc = idx - (idx / KLOADS) * KLOADS;
             long n = c0 + j;
@@ -170,30 +170,31 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
         }
         Qs[idx] = val;
     }
-    if (tid < 4) counters[tid] = 0;
+    ZERO_LOCAL(counters, 4, tid, NTD);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (tid < NV * TQP) {
+    /* rows strided over the work-items: NTD may be below NV x TQP (16 against 32) */
+    for (int row = tid; row < NV * TQP; row += NTD) {
         float ss = 0.0f;
-        for (int c4 = 0; c4 < D4; c4++) ss += dot(Qs[tid * D4 + c4], Qs[tid * D4 + c4]);
+        for (int c4 = 0; c4 < D4; c4++) ss += dot(Qs[row * D4 + c4], Qs[row * D4 + c4]);
         float f = qscale * (normalize ? 1.0f / fmax(sqrt(ss), 1e-12f) : 1.0f);
-        for (int c4 = 0; c4 < D4; c4++) Qs[tid * D4 + c4] *= f;
+        for (int c4 = 0; c4 < D4; c4++) Qs[row * D4 + c4] *= f;
     }
 #if PARTIAL
     barrier(CLK_LOCAL_MEM_FENCE);
     float4 qp[NV][TQP][SEGS]; /* this work-item's piece of every query row */
     {
         const int cc = tid % KLOADS;
-#pragma unroll
+UNROLL
         for (int t = 0; t < NV; t++)
-#pragma unroll
+UNROLL
             for (int i = 0; i < TQP; i++)
-#pragma unroll
+UNROLL
                 for (int g = 0; g < SEGS; g++) qp[t][i][g] = Qs[(t * TQP + i) * D4 + SEGS * cc + g];
     }
 #endif
 
     float tau[TQP];
-#pragma unroll
+UNROLL
     for (int i = 0; i < TQP; i++) {
 #if KIND == 2 || KIND == 3
         tau[i] = tau_of(offset + i, beta, kappa, d);
@@ -207,18 +208,18 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
     const int part = tid / DV4, c4 = tid - (tid / DV4) * DV4;
     const int active = part < KPART; /* the last NTD % DV4 work-items only score */
     float4 o[TQP];
-#pragma unroll
+UNROLL
     for (int i = 0; i < TQP; i++) o[i] = (float4)(0.0f);
 #if SOFTMAX
     float m[NV][TQP], l[NV][TQP];
-#pragma unroll
+UNROLL
     for (int t = 0; t < NV; t++)
-#pragma unroll
+UNROLL
         for (int i = 0; i < TQP; i++) m[t][i] = -INFINITY, l[t][i] = 0.0f;
 #endif
 #if KIND == 4
     float4 o2[TQP];
-#pragma unroll
+UNROLL
     for (int i = 0; i < TQP; i++) o2[i] = (float4)(0.0f);
 #endif
     uint nz1 = 0, nz2 = 0, nzc = 0, vchunks = 0;
@@ -238,7 +239,7 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
         barrier(CLK_LOCAL_MEM_FENCE); /* previous round's list fully consumed */
         if (tid == 0) cnt = 0;
 #if SOFTMAX
-        if (tid < NV * TQP) tmax[tid] = ord_int(-INFINITY);
+        for (int row = tid; row < NV * TQP; row += NTD) tmax[row] = ord_int(-INFINITY);
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
         /* phase 1: score this round's keys NTD at a time */
@@ -247,29 +248,29 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
             const long next = (j0 + NTD < LIST) ? c0 + NTD : r0 + LIST; /* possibly in the next round */
 #if EARLY_FETCH
             /* this chunk has landed: take it and start the next one */
-#pragma unroll
+UNROLL
             for (int t = 0; t < NV; t++)
-#pragma unroll
+UNROLL
                 for (int u = 0; u < KLOADS; u++) kcur[t][u] = kreg[t][u];
             if (next < s1) fetch_chunk(kreg, k, kb, ks, k2, k2b, k2s, next, s1, d, tid);
 #endif
             if (j0 > 0 || r0 > s0) barrier(CLK_LOCAL_MEM_FENCE); /* previous chunk fully read */
-#pragma unroll
+UNROLL
             for (int t = 0; t < NV; t++)
-#pragma unroll
+UNROLL
                 for (int u = 0; u < KLOADS; u++) {
                     int idx = tid + u * NTD;
 #if PARTIAL
                     float4 kv[SEGS], pk = (float4)(0.0f);
-#pragma unroll
+UNROLL
                     for (int g = 0; g < SEGS; g++) {
                         kv[g] = piece_f32(KCUR[t][u], g);
                         pk = fma(kv[g], kv[g], pk);
                     }
-#pragma unroll
+UNROLL
                     for (int i = 0; i < TQP; i++) {
                         float4 pq = (float4)(0.0f);
-#pragma unroll
+UNROLL
                         for (int g = 0; g < SEGS; g++) pq = fma(qp[t][i][g], kv[g], pq);
                         Pl[(t * PSLOTS + i) * NTD * KLOADS + idx] = (pq.s0 + pq.s1) + (pq.s2 + pq.s3);
                     }
@@ -278,7 +279,7 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
 #endif
 #else
                     int j = idx / KLOADS, cc = idx - (idx / KLOADS) * KLOADS;
-#pragma unroll
+UNROLL
                     for (int g = 0; g < SEGS; g++) Ks[(t * NTD + j) * KS4 + SEGS * cc + g] = piece_f32(KCUR[t][u], g);
 #endif
                 }
@@ -290,29 +291,29 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
             const int j = j0 + tid;
             if (n < s1) {
                 float sc[NV][TQP];
-#pragma unroll
+UNROLL
                 for (int t = 0; t < NV; t++) {
                     float4 acc[TQP];
                     float4 kk = (float4)(0.0f);
-#pragma unroll
+UNROLL
                     for (int i = 0; i < TQP; i++) acc[i] = (float4)(0.0f);
 #if PARTIAL
                     /* the key's KLOADS partials of each slot, four at a time */
                     __local const float4 *pp = (__local const float4 *)(Pl + (t * PSLOTS * NTD + tid) * KLOADS);
-#pragma unroll
+UNROLL
                     for (int c = 0; c < KLOADS / 4; c++) {
-#pragma unroll
+UNROLL
                         for (int i = 0; i < TQP; i++) acc[i] += pp[i * NTD * KLOADS / 4 + c];
 #if KK
                         kk += pp[TQP * NTD * KLOADS / 4 + c];
 #endif
                     }
 #else
-#pragma unroll 4
+UNROLL_BY(4)
                     for (int cc = 0; cc < D4; cc++) {
                         float4 kv = Ks[(t * NTD + tid) * KS4 + cc];
                         kk = fma(kv, kv, kk);
-#pragma unroll
+UNROLL
                         for (int i = 0; i < TQP; i++) acc[i] = fma(Qs[(t * TQP + i) * D4 + cc], kv, acc[i]);
                     }
 #endif
@@ -320,7 +321,7 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
 #if KIND == 2 || KIND == 3
                     if (normalize) kinv = 1.0f / fmax(sqrt((kk.s0 + kk.s1) + (kk.s2 + kk.s3)), 1e-12f);
 #endif
-#pragma unroll
+UNROLL
                     for (int i = 0; i < TQP; i++) {
                         float sv = ((acc[i].s0 + acc[i].s1) + (acc[i].s2 + acc[i].s3)) * kinv;
                         sc[t][i] = (i < Tq && n <= offset + i) ? sv : -INFINITY;
@@ -330,7 +331,7 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
                 /* weights; a key with any non-zero weight joins the survivor list */
                 float wv[TQP];
                 int any = 0;
-#pragma unroll
+UNROLL
                 for (int i = 0; i < TQP; i++) {
                     float x1 = sc[0][i] - tau[i];
 #if KIND == 1
@@ -355,13 +356,13 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
                 if (any) {
                     uint idx = atomic_inc(&cnt);
                     klist[idx] = (int)n;
-#pragma unroll
+UNROLL
                     for (int i = 0; i < TQP; i++) Wl[idx * TQP + i] = wv[i];
                 }
 #else
-#pragma unroll
+UNROLL
                 for (int t = 0; t < NV; t++)
-#pragma unroll
+UNROLL
                     for (int i = 0; i < TQP; i++) {
                         Wl[(t * LIST + j) * TQP + i] = sc[t][i];
                         if (sc[t][i] != -INFINITY) atomic_max(&tmax[t * TQP + i], ord_int(sc[t][i]));
@@ -376,14 +377,14 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
         if (count) vchunks++;
         for (int idx = part; active && idx < count; idx += KPART) {
             float4 vv = load_row4(v, vb + (long)klist[idx] * vs.s2, vs.s3, c4, dv);
-#pragma unroll
+UNROLL
             for (int i = 0; i < TQP; i++) o[i] = fma((float4)(Wl[idx * TQP + i]), vv, o[i]);
         }
 #else
         vchunks++;
-#pragma unroll
+UNROLL
         for (int t = 0; t < NV; t++)
-#pragma unroll
+UNROLL
             for (int i = 0; i < TQP; i++) {
                 float mn = fmax(m[t][i], ord_float(tmax[t * TQP + i]));
                 float alpha = mn == -INFINITY ? 1.0f : native_exp2(m[t][i] - mn);
@@ -399,9 +400,9 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
         /* probabilities once per (key, row), not once per column group; each work-item's l
          * holds its keys' share, summed over the work-group at the end */
         for (int idx = tid; idx < count; idx += NTD)
-#pragma unroll
+UNROLL
             for (int t = 0; t < NV; t++)
-#pragma unroll
+UNROLL
                 for (int i = 0; i < TQP; i++) {
                     float sv = Wl[(t * LIST + idx) * TQP + i];
                     float p = sv == -INFINITY ? 0.0f : native_exp2(sv - m[t][i]);
@@ -411,7 +412,7 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int idx = part; active && idx < count; idx += KPART) {
             float4 vv = load_row4(v, vb + (r0 + idx) * vs.s2, vs.s3, c4, dv);
-#pragma unroll
+UNROLL
             for (int i = 0; i < TQP; i++) {
                 o[i] = fma((float4)(Wl[idx * TQP + i]), vv, o[i]);
 #if KIND == 4
@@ -431,7 +432,7 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
         for (int p = 0; p < KPART; p++) {
             barrier(CLK_LOCAL_MEM_FENCE);
             if (part == p) {
-#pragma unroll
+UNROLL
                 for (int i = 0; i < TQP; i++) {
 #if KIND == 4
                     red[i * DV4 + c4] += view ? o2[i] : o[i];
@@ -449,13 +450,13 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_
     /* every work-item saw the same maxima; their partial l sums add up */
     barrier(CLK_LOCAL_MEM_FENCE);
     __local float *lsum = Wl; /* NTD * NV * TQP <= LIST * TQP * NW floats */
-#pragma unroll
+UNROLL
     for (int t = 0; t < NV; t++)
-#pragma unroll
+UNROLL
         for (int i = 0; i < TQP; i++) lsum[(tid * NV + t) * TQP + i] = l[t][i];
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (tid < NV * TQP) {
-        int t = tid / TQP, i = tid - (tid / TQP) * TQP;
+    for (int row = tid; row < NV * TQP; row += NTD) {
+        int t = row / TQP, i = row - (row / TQP) * TQP;
         float sum = 0.0f;
         for (int p = 0; p < NTD; p++) sum += lsum[(p * NV + t) * TQP + i];
         mlpart[((slot * NV + t) * TQP + i) * 2 + 0] = m[t][i];

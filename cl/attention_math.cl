@@ -87,6 +87,10 @@ inline float4 load_row4(__global const void *x, long p, long sd, int c4, int d)
  * 2, pairs with a non-zero combined weight) to the local counters (zeroed at the start),
  * then work-item 0 writes them and the count of tiles whose V was read to slot `slot` of
  * stats.  Call from every work-item of the group (it holds a barrier). */
+/* arr[0..n) = 0 by the work-items tid = 0..nt-1 together (nt may be below n) */
+#define ZERO_LOCAL(arr, n, tid, nt)                                                                   \
+    for (int z_ = (tid); z_ < (n); z_ += (nt)) (arr)[z_] = 0
+
 inline void stats_flush(__local uint *counters, __global uint *stats, long slot, uint nz1, uint nz2, uint nzc,
                         uint vtiles, int tid)
 {

@@ -2,6 +2,18 @@
  * Storage dtypes (tdacl_dtype): 0 = fp32, 1 = bf16 (a 16-bit pattern, any device),
  * 2 = fp16 (vload_half/vstore_half, core OpenCL, no cl_khr_fp16 needed). */
 
+/* Loop unrolling hints: `#pragma unroll` is not OpenCL C 1.2, so the kernels write UNROLL and
+ * UNROLL_BY(n), which become the pragma (through C99's _Pragma) where the compiler takes it:
+ * clang-based ones (PoCL, AMD, Intel) and NVIDIA's (cl_nv_pragma_unroll); nothing elsewhere. */
+#if defined(__clang__) || defined(cl_nv_pragma_unroll) || TDACL_NVIDIA
+#define TDACL_PRAGMA(x) _Pragma(#x)
+#define UNROLL TDACL_PRAGMA(unroll)
+#define UNROLL_BY(n) TDACL_PRAGMA(unroll n)
+#else
+#define UNROLL
+#define UNROLL_BY(n)
+#endif
+
 inline float bf16_to_f32(ushort x) { return as_float((uint)x << 16); }
 
 /* Round to nearest even; NaN stays NaN (quiet bit set). */

@@ -136,9 +136,9 @@ __kernel __attribute__((reqd_work_group_size(GNT, 1, 1))) void gemm(
     const int rg = tid / GNCG, cg = tid - (tid / GNCG) * GNCG;
     const int m0 = get_group_id(1) * GBM, n0 = get_group_id(0) * GBN;
     float acc[GTM][GTN];
-#pragma unroll
+UNROLL
     for (int i = 0; i < GTM; i++)
-#pragma unroll
+UNROLL
         for (int j = 0; j < GTN; j++) acc[i][j] = 0.0f;
 
     for (int k0 = 0; k0 < K; k0 += GKC) {
@@ -162,31 +162,31 @@ __kernel __attribute__((reqd_work_group_size(GNT, 1, 1))) void gemm(
         }
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
-#pragma unroll 4
+UNROLL_BY(4)
         for (int kk = 0; kk < GKC; kk++) {
             float4 av[GTM / 4], bv[GTN / 4];
-#pragma unroll
+UNROLL
             for (int i4 = 0; i4 < GTM / 4; i4++) av[i4] = As4[kk * (GBM / 4) + rg + GNRG * i4];
-#pragma unroll
+UNROLL
             for (int j4 = 0; j4 < GTN / 4; j4++) bv[j4] = Bs4[kk * (GBN / 4) + cg + GNCG * j4];
-#pragma unroll
+UNROLL
             for (int i4 = 0; i4 < GTM / 4; i4++)
-#pragma unroll
+UNROLL
                 for (int j4 = 0; j4 < GTN / 4; j4++) {
                     float a4[4] = {av[i4].s0, av[i4].s1, av[i4].s2, av[i4].s3};
                     float b4[4] = {bv[j4].s0, bv[j4].s1, bv[j4].s2, bv[j4].s3};
-#pragma unroll
+UNROLL
                     for (int e = 0; e < 4; e++)
-#pragma unroll
+UNROLL
                         for (int f = 0; f < 4; f++) acc[4 * i4 + e][4 * j4 + f] = fma(a4[e], b4[f], acc[4 * i4 + e][4 * j4 + f]);
                 }
         }
     }
-#pragma unroll
+UNROLL
     for (int i = 0; i < GTM; i++) {
         int m = m0 + 4 * (rg + GNRG * (i / 4)) + i % 4;
         if (m >= M) continue;
-#pragma unroll
+UNROLL
         for (int j = 0; j < GTN; j++) {
             int n = n0 + 4 * (cg + GNCG * (j / 4)) + j % 4;
             if (n >= N) continue;
@@ -215,7 +215,7 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv_part(
     const int n = get_group_id(0) * GV_COLS + col, chunk = get_group_id(1);
     const int k0 = chunk * kchunk, k1 = min(K, k0 + kchunk);
     float acc[GV_M];
-#pragma unroll
+UNROLL
     for (int m = 0; m < GV_M; m++) acc[m] = 0.0f;
     if (n < N) {
         int k = k0 + ks;
@@ -223,7 +223,7 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv_part(
         for (; k + 3 * GV_KS < k1; k += 4 * GV_KS) {
             float w0 = LOAD(WDT, b, (long)k * ldb + n), w1 = LOAD(WDT, b, (long)(k + GV_KS) * ldb + n);
             float w2 = LOAD(WDT, b, (long)(k + 2 * GV_KS) * ldb + n), w3 = LOAD(WDT, b, (long)(k + 3 * GV_KS) * ldb + n);
-#pragma unroll
+UNROLL
             for (int m = 0; m < GV_M; m++)
                 if (m < M) {
                     __global const float *am = a + (long)m * lda + k;
@@ -235,12 +235,12 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv_part(
         }
         for (; k < k1; k += GV_KS) {
             float w = LOAD(WDT, b, (long)k * ldb + n);
-#pragma unroll
+UNROLL
             for (int m = 0; m < GV_M; m++)
                 if (m < M) acc[m] = fma(a[(long)m * lda + k], w, acc[m]);
         }
     }
-#pragma unroll
+UNROLL
     for (int m = 0; m < GV_M; m++) red[ks][m][col] = acc[m];
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int i = tid; i < GV_M * GV_COLS; i += GV_WG) {
@@ -274,20 +274,20 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv_t(
     __local float red[GV_M][GV_WG];
     const int tid = get_local_id(0), n = get_group_id(0);
     float acc[GV_M];
-#pragma unroll
+UNROLL
     for (int m = 0; m < GV_M; m++) acc[m] = 0.0f;
     for (int k = tid; k < K; k += GV_WG) {
         float w = LOAD(WDT, b, (long)n * ldb + k);
-#pragma unroll
+UNROLL
         for (int m = 0; m < GV_M; m++)
             if (m < M) acc[m] = fma(a[(long)m * lda + k], w, acc[m]);
     }
-#pragma unroll
+UNROLL
     for (int m = 0; m < GV_M; m++) red[m][tid] = acc[m];
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int s = GV_WG / 2; s > 0; s >>= 1) {
         if (tid < s)
-#pragma unroll
+UNROLL
             for (int m = 0; m < GV_M; m++) red[m][tid] += red[m][tid + s];
         barrier(CLK_LOCAL_MEM_FENCE);
     }

@@ -1058,7 +1058,10 @@ static void forced_tiles(void **state, int first, int count, int with_decode)
      * them, so that tile, by far the slowest to JIT on PoCL, is compiled once */
     static const struct { tdacl_attention_kind kind; const char *tiles; int tq, tk, ps; tdacl_dtype gdtype; } cases[] = {
         {TDACL_ATTN_TDA, BIG, 65, 65, 2, TDACL_BF16},         {TDACL_ATTN_TDA, BIG, 17, 65, 5, TDACL_BF16},
-        {TDACL_ATTN_DIFF_SOFTMAX, TINY, 65, 65, 1, TDACL_F32}, {TDACL_ATTN_DIFF_SOFTMAX, TINY, 30, 65, 5, TDACL_F32}};
+        {TDACL_ATTN_DIFF_SOFTMAX, TINY, 65, 65, 1, TDACL_F32}, {TDACL_ATTN_DIFF_SOFTMAX, TINY, 30, 65, 5, TDACL_F32},
+        /* the generic ladder's last tile: one work-item does everything (it once left three of
+         * the four statistics counters unzeroed) */
+        {TDACL_ATTN_TRA, "BM=4 BN=4 TM=4 TN=4 VC=4 KUNROLL=1", 23, 23, 2, TDACL_F32}};
 #undef BIG
 #undef TINY
     for (int i = first; i < first + count; i++) {
@@ -1077,6 +1080,18 @@ static void forced_tiles(void **state, int first, int count, int with_decode)
 /* the big tile alone (one program, the slowest to compile), then the rest: two ctest parts */
 static void test_forced_tiles_big(void **state) { forced_tiles(state, 0, 2, 0); }
 static void test_forced_tiles(void **state) { forced_tiles(state, 2, 2, 1); }
+
+/* The generic ladders' smallest entries, which an unknown device may fall back to: the
+ * one-work-item prefill tile (it left three of the four statistics counters unzeroed) and
+ * a 16-work-item decode group for tda's 2 views x 16 padded query rows (rows past the 16th
+ * were never normalised). */
+static void test_ladder_ends(void **state)
+{
+    forced_tiles(state, 4, 1, 0);
+    attn_case c = make_case(TDACL_ATTN_TDA, VAR_A, 300, 300, -1);
+    apply_pset(&c, &PSETS[1]);
+    check_decode(state, &c, 9, 1, "NTD=16 WAVES=4");
+}
 
 /* docs/spec.md section 1: with norm = none, tra and tda must equal the authors' Triton kernels: kappa 1, no
  * 1/sqrt(d) scale, q and k L2-normalised outside the kernel for TDA (here: normalize on),
@@ -1373,6 +1388,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_decode_other_variants),
         cmocka_unit_test(test_forced_tiles_big),
         cmocka_unit_test(test_forced_tiles),
+        cmocka_unit_test(test_ladder_ends),
         cmocka_unit_test(test_authors_triton_semantics),
         cmocka_unit_test(test_no_survivors),
         cmocka_unit_test(test_nan_inputs),
@@ -1393,7 +1409,8 @@ int main(int argc, char **argv)
     static const struct { const char *name; int first, count; } parts[] = {
         {"basics", 0, 4}, {"layouts", 4, 1}, {"layouts-bf16", 5, 1}, {"layouts-f16", 6, 1},
         {"layouts-f16-two-views", 7, 1}, {"decode", 8, 2}, {"forced-big", 10, 1}, {"semantics", 11, 1},
-        {"semantics-edge", 12, 3}, {"mma", 15, 1}, {"mma-wide", 16, 1}, {"mma-f32", 17, 1}, {"mma-tiny", 18, 1},
+        {"ladder-ends", 12, 1}, {"semantics-edge", 13, 3}, {"mma", 16, 1}, {"mma-wide", 17, 1}, {"mma-f32", 18, 1},
+        {"mma-tiny", 19, 1},
     };
     int first = 0, count = (int)(sizeof full / sizeof full[0]);
     if (part) {
@@ -1401,7 +1418,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
             if (!strcmp(part, parts[i].name)) first = parts[i].first, count = parts[i].count, found = 1;
         if (!found) {
-            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-two-views, decode, forced-big, semantics, semantics-edge, mma, mma-wide, mma-f32, mma-tiny)\n", part);
+            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-f32, mma-tiny)\n", part);
             return 2;
         }
     }
