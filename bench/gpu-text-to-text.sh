@@ -70,6 +70,19 @@ print("cli text:   ", repr(cli))
 print("transformers text:", repr(hf_text))
 ok = ours_ids == g and ours_text == hf_text and cli == hf_text
 print("AGREE" if ok else "DISAGREE")
+
+# real CPU torch tensors (the CI tests use stand-ins): float32 through __array__, bfloat16
+# widened exactly, both equal to the NumPy path
+import numpy as np
+ctx = m.context
+q, k, v = (torch.randn(2, 4, 33, 64) for _ in range(3))
+want = ctx.attention(q.numpy(), k.numpy(), v.numpy(), "tra", beta=0.3)
+got = ctx.attention(q, k, v, "tra", beta=0.3)
+qb = q.to(torch.bfloat16)
+got_bf16 = ctx.attention(qb, k, v, "tra", beta=0.3)
+want_bf16 = ctx.attention(qb.float().numpy(), k.numpy(), v.numpy(), "tra", beta=0.3)
+print("torch float32 == numpy:", np.array_equal(got, want), " torch bfloat16 == its float32 widening:",
+      np.array_equal(got_bf16, want_bf16))
 PY
 
 if python3 -c "import pytest" 2>/dev/null; then
