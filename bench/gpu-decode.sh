@@ -14,17 +14,9 @@ BASE=${1:-HEAD}
 KINDS=${DECODE_KINDS:-tra,softmax,tda}
 ROWS="--suite peak,attention --T 1024 --dtype f32,bf16 --beta 1 --kinds $KINDS"
 
-{
-    (cd build-gpu/tests && ./test_registry) 2>&1
-    for part in decode layouts-bf16 layouts-f16 semantics; do
-        (cd build-gpu/tests && TDACL_LOG=warn ./test_attention --part "$part") 2>&1
-    done
-} >"$OUT/test-native.txt"
-grep -E "PASSED|FAILED|ERROR" "$OUT/test-native.txt" | tail -12
+native_parts decode layouts-bf16 layouts-f16 semantics
 
-rm -rf /tmp/base && mkdir -p /tmp/base && git archive "$BASE" | tar -x -C /tmp/base
-(cd /tmp/base && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j"$(nproc)" >/dev/null) ||
-    { echo "base build failed"; exit 1; }
+build_base "$BASE"
 TDACL_CACHE_DIR=/tmp/tdacl-cache-base /tmp/base/build/tdacl-bench --device nvidia $ROWS \
     --json "$OUT/decode-base.json" 2>&1 | grep -E "decode" | tail -8
 build-gpu/tdacl-bench --device nvidia $ROWS --json "$OUT/decode.json" --compare "$OUT/decode-base.json" 2>&1 | tail -14

@@ -8,17 +8,9 @@
 # hints must still reach NVIDIA's compiler (no row slower).  Results in $OUT.
 . bench/gpu-setup.sh
 BASE=${1:-HEAD}
-{
-    (cd build-gpu/tests && ./test_registry) 2>&1
-    for part in basics decode forced-big semantics ladder-ends layouts-bf16; do
-        (cd build-gpu/tests && TDACL_LOG=warn ./test_attention --part "$part") 2>&1
-    done
-} >"$OUT/test-native.txt"
-grep -E "PASSED|FAILED|ERROR" "$OUT/test-native.txt" | tail -14
+native_parts basics decode forced-big semantics ladder-ends layouts-bf16
 
-rm -rf /tmp/base && mkdir -p /tmp/base && git archive "$BASE" | tar -x -C /tmp/base
-(cd /tmp/base && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j"$(nproc)" >/dev/null) ||
-    { echo "base build failed"; exit 1; }
+build_base "$BASE"
 export TDACL_VARIANT=attention.simt,attention_decode.simt,gemm.simt,gemv.simt
 ROWS="--device nvidia --suite attention,gemm --dtype f32,bf16 --T 4096 --beta 1 --kinds tra,tda,softmax"
 TDACL_CACHE_DIR=/tmp/tdacl-cache-base /tmp/base/build/tdacl-bench $ROWS --json "$OUT/simt-base.json" >/dev/null 2>&1

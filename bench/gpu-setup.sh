@@ -9,3 +9,22 @@ mkdir -p "$OUT"
 export TDACL_CACHE_DIR=/tmp/tdacl-cache
 [ "${NO_GPU_TXT:-0}" = 1 ] || nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build-gpu -j"$(nproc)" >/dev/null || exit 1
+
+# build_base REV: a Release build of commit REV in /tmp/base/build (for before/after runs)
+build_base() {
+    rm -rf /tmp/base && mkdir -p /tmp/base && git archive "$1" | tar -x -C /tmp/base
+    (cd /tmp/base && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j"$(nproc)" >/dev/null) ||
+        { echo "base build failed"; exit 1; }
+}
+
+# native_parts PART...: test_registry and the named test_attention parts on this GPU
+# -> $OUT/test-native.txt, with the pass/fail lines echoed
+native_parts() {
+    {
+        (cd build-gpu/tests && ./test_registry) 2>&1
+        for part in "$@"; do
+            (cd build-gpu/tests && TDACL_LOG=warn ./test_attention --part "$part") 2>&1
+        done
+    } >"$OUT/test-native.txt"
+    grep -E "PASSED|FAILED|ERROR" "$OUT/test-native.txt" | tail -14
+}

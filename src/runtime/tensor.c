@@ -69,6 +69,23 @@ int tdacl__view_is_injective(const tdacl_tensor *t)
     return 1;
 }
 
+/* t becomes a row-major tensor on storage s (offset 0), listed on ctx. */
+static void contiguous_on(tdacl_tensor *t, tdacl_context *ctx, tdacl_storage *s, tdacl_dtype dtype, int ndim,
+                          const int64_t *shape)
+{
+    t->ctx = ctx;
+    t->storage = s;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    int64_t stride = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        t->shape[i] = shape[i];
+        t->strides[i] = stride;
+        stride *= shape[i] ? shape[i] : 1;
+    }
+    link_live(ctx, t);
+}
+
 /* Checks ndim and shape; computes the element count with overflow detection. */
 static tdacl_status check_shape(const tdacl_context *ctx, const char *call, int ndim,
                                 const int64_t *shape, int64_t *numel)
@@ -128,17 +145,7 @@ tdacl_status tdacl_tensor_create(tdacl_context *ctx, tdacl_dtype dtype, int ndim
     }
     s->bytes = (size_t)bytes;
     s->refs = 1;
-    t->ctx = ctx;
-    t->storage = s;
-    t->dtype = dtype;
-    t->ndim = ndim;
-    int64_t stride = 1;
-    for (int i = ndim - 1; i >= 0; i--) {
-        t->shape[i] = shape[i];
-        t->strides[i] = stride;
-        stride *= shape[i] ? shape[i] : 1;
-    }
-    link_live(ctx, t);
+    contiguous_on(t, ctx, s, dtype, ndim, shape);
     *out = t;
     return TDACL_SUCCESS;
 }
@@ -188,18 +195,8 @@ tdacl_status tdacl_tensor_from_cl_mem(tdacl_context *ctx, void *cl_mem_handle, s
     s->mem = mem;
     s->bytes = size;
     s->refs = 1;
-    t->ctx = ctx;
-    t->storage = s;
-    t->dtype = dtype;
-    t->ndim = ndim;
+    contiguous_on(t, ctx, s, dtype, ndim, shape);
     t->offset = (int64_t)(offset_bytes / el);
-    int64_t stride = 1;
-    for (int i = ndim - 1; i >= 0; i--) {
-        t->shape[i] = shape[i];
-        t->strides[i] = stride;
-        stride *= shape[i] ? shape[i] : 1;
-    }
-    link_live(ctx, t);
     *out = t;
     return TDACL_SUCCESS;
 }
