@@ -4,7 +4,8 @@
 #      (tools/apt-install.sh, no Recommends), the Python test tools of tools/requirements-test.txt (PyPI) in .venv-test/, once
 #   1. Release build with warnings as errors (build/), every test except the Oclgrind ones
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/), the same tests but
-#      the Python ones (they load the library into an uninstrumented interpreter), leak
+#      the Python ones (they load the library into an uninstrumented interpreter) and the offline
+#      compilation (its work is the vendor compiler's, not ours), leak
 #      checking on (third-party leaks suppressed by tools/lsan.supp)
 #   3. install the Release build into a temporary prefix and build + run examples/hello
 #      against it through find_package(tdacl) and through pkg-config; pip install ./python
@@ -62,7 +63,7 @@ step "ASan + UBSan tests"
 ASAN_OPTIONS=detect_leaks=1 \
 LSAN_OPTIONS="suppressions=$ROOT/tools/lsan.supp" \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_ctest "$TMP/ctest-asan.log" --test-dir build-asan --output-on-failure -j"$JOBS" -LE "oclgrind|python"
+    run_ctest "$TMP/ctest-asan.log" --test-dir build-asan --output-on-failure -j"$JOBS" -LE "oclgrind|python|offline"
 
 # ---- 3. the installed package ----
 step "install into a temporary prefix and build examples/hello against it"

@@ -15,6 +15,7 @@ int cmd_devices(int argc, char **argv);
 int cmd_attention(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_prebuild(int argc, char **argv);
+int cmd_programs(int argc, char **argv);
 int cmd_make_model(int argc, char **argv);
 int cmd_forward(int argc, char **argv);
 int cmd_generate(int argc, char **argv);

@@ -64,6 +64,7 @@ static int dispatch(int argc, char **argv)
     if (!strcmp(cmd, "attention")) return cmd_attention(argc - 1, argv + 1);
     if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
     if (!strcmp(cmd, "__prebuild")) return cmd_prebuild(argc - 1, argv + 1);
+    if (!strcmp(cmd, "__programs")) return cmd_programs(argc - 1, argv + 1);
     if (!strcmp(cmd, "make-model")) return cmd_make_model(argc - 1, argv + 1);
     if (!strcmp(cmd, "forward")) return cmd_forward(argc - 1, argv + 1);
     if (!strcmp(cmd, "generate")) return cmd_generate(argc - 1, argv + 1);

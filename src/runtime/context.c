@@ -189,6 +189,12 @@ tdacl_status tdacl_context_create_from_cl(const tdacl_context_desc *desc_in, voi
     return finish_context(ctx, &desc, out);
 }
 
+void tdacl__context_retarget(tdacl_context *ctx, const tdacl_device_info *info)
+{
+    ctx->info = *info;
+    make_base_options(ctx);
+}
+
 tdacl_status tdacl_context_get_cl(const tdacl_context *ctx, void **cl_context_out, void **cl_device_out,
                                   void **cl_queue_out)
 {

@@ -73,6 +73,9 @@ tdacl_status tdacl__program_build_source(tdacl_context *ctx, const char *label,
                                          cl_program *program);
 /* Options every program gets on this device (-D TDACL_* capability macros). */
 const char *tdacl__base_options(const tdacl_context *ctx);
+/* Replaces the capability record the lookups and build options see (offline tools describe a
+ * device that is not there: tdacl __programs); programs are not rebuilt. */
+void tdacl__context_retarget(tdacl_context *ctx, const tdacl_device_info *info);
 void tdacl__programs_release(tdacl_context *ctx);
 
 /* ---- context ---- */
