@@ -51,20 +51,11 @@ static void plan(bench_run *run, const int *chosen, int nchosen)
     run->planning = 0;
 }
 
-int main(int argc, char **argv)
+static int bench_main(int argc, char **argv)
 {
     bench_run run;
     memset(&run, 0, sizeof run);
-    /* --opt=value as --opt value, like the tdacl commands (kept for the whole run: the
-     * options point into them) */
-    static char *names;
-    static char **args;
-    args = cli_split_assignments(argc, argv, &argc, &names);
-    if (!args) {
-        fprintf(stderr, "tdacl-bench: out of memory\n");
-        return 1;
-    }
-    int rc = bench_parse_args(argc, args, &run.opt);
+    int rc = bench_parse_args(argc, argv, &run.opt);
     if (rc) return rc == 1 ? 0 : rc;
     run.started = tdacl__now();
     time_t now = time(NULL);
@@ -183,4 +174,20 @@ int main(int argc, char **argv)
     if (failures) fprintf(stderr, "tdacl-bench: %d measurement(s) failed\n", failures);
     if (bench_stop_requested()) return 128 + bench_stop_requested();
     return failures || unwritten ? 1 : regressions ? 3 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    /* --opt=value as --opt value, like the tdacl commands (the options point into these) */
+    char *names = NULL;
+    int n = 0;
+    char **args = cli_split_assignments(argc, argv, &n, &names);
+    if (!args) {
+        fprintf(stderr, "tdacl-bench: out of memory\n");
+        return 1;
+    }
+    int rc = bench_main(n, args);
+    free(args);
+    free(names);
+    return rc;
 }

@@ -14,7 +14,7 @@ BASE=${1:-HEAD}
 KINDS=${DECODE_KINDS:-tra,softmax,tda}
 ROWS="--suite peak,attention --T 1024 --dtype f32,bf16 --beta 1 --kinds $KINDS"
 
-native_parts decode layouts-bf16 layouts-f16 semantics
+native_parts decode layouts-bf16 layouts-f16 layouts-f16-tra semantics
 
 build_base "$BASE"
 TDACL_CACHE_DIR=/tmp/tdacl-cache-base /tmp/base/build/tdacl-bench --device nvidia $ROWS \

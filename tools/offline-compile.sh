@@ -9,7 +9,9 @@
 # generated here).  Writes OUTDIR/table.md (per program and target: VGPRs, AGPRs, SGPRs,
 # scratch bytes per lane, spills, LDS bytes, occupancy in waves per SIMD) and OUTDIR/logs/.
 # Fails when a program does not compile; spills are reported, not failed (class defaults
-# without spills are still to be chosen).
+# without spills are still to be chosen).  OFFLINE_DTYPES (default "f32 bf16 f16") limits the
+# attention programs compiled to those storage types (ctest: f32 bf16; f16 differs from bf16
+# only in its loads).
 set -uo pipefail
 TDACL="$1"
 OUT="$2"
@@ -60,6 +62,7 @@ for t in "${TARGETS[@]}"; do
     dir="$OUT/programs-$t"
     "$TDACL" __programs "amd-$t" "$dir" >/dev/null || { echo "offline-compile: tdacl __programs amd-$t failed"; exit 1; }
     while IFS=$'\t' read -r file label opts; do
+        case "$label" in attention*) dt=$(echo "$label" | awk '{print $3}'); [[ " ${OFFLINE_DTYPES:-f32 bf16 f16} " == *" $dt "* ]] || continue ;; esac
         log="$OUT/logs/$t-${file%.cl}.txt"
         # shellcheck disable=SC2086 # the option string is a list of flags
         if ! "$CLANG" -x cl -target amdgcn-amd-amdhsa -mcpu="$t" -nogpulib "${libs[@]}" -O3 $opts \
