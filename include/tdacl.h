@@ -57,6 +57,9 @@
  *  TDACL_PRECISION  exact | tf32 | bf16: replaces tdacl_attention_desc.precision and
  *                   tdacl_matmul_desc.precision in every call, and sets the model forward's
  *                   (run an unchanged program with fp32 inputs on the matrix units)
+ *  TDACL_BUILD_OPTIONS  extra OpenCL C compiler options appended to every program the library
+ *                       builds (part of the program-cache key), e.g. -cl-opt-disable, which the
+ *                       test suite uses on PoCL, or -cl-nv-verbose
  *  TDACL_MMA_EMULATE  1: run the tensor-core kernels (attention prefill, GEMM) on any device through the
  *                     portable body of its fragment layer (slow; how CI tests it)
  *

@@ -156,6 +156,47 @@ static void test_unknown_program_and_kernel(void **state)
     assert_true(rows >= 8);
 }
 
+/* TDACL_BUILD_OPTIONS is appended to every program a context builds: a macro defined only
+ * there reaches the kernel, and the cache keeps the two builds apart. */
+static void test_env_build_options(void **state)
+{
+    fixture *f = *state;
+    static const char *SCALED = "__kernel void scaled(__global float *x) { x[get_global_id(0)] *= TDACL_TEST_SCALE; }\n";
+    const char *saved = getenv("TDACL_BUILD_OPTIONS");
+    char *keep = saved ? strdup(saved) : NULL;
+    float got[2];
+    for (int i = 0; i < 2; i++) {
+        setenv("TDACL_BUILD_OPTIONS", i ? "-DTDACL_TEST_SCALE=5.0f" : "-DTDACL_TEST_SCALE=3.0f", 1);
+        tdacl_context_desc desc;
+        tdacl_context_desc_init(&desc);
+        desc.cache = 1;
+        desc.cache_dir = f->dir;
+        desc.use_tuning_db = 0;
+        tdacl_context *ctx = NULL;
+        assert_int_equal(tdacl_context_create(&desc, &ctx), TDACL_SUCCESS);
+        assert_non_null(strstr(tdacl__base_options(ctx), i ? "-DTDACL_TEST_SCALE=5.0f" : "-DTDACL_TEST_SCALE=3.0f"));
+        cl_program prog = NULL;
+        assert_ok(ctx, tdacl__program_build_source(ctx, "env-options", SCALED, "", &prog));
+        cl_int err;
+        cl_kernel k = clCreateKernel(prog, "scaled", &err);
+        assert_non_null(k);
+        float x = 2.0f;
+        cl_mem buf = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof x, &x, &err);
+        assert_non_null(buf);
+        size_t global = 1;
+        assert_int_equal(clSetKernelArg(k, 0, sizeof buf, &buf), CL_SUCCESS);
+        assert_int_equal(clEnqueueNDRangeKernel(ctx->queue, k, 1, NULL, &global, NULL, 0, NULL, NULL), CL_SUCCESS);
+        assert_int_equal(clEnqueueReadBuffer(ctx->queue, buf, CL_TRUE, 0, sizeof x, &got[i], 0, NULL, NULL), CL_SUCCESS);
+        clReleaseMemObject(buf);
+        clReleaseKernel(k);
+        tdacl_context_destroy(ctx);
+    }
+    if (keep) setenv("TDACL_BUILD_OPTIONS", keep, 1);
+    else unsetenv("TDACL_BUILD_OPTIONS");
+    free(keep);
+    assert_true(got[0] == 6.0f && got[1] == 10.0f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -163,6 +204,7 @@ int main(void)
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_recovers),
         cmocka_unit_test(test_unknown_program_and_kernel),
+        cmocka_unit_test(test_env_build_options),
         cmocka_unit_test(test_release_context), /* last */
     };
     return cmocka_run_group_tests(tests, setup, teardown);
