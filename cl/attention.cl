@@ -224,7 +224,7 @@ inline void load_q_tile(__local float *dst, __global const void *src, long base,
         for (int j_ = 0; j_ < TN; j_++) s[i][j_] = s[i][j_] == -INFINITY ? 0.0f : native_exp2(s[i][j_] - mnew_); \
     } while (0)
 
-__kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_fwd(
+__kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR void attention_fwd(
     __global const void *q, __global const void *k, __global const void *v,
     __global const void *q2, __global const void *k2,
     __global const float *qinv, __global const float *kinv,   /* inverse L2 norms or NULL */

@@ -47,7 +47,9 @@ typedef float4 kpiece;
  * loads start before the current chunk is scored; fp32 chunks (twice the registers) are
  * fetched after it is staged, which keeps occupancy (measured: fp32 decode 1.1-2.3x slower
  * with two chunks held). */
-#define EARLY_FETCH WIDE16
+#ifndef EARLY_FETCH
+#define EARLY_FETCH WIDE16 /* a device class may turn it off where the two chunks spill */
+#endif
 
 /* Scoring a chunk.  With PARTIAL, the work-item that loaded a piece of a key row (KLOADS
  * pieces per row, always the same column piece cc = tid % KLOADS since NTD % KLOADS == 0)
@@ -122,7 +124,7 @@ UNROLL
         }
 }
 
-__kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) void attention_decode_part(
+__kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) TDACL_SUBGROUP_ATTR void attention_decode_part(
     __global const void *q, __global const void *k, __global const void *v,
     __global const void *q2, __global const void *k2,
     __global const float *lambdas, __global float *opart, __global float *mlpart, __global uint *stats,
@@ -459,7 +461,13 @@ UNROLL
         int t = row / TQP, i = row - (row / TQP) * TQP;
         float sum = 0.0f;
         for (int p = 0; p < NTD; p++) sum += lsum[(p * NV + t) * TQP + i];
-        mlpart[((slot * NV + t) * TQP + i) * 2 + 0] = m[t][i];
+        /* m[t][i] by selection: a run-time index into a private array puts it in scratch memory */
+        float mv = -INFINITY;
+UNROLL
+        for (int tt = 0; tt < NV; tt++)
+UNROLL
+            for (int ii = 0; ii < TQP; ii++) mv = (tt == t && ii == i) ? m[tt][ii] : mv;
+        mlpart[((slot * NV + t) * TQP + i) * 2 + 0] = mv;
         mlpart[((slot * NV + t) * TQP + i) * 2 + 1] = sum;
     }
 #endif

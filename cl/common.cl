@@ -14,6 +14,15 @@
 #define UNROLL_BY(n)
 #endif
 
+/* Sub-group (SIMD) width the big kernels ask for where the class options name one
+ * (-DTDACL_SUBGROUP=n, src/runtime/context.c): Intel's compiler otherwise picks SIMD32 on
+ * Xe-HPC, which leaves a quarter of SIMD8's registers per work-item and spills. */
+#if defined(TDACL_SUBGROUP) && defined(cl_intel_required_subgroup_size)
+#define TDACL_SUBGROUP_ATTR __attribute__((intel_reqd_sub_group_size(TDACL_SUBGROUP)))
+#else
+#define TDACL_SUBGROUP_ATTR
+#endif
+
 inline float bf16_to_f32(ushort x) { return as_float((uint)x << 16); }
 
 /* Round to nearest even; NaN stays NaN (quiet bit set). */

@@ -1080,6 +1080,27 @@ static void forced_tiles(void **state, int first, int count, int with_decode)
     check_decode(state, &c, 9, 1, "NTD=32 WAVES=32"); /* many small splits */
 }
 
+/* The tiles the AMD and Intel class defaults use (src/ops/spaces.c, chosen from the offline
+ * compilers' reports), every kind on one of them: 256 work-items of 4 x 4 with BN = 64 and no
+ * register prefetch; 128 work-items of 4 x 4 for the two-view kinds; 64 for Intel's. */
+static void test_class_tiles(void **state)
+{
+    static const struct { tdacl_attention_kind kind; const char *tiles; int tq, tk, ps; } cases[] = {
+        {TDACL_ATTN_SOFTMAX, "BM=64 BN=64 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=0 SEQV=0", 130, 130, 1},
+        {TDACL_ATTN_TRA, "BM=64 BN=64 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=0 SEQV=0", 65, 129, 2},
+        {TDACL_ATTN_RELA, "BM=64 BN=64 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=0 SEQV=0", 17, 200, 3},
+        {TDACL_ATTN_TDA, "BM=64 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0", 100, 100, 5},
+        {TDACL_ATTN_DIFF_SOFTMAX, "BM=32 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0", 70, 90, 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        attn_case c = make_case(cases[i].kind, VAR_A, cases[i].tq, cases[i].tk, -1);
+        c.d = c.dv = 64; /* what the class defaults are for (BN/TN column groups divide dv/4) */
+        apply_pset(&c, &PSETS[cases[i].ps]);
+        c.force = cases[i].tiles;
+        check_case(state, &c, TDACL_PATH_PREFILL);
+    }
+}
+
 /* the big tile alone (one program, the slowest to compile), then the rest: two ctest parts */
 static void test_forced_tiles_big(void **state) { forced_tiles(state, 0, 2, 0); }
 static void test_forced_tiles(void **state) { forced_tiles(state, 2, 2, 1); }
@@ -1400,6 +1421,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_mma_variant_wide),
         cmocka_unit_test(test_mma_f32_bf16),
         cmocka_unit_test(test_mma_tiny),
+        cmocka_unit_test(test_class_tiles),
     };
     const struct CMUnitTest small[] = {
         cmocka_unit_test(test_reference_by_hand),
@@ -1414,7 +1436,7 @@ int main(int argc, char **argv)
         {"basics", 0, 4}, {"layouts", 4, 1}, {"layouts-bf16", 5, 1}, {"layouts-f16", 6, 1}, {"layouts-f16-tra", 7, 1},
         {"layouts-f16-two-views", 8, 1}, {"decode", 9, 2}, {"forced-big", 11, 1}, {"semantics", 12, 1},
         {"ladder-ends", 13, 1}, {"semantics-edge", 14, 3}, {"mma", 17, 1}, {"mma-wide", 18, 1}, {"mma-f32", 19, 1},
-        {"mma-tiny", 20, 1},
+        {"mma-tiny", 20, 1}, {"class-tiles", 21, 1},
     };
     int first = 0, count = (int)(sizeof full / sizeof full[0]);
     if (part) {
@@ -1422,7 +1444,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
             if (!strcmp(part, parts[i].name)) first = parts[i].first, count = parts[i].count, found = 1;
         if (!found) {
-            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-tra, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-f32, mma-tiny)\n", part);
+            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-tra, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-f32, mma-tiny, class-tiles)\n", part);
             return 2;
         }
     }

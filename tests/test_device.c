@@ -300,9 +300,52 @@ static void test_context_on_selected_device(void **state)
     assert_contains(tdacl_last_error(NULL), ref.name);
 }
 
+/* The tuning class from a capability record: architectures, not vendor IDs (an Intel GPU by
+ * its IP version or, without one, its name; PoCL's CPU device never as its CPU's vendor). */
+static void test_classify(void **state)
+{
+    (void)state;
+#define IP(major, minor, rev) (((uint32_t)(major) << 22) | ((uint32_t)(minor) << 12) | (uint32_t)(rev))
+    static const struct {
+        const char *platform, *vendor, *name;
+        tdacl_device_type type;
+        int cc_major, cc_minor;
+        uint32_t ip;
+        const char *want;
+    } cases[] = {
+        {"NVIDIA CUDA", "NVIDIA Corporation", "NVIDIA H100 80GB HBM3", TDACL_DEVICE_GPU, 9, 0, 0, "nvidia-sm_90"},
+        {"AMD Accelerated Parallel Processing", "Advanced Micro Devices, Inc.", "gfx90a:sramecc+:xnack-", TDACL_DEVICE_GPU, 0, 0, 0, "amd-gfx90a"},
+        {"AMD Accelerated Parallel Processing", "Advanced Micro Devices, Inc.", "gfx1100", TDACL_DEVICE_GPU, 0, 0, 0, "amd-gfx1100"},
+        {"Intel(R) OpenCL Graphics", "Intel(R) Corporation", "Intel(R) Arc(TM) A770 Graphics", TDACL_DEVICE_GPU, 0, 0, IP(12, 55, 8), "intel-xe-hpg"},
+        {"Intel(R) OpenCL Graphics", "Intel(R) Corporation", "Intel(R) Data Center GPU Max 1550", TDACL_DEVICE_GPU, 0, 0, IP(12, 60, 7), "intel-xe-hpc"},
+        {"Intel(R) OpenCL Graphics", "Intel(R) Corporation", "Intel(R) Arc(TM) B580 Graphics", TDACL_DEVICE_GPU, 0, 0, IP(20, 1, 0), "intel-xe2"},
+        {"Intel(R) OpenCL Graphics", "Intel(R) Corporation", "Intel(R) Arc(TM) Graphics", TDACL_DEVICE_GPU, 0, 0, IP(12, 71, 4), "intel-xe-lpg"},
+        {"Intel(R) OpenCL Graphics", "Intel(R) Corporation", "Intel(R) UHD Graphics 770", TDACL_DEVICE_GPU, 0, 0, IP(12, 0, 0), "intel-xe-lp"},
+        /* older drivers without the IP version: the name */
+        {"Intel(R) OpenCL HD Graphics", "Intel(R) Corporation", "Intel(R) Arc(TM) A750 Graphics", TDACL_DEVICE_GPU, 0, 0, 0, "intel-xe-hpg"},
+        {"Intel(R) OpenCL HD Graphics", "Intel(R) Corporation", "Intel(R) Data Center GPU Max 1100", TDACL_DEVICE_GPU, 0, 0, 0, "intel-xe-hpc"},
+        {"Intel(R) OpenCL HD Graphics", "Intel(R) Corporation", "Intel(R) HD Graphics 530", TDACL_DEVICE_GPU, 0, 0, 0, "intel-gpu"},
+        {"Intel(R) OpenCL", "Intel(R) Corporation", "Intel(R) Xeon(R) Gold 6338", TDACL_DEVICE_CPU, 0, 0, 0, "intel-cpu"},
+        {"Portable Computing Language", "GenuineIntel", "cpu-skylake-avx512-Intel(R) Xeon(R)", TDACL_DEVICE_CPU, 0, 0, 0, "pocl-cpu-skylake-avx512"},
+    };
+#undef IP
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tdacl_device_info info;
+        memset(&info, 0, sizeof info);
+        snprintf(info.platform_name, sizeof info.platform_name, "%s", cases[i].platform);
+        snprintf(info.vendor, sizeof info.vendor, "%s", cases[i].vendor);
+        snprintf(info.name, sizeof info.name, "%s", cases[i].name);
+        info.type = cases[i].type;
+        info.nv_cc_major = cases[i].cc_major, info.nv_cc_minor = cases[i].cc_minor;
+        tdacl__classify_device(&info, cases[i].ip);
+        if (strcmp(info.arch, cases[i].want)) fail_msg("%s: class '%s', expected '%s'", cases[i].name, info.arch, cases[i].want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_classify),
         cmocka_unit_test(test_count_matches_opencl),
         cmocka_unit_test(test_capability_records),
         cmocka_unit_test(test_get_info_errors),

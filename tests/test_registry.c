@@ -291,6 +291,77 @@ static tdacl_status plan_of(tdacl_context *ctx, tdacl_attention_kind kind, tdacl
     return st;
 }
 
+/* Device classes this machine does not have, through a retargeted context: the class
+ * defaults chosen from the offline compilers' reports (tools/offline-sweep.sh) and the
+ * compiler options a class adds to a program (register mode, sub-group size). */
+static void test_class_defaults_and_options(void **state)
+{
+    (void)state;
+    tdacl_context *ctx = open_ctx();
+    assert_string_equal(tdacl__program_class_options(ctx, "attention"), ""); /* PoCL: none */
+    const tdacl_device_info saved = ctx->info;
+    static const struct {
+        const char *arch;
+        int kind;
+        const char *want_tiles, *origin;
+    } tiles[] = {
+        {"amd-gfx90a", TDACL_ATTN_TDA, "BM=64 BN=32 TM=4 TN=4", "class default amd-gfx9"},
+        {"amd-gfx942", TDACL_ATTN_SOFTMAX, "BM=64 BN=64 TM=4 TN=4", "class default amd-gfx9"},
+        {"amd-gfx1100", TDACL_ATTN_DIFF_SOFTMAX, "BM=64 BN=32 TM=4 TN=4", "class default amd-gfx11"},
+        {"amd-gfx1030", TDACL_ATTN_TRA, "BM=64 BN=32 TM=8 TN=4", "class default amd-"},
+        {"intel-xe-hpg", TDACL_ATTN_TDA, "BM=32 BN=32 TM=4 TN=4", "class default intel-xe-hp"},
+        {"intel-xe-hpc", TDACL_ATTN_RELA, "BM=64 BN=64 TM=4 TN=4", "class default intel-xe-hp"},
+        {"intel-gpu", TDACL_ATTN_TRA, "BM=64 BN=32 TM=8 TN=4", "generic ladder #0"},
+    };
+    const tdacl_variant_def *simt = tdacl__variant("attention.simt");
+    assert_non_null(simt);
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
+        tdacl_device_info info = saved;
+        snprintf(info.arch, sizeof info.arch, "%s", tiles[i].arch);
+        info.type = TDACL_DEVICE_GPU;
+        info.local_mem_bytes = 64 * 1024;
+        info.max_work_group_size = 1024;
+        info.max_work_item_sizes[0] = 1024;
+        tdacl__context_retarget(ctx, &info);
+        tdacl_problem p = {.kind = tiles[i].kind, .dtype = TDACL_F32, .d = 64, .dv = 64, .t = 4096, .tq = 1};
+        tdacl_tuned tuned;
+        assert_ok(ctx, tdacl__tuned(ctx, simt->space, &p, &tuned));
+        tdacl_strbuf opts = {0};
+        tdacl__params_options(simt->space, &tuned.values, &opts);
+        char want[4][16];
+        int n = sscanf(tiles[i].want_tiles, "%15s %15s %15s %15s", want[0], want[1], want[2], want[3]);
+        assert_int_equal(n, 4);
+        for (int j = 0; j < 4; j++) {
+            char flag[24];
+            snprintf(flag, sizeof flag, "-D%s ", want[j]);
+            tdacl__sb_printf(&opts, " ");
+            if (!strstr(opts.data, flag)) fail_msg("%s: options '%s' lack %s", tiles[i].arch, opts.data, flag);
+        }
+        assert_string_equal(tuned.origin, tiles[i].origin);
+        tdacl__sb_free(&opts);
+    }
+    static const struct { const char *arch, *program, *want; } options[] = {
+        {"intel-xe-hpc", "attention", "-DTDACL_SUBGROUP=16 -cl-intel-256-GRF-per-thread"},
+        {"intel-xe-hpc", "attention_decode", "-DTDACL_SUBGROUP=16 -DEARLY_FETCH=0 -cl-intel-256-GRF-per-thread"},
+        {"intel-xe-hpg", "attention", "-cl-intel-256-GRF-per-thread"},
+        {"intel-xe-hpg", "layers", ""},
+        {"amd-gfx1100", "attention_decode", "-DEARLY_FETCH=0"},
+        {"amd-gfx1100", "attention", ""},
+        {"amd-gfx90a", "attention_decode", ""},
+        {"nvidia-sm_90", "attention_mma", ""},
+    };
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
+        tdacl_device_info info = saved;
+        snprintf(info.arch, sizeof info.arch, "%s", options[i].arch);
+        tdacl__context_retarget(ctx, &info);
+        const char *got = tdacl__program_class_options(ctx, options[i].program);
+        if (strcmp(got, options[i].want))
+            fail_msg("%s %s: class options '%s', expected '%s'", options[i].arch, options[i].program, got, options[i].want);
+    }
+    tdacl__context_retarget(ctx, &saved);
+    tdacl_context_destroy(ctx);
+}
+
 static void test_dispatch(void **state)
 {
     (void)state;
@@ -423,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_space_defaults_match_sources),
         cmocka_unit_test(test_space_entries_parse),
         cmocka_unit_test(test_shipped_entries_name_known_parameters),
+        cmocka_unit_test(test_class_defaults_and_options),
         cmocka_unit_test(test_dispatch),
         cmocka_unit_test(test_local_memory_formulas),
     };

@@ -6,22 +6,33 @@
 #   tools/offline-compile.sh path/to/tdacl OUTDIR [TARGET...]
 # Targets: AMD gfx90a (MI200), gfx942 (MI300), gfx1100 (RDNA3) through clang-19 and Debian's
 # rocm-device-libs (ISA-version bitcode for gfx942/gfx1100, which that package predates, is
-# generated here).  Writes OUTDIR/table.md (per program and target: VGPRs, AGPRs, SGPRs,
-# scratch bytes per lane, spills, LDS bytes, occupancy in waves per SIMD) and OUTDIR/logs/.
-# Fails when a program does not compile; spills are reported, not failed (class defaults
-# without spills are still to be chosen).  OFFLINE_DTYPES (default "f32 bf16 f16") limits the
-# attention programs compiled to those storage types (ctest: f32 bf16; f16 differs from bf16
-# only in its loads).
+# generated here); Intel dg2 (Arc A / Flex, class intel-xe-hpg) and pvc (Max, intel-xe-hpc)
+# through ocloc (tools/fetch-ocloc.sh, or $OCLOC).  Writes OUTDIR/table.md (AMD, per program
+# and target: VGPRs, AGPRs, SGPRs, scratch bytes per lane, spills, LDS bytes, occupancy in
+# waves per SIMD; Intel: SIMD width IGC chose, GRFs per thread, spill bytes per thread,
+# threads per EU) and OUTDIR/logs/.
+# Fails when a program does not compile, and when OFFLINE_NO_SPILLS=1 and a program spills.
+# OFFLINE_DTYPES (default "f32 bf16 f16") limits the attention programs compiled to those
+# storage types (ctest: f32 bf16; f16 differs from bf16 only in its loads); OFFLINE_PROGRAMS, a
+# bash regular expression, keeps only the programs whose label matches (e.g. '^attention\.simt tda').
+# Parameters come from the usual lookup, so TDACL_TUNING_FILE can put candidates in front.
 set -uo pipefail
 TDACL="$1"
 OUT="$2"
 shift 2
 TARGETS=("$@")
-[ "$#" -eq 0 ] && TARGETS=(gfx90a gfx942 gfx1100)
+[ "$#" -eq 0 ] && TARGETS=(gfx90a gfx942 gfx1100 dg2 pvc)
 CLANG=${CLANG:-clang-19}
 BC=${ROCM_BITCODE:-/usr/lib/x86_64-linux-gnu/amdgcn/bitcode}
-command -v "$CLANG" >/dev/null || { echo "offline-compile: $CLANG not found (apt-get install clang-19)"; exit 1; }
-[ -f "$BC/ocml.bc" ] || { echo "offline-compile: no device libraries in $BC (apt-get install rocm-device-libs)"; exit 1; }
+amd=0 intel=0
+for t in "${TARGETS[@]}"; do case "$t" in gfx*) amd=1 ;; dg2 | pvc) intel=1 ;; *) echo "offline-compile: unknown target $t"; exit 1 ;; esac; done
+if [ "$amd" = 1 ]; then
+    command -v "$CLANG" >/dev/null || { echo "offline-compile: $CLANG not found (apt-get install clang-19)"; exit 1; }
+    [ -f "$BC/ocml.bc" ] || { echo "offline-compile: no device libraries in $BC (apt-get install rocm-device-libs)"; exit 1; }
+fi
+if [ "$intel" = 1 ] && [ -z "${OCLOC:-}" ]; then
+    OCLOC=$(bash "$(dirname "${BASH_SOURCE[0]}")/fetch-ocloc.sh") || { echo "offline-compile: no ocloc (tools/fetch-ocloc.sh)"; exit 1; }
+fi
 rm -rf "$OUT"
 mkdir -p "$OUT/logs" "$OUT/bitcode"
 
@@ -44,12 +55,65 @@ isa_bitcode() {
 # the report of one remark: the value after "<name>: "
 field() { grep -m1 "remark: *$1" "$2" | sed -E 's/.*: ([0-9A-Za-z]+) \[-Rpass.*/\1/'; }
 
-failed=0
+failed=0 spilled=0
+# want_program LABEL: whether OFFLINE_DTYPES keeps this program
+want_program() {
+    [[ -z "${OFFLINE_PROGRAMS:-}" || "$1" =~ $OFFLINE_PROGRAMS ]] || return 1
+    case "$1" in attention*) [[ " ${OFFLINE_DTYPES:-f32 bf16 f16} " == *" $(echo "$1" | awk '{print $3}') "* ]] ;; *) true ;; esac
+}
+
+# Intel: IGC's shader dump (.asm per kernel, for the SIMD width it kept) gives GRFs and spills
+intel_target() {
+    local t="$1" class dir
+    case "$t" in dg2) class=intel-xe-hpg ;; pvc) class=intel-xe-hpc ;; esac
+    dir="$OUT/programs-$t"
+    "$TDACL" __programs "$class" "$dir" >/dev/null || { echo "offline-compile: tdacl __programs $class failed"; exit 1; }
+    while IFS=$'\t' read -r file label opts; do
+        want_program "$label" || continue
+        local log="$OUT/logs/$t-${file%.cl}.txt" dump="$OUT/dump"
+        rm -rf "$dump"
+        # shellcheck disable=SC2086 # $OCLOC is a command line
+        if ! IGC_ShaderDumpEnable=1 IGC_DumpToCustomDir="$dump" $OCLOC compile -file "$dir/$file" -device "$t" \
+            -options "$opts" -out_dir "$OUT/bin" >"$log" 2>&1; then
+            echo "FAIL $t $label (log: $log)"
+            failed=$((failed + 1))
+            continue
+        fi
+        # one .asm per kernel and SIMD width kept; IGC's retry of a kernel that spilled much
+        # (a second compile, files named *_1_simd*) is the binary it keeps
+        local -A final=()
+        local asm kernel simd grf spill
+        for asm in "$dump"/*_simd*.asm; do
+            [ -f "$asm" ] || continue
+            kernel=$(sed -n 's|^//\.kernel ||p' "$asm" | head -1)
+            [[ "$(basename "$asm")" == *_1_simd* || -z "${final[$kernel]:-}" ]] && final[$kernel]="$asm"
+        done
+        for kernel in "${!final[@]}"; do
+            asm="${final[$kernel]}"
+            simd=$(basename "$asm" | sed -E 's/.*_simd([0-9]+)_.*/\1/')
+            grf=$(sed -n -E 's|^//\.thread_config numGRF=([0-9]+).*|\1|p' "$asm" | head -1)
+            spill=$(sed -n -E 's|^//\.spill size ([0-9]+).*|\1|p' "$asm" | head -1)
+            echo "| $label: $kernel | $t | $simd | $grf | ${spill:-0} | $((grf > 128 ? 4 : 8)) |" >>"$OUT/intel.md"
+            [ "${spill:-0}" -gt 0 ] && spilled=$((spilled + 1))
+        done
+        unset final
+        rm -rf "$dump"
+    done <"$dir/index.tsv"
+}
+
 {
     echo "| program | target | VGPRs | AGPRs | SGPRs | scratch B/lane | VGPR spill | SGPR spill | LDS B | waves/SIMD |"
     echo "|---|---|---|---|---|---|---|---|---|---|"
 } >"$OUT/table.md"
+{
+    echo "| program | target | SIMD | GRFs | spill B/thread | threads/EU |"
+    echo "|---|---|---|---|---|---|"
+} >"$OUT/intel.md"
 for t in "${TARGETS[@]}"; do
+    if [[ "$t" != gfx* ]]; then
+        intel_target "$t"
+        continue
+    fi
     isa=$(isa_bitcode "$t") || { failed=$((failed + 1)); continue; }
     wave=on
     [[ "$t" == gfx1* ]] && wave=off # RDNA: wave32
@@ -62,7 +126,7 @@ for t in "${TARGETS[@]}"; do
     dir="$OUT/programs-$t"
     "$TDACL" __programs "amd-$t" "$dir" >/dev/null || { echo "offline-compile: tdacl __programs amd-$t failed"; exit 1; }
     while IFS=$'\t' read -r file label opts; do
-        case "$label" in attention*) dt=$(echo "$label" | awk '{print $3}'); [[ " ${OFFLINE_DTYPES:-f32 bf16 f16} " == *" $dt "* ]] || continue ;; esac
+        want_program "$label" || continue
         log="$OUT/logs/$t-${file%.cl}.txt"
         # shellcheck disable=SC2086 # the option string is a list of flags
         if ! "$CLANG" -x cl -target amdgcn-amd-amdhsa -mcpu="$t" -nogpulib "${libs[@]}" -O3 $opts \
@@ -87,6 +151,16 @@ for t in "${TARGETS[@]}"; do
             END { if (name) emit() }' "$log" >>"$OUT/table.md"
     done <"$dir/index.tsv"
 done
-rows=$(($(wc -l <"$OUT/table.md") - 2))
-echo "offline-compile: $rows program x target builds in $OUT/table.md, $failed failed"
-[ "$failed" -eq 0 ]
+# spilling AMD rows: scratch bytes per lane or VGPRs spilled above zero (AGPRs used as spill
+# space on gfx90a/gfx942 are not counted: they are registers)
+spilled=$((spilled + $(awk -F'|' 'NR > 2 && ($7 + 0 > 0 || $8 + 0 > 0)' "$OUT/table.md" | wc -l)))
+if [ "$intel" = 1 ]; then
+    { echo; echo "Intel (ocloc):"; echo; cat "$OUT/intel.md"; } >>"$OUT/table.md"
+fi
+rows=$(grep -c '^| .*: ' "$OUT/table.md")
+echo "offline-compile: $rows program x target builds in $OUT/table.md, $failed failed, $spilled spill"
+[ "$failed" -eq 0 ] || exit 1
+if [ "${OFFLINE_NO_SPILLS:-0}" = 1 ] && [ "$spilled" -gt 0 ]; then
+    echo "offline-compile: $spilled kernel builds spill (OFFLINE_NO_SPILLS=1)"
+    exit 1
+fi

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The project's single test command (CI runs it through .ci/run):
 #   0. the Debian packages of tools/packages.txt and tools/packages-test.txt still missing
-#      (tools/apt-install.sh, no Recommends), the Python test tools of tools/requirements-test.txt (PyPI) in .venv-test/, once
+#      (tools/apt-install.sh, no Recommends), Intel's offline compiler unpacked into the user's cache
+#      (tools/fetch-ocloc.sh), the Python test tools of tools/requirements-test.txt (PyPI) in .venv-test/, once
 #   1. Release build with warnings as errors (build/), every test except the Oclgrind ones
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/), the same tests but
 #      the Python ones (they load the library into an uninstrumented interpreter) and the offline
@@ -36,6 +37,10 @@ run_ctest() {
 # ---- 0. Debian packages, then the Python test tools ----
 step "Debian packages (tools/packages.txt, tools/packages-test.txt)"
 bash tools/apt-install.sh tools/packages.txt tools/packages-test.txt
+
+# ---- 0a. Intel's offline compiler for the offline_compile_intel test (unpacked, not installed) ----
+step "Intel offline compiler (tools/fetch-ocloc.sh)"
+bash tools/fetch-ocloc.sh >/dev/null
 
 # ---- 0b. Python test tools (PyPI, tools/requirements-test.txt) in .venv-test/ ----
 step "Python test tools (.venv-test/)"

@@ -30,6 +30,8 @@ static int write_program(tdacl_context *ctx, dump *d, const tdacl_variant_def *r
     tdacl_strbuf opts = {0}, src = {0};
     tdacl__sb_printf(&opts, "%s ", tdacl__base_options(ctx));
     tdacl__variant_options(row, call, row->space ? &used.values : NULL, &opts);
+    const char *cls = tdacl__program_class_options(ctx, row->program.name);
+    if (*cls) tdacl__sb_printf(&opts, " %s", cls);
     for (size_t i = 0; i < TDACL_ARRAY_LEN(row->program.files) && row->program.files[i]; i++) {
         const tdacl_embedded_source *s = tdacl__find_source(row->program.files[i]);
         if (!s) return 1;

@@ -74,7 +74,19 @@ static const tdacl_class_default attention_classes[] = {
     {"nvidia-", TDACL_ATTN_TDA, 0, "BM=32 BN=32 TM=4 TN=4 VC=32 KUNROLL=2 PREFETCH=1 SEQV=0"},
     {"nvidia-", TDACL_ATTN_DIFF_SOFTMAX, 0, "BM=32 BN=32 TM=4 TN=4 VC=16 KUNROLL=2 PREFETCH=1 SEQV=0"},
     {"nvidia-", -1, 0, "BM=64 BN=32 TM=8 TN=4 VC=32 KUNROLL=2 PREFETCH=1 SEQV=0"},
+    /* AMD and Intel: from the compilers' resource reports (tools/offline-sweep.sh; tables in
+     * bench/results/offline/): no spills, and 4 x 4 micro-tiles so that a work-group of 128-256
+     * work-items fits the registers; the two-view kinds hold twice the scores */
+    {"amd-gfx9", TDACL_ATTN_TDA, 0, "BM=64 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0"},
+    {"amd-gfx9", TDACL_ATTN_DIFF_SOFTMAX, 0, "BM=64 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0"},
+    {"amd-gfx9", -1, 0, "BM=64 BN=64 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=0 SEQV=0"},
+    {"amd-gfx11", TDACL_ATTN_TDA, 0, "BM=64 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0"},
+    {"amd-gfx11", TDACL_ATTN_DIFF_SOFTMAX, 0, "BM=64 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0"},
+    {"amd-gfx11", -1, 0, "BM=64 BN=64 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=0 SEQV=0"},
     {"amd-", -1, 0, "BM=64 BN=32 TM=8 TN=4 VC=32 KUNROLL=2 PREFETCH=1 SEQV=0"},
+    {"intel-xe-hp", TDACL_ATTN_TDA, 0, "BM=32 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0"},
+    {"intel-xe-hp", TDACL_ATTN_DIFF_SOFTMAX, 0, "BM=32 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0"},
+    {"intel-xe-hp", -1, 0, "BM=64 BN=64 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=0 SEQV=0"},
     {"pocl-cpu", -1, 0, "BM=32 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0"},
     {NULL, -1, 0, NULL},
 };

@@ -193,6 +193,7 @@ void tdacl__context_retarget(tdacl_context *ctx, const tdacl_device_info *info)
 {
     ctx->info = *info;
     make_base_options(ctx);
+    if (ctx->tuning) ctx->tuning->nmemo = ctx->tuning->next_memo = 0; /* lookups of the old class */
 }
 
 tdacl_status tdacl_context_get_cl(const tdacl_context *ctx, void **cl_context_out, void **cl_device_out,

@@ -11,6 +11,7 @@
 
 #define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
 #define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
+#define CL_DEVICE_IP_VERSION_INTEL 0x4250 /* cl_intel_device_attribute_query: CL_MAKE_VERSION */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static tdacl_device_entry *devices;
@@ -66,9 +67,41 @@ static void lower(char *s)
     for (; *s; s++) *s = (char)tolower((unsigned char)*s);
 }
 
+/* AMD: the gfx target names the architecture (gfx908/gfx90a/gfx94x are CDNA, gfx11xx RDNA3);
+ * class defaults match on "amd-gfx9" / "amd-gfx11" prefixes. */
+static void amd_arch(tdacl_device_info *info, const char *name)
+{
+    char arch[32];
+    snprintf(arch, sizeof arch, "%s", name);
+    arch[strcspn(arch, ": ")] = 0;
+    snprintf(info->arch, sizeof info->arch, "amd-%s", arch);
+}
+
+/* Intel GPUs by architecture, from the IP version the driver reports
+ * (cl_intel_device_attribute_query; major.minor as in Intel's graphics IP numbering), else
+ * from the marketing name; the vendor ID alone says nothing about registers or matrix units. */
+static const char *intel_gpu_family(uint32_t ip_version, const char *lname)
+{
+    if (ip_version) {
+        const unsigned major = ip_version >> 22, minor = (ip_version >> 12) & 0x3ff;
+        if (major >= 20) return "xe2";
+        if (major == 12 && minor >= 70) return "xe-lpg";
+        if (major == 12 && minor >= 60) return "xe-hpc";
+        if (major == 12 && minor >= 55) return "xe-hpg";
+        if (major == 12 && minor >= 50) return "xe-hp";
+        if (major == 12) return "xe-lp";
+        return "gen";
+    }
+    if (strstr(lname, "data center gpu max")) return "xe-hpc";
+    if (strstr(lname, "arc(tm) a") || strstr(lname, "arc a") || strstr(lname, "data center gpu flex")) return "xe-hpg";
+    if (strstr(lname, "arc(tm) b") || strstr(lname, "arc b")) return "xe2";
+    if (strstr(lname, "iris(r) xe") || strstr(lname, "uhd graphics 7")) return "xe-lp";
+    return "gpu";
+}
+
 /* The device class used as the tuning fallback key: implementation + architecture, so a
  * PoCL CPU device is never mistaken for an Intel driver because of its vendor ID. */
-static void classify(tdacl_device_info *info)
+void tdacl__classify_device(tdacl_device_info *info, uint32_t intel_ip_version)
 {
     char plat[128], name[128], vendor[128];
     snprintf(plat, sizeof plat, "%s", info->platform_name);
@@ -109,10 +142,9 @@ static void classify(tdacl_device_info *info)
         }
         snprintf(info->arch, sizeof info->arch, "pocl-cpu-%s", cpu);
     } else if (!strcmp(impl, "amd") && !strncmp(name, "gfx", 3)) {
-        char arch[32];
-        snprintf(arch, sizeof arch, "%s", name);
-        arch[strcspn(arch, ": ")] = 0;
-        snprintf(info->arch, sizeof info->arch, "amd-%s", arch);
+        amd_arch(info, name);
+    } else if (!strcmp(impl, "intel") && info->type == TDACL_DEVICE_GPU) {
+        snprintf(info->arch, sizeof info->arch, "intel-%s", intel_gpu_family(intel_ip_version, name));
     } else {
         snprintf(info->arch, sizeof info->arch, "%s-%s", impl, kind);
     }
@@ -183,7 +215,9 @@ static void fill_info(tdacl_device_entry *e, int index)
     size_t res = 0;
     clGetDeviceInfo(d, CL_DEVICE_PROFILING_TIMER_RESOLUTION, sizeof res, &res, NULL);
     info->profiling_timer_ns = (int)res;
-    classify(info);
+    uint32_t ip = 0;
+    if (has_ext(x, "cl_intel_device_attribute_query")) ip = get_u32(d, CL_DEVICE_IP_VERSION_INTEL);
+    tdacl__classify_device(info, ip);
 }
 
 static void enumerate(void)

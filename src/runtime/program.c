@@ -222,6 +222,35 @@ static tdacl_status build_registered(tdacl_context *ctx, const char *label, cons
     return st;
 }
 
+/* Compiler options per device class and program, chosen from the vendor compilers' resource
+ * reports (tools/offline-compile.sh, bench/results/offline/): Intel's attention kernels
+ * spill at 128 registers per thread, and on Xe-HPC IGC picks SIMD32 unless asked for 16.
+ * The first entry whose class prefix matches and which names the program applies. */
+static const struct {
+    const char *arch_prefix;
+    const char *programs; /* space-separated program names */
+    const char *options;
+} class_options[] = {
+    {"intel-xe-hpc", "attention", "-DTDACL_SUBGROUP=16 -cl-intel-256-GRF-per-thread"},
+    {"intel-xe-hpc", "attention_decode", "-DTDACL_SUBGROUP=16 -DEARLY_FETCH=0 -cl-intel-256-GRF-per-thread"},
+    {"intel-xe-hpg", "attention", "-cl-intel-256-GRF-per-thread"},
+    {"intel-xe-hpg", "attention_decode", "-DEARLY_FETCH=0 -cl-intel-256-GRF-per-thread"},
+    /* RDNA3: two 16-bit key chunks in flight need more than 256 VGPRs in tda decode */
+    {"amd-gfx11", "attention_decode", "-DEARLY_FETCH=0"},
+};
+
+const char *tdacl__program_class_options(const tdacl_context *ctx, const char *program)
+{
+    const size_t n = strlen(program);
+    for (size_t i = 0; i < TDACL_ARRAY_LEN(class_options); i++) {
+        if (strncmp(ctx->info.arch, class_options[i].arch_prefix, strlen(class_options[i].arch_prefix))) continue;
+        for (const char *p = class_options[i].programs; (p = strstr(p, program)) != NULL; p += n)
+            if ((p == class_options[i].programs || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+                return class_options[i].options;
+    }
+    return "";
+}
+
 tdacl_status tdacl__program_get(tdacl_context *ctx, const tdacl_program_def *def, const char *options,
                                 cl_program *program)
 {
@@ -245,8 +274,16 @@ tdacl_status tdacl__program_get(tdacl_context *ctx, const tdacl_program_def *def
         tdacl__sb_free(&src);
         return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "program '%s': out of memory", name);
     }
-    tdacl_status st = build_registered(ctx, name, src.data, options, program);
-    tdacl__sb_free(&src);
+    /* the registry keys the program by the caller's options; the class's own are fixed per context */
+    const char *cls = tdacl__program_class_options(ctx, name);
+    tdacl_strbuf all = {0};
+    tdacl__sb_printf(&all, "%s%s%s", options, *options && *cls ? " " : "", cls);
+    cl_program prog = NULL;
+    tdacl_status st = all.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "program '%s': out of memory", name)
+                              : build(ctx, name, src.data, all.data, &prog);
+    if (!st) st = add_entry(ctx, name, options, prog);
+    if (!st) *program = prog;
+    tdacl__sb_free(&src), tdacl__sb_free(&all);
     return st;
 }
 

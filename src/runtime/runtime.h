@@ -73,9 +73,14 @@ tdacl_status tdacl__program_build_source(tdacl_context *ctx, const char *label,
                                          cl_program *program);
 /* Options every program gets on this device (-D TDACL_* capability macros). */
 const char *tdacl__base_options(const tdacl_context *ctx);
+/* Options the device's class adds to program `program` (register mode, sub-group size), or "". */
+const char *tdacl__program_class_options(const tdacl_context *ctx, const char *program);
 /* Replaces the capability record the lookups and build options see (offline tools describe a
  * device that is not there: tdacl __programs); programs are not rebuilt. */
 void tdacl__context_retarget(tdacl_context *ctx, const tdacl_device_info *info);
+/* Sets info->arch, the tuning class, from the capability record (platform, vendor, name, type,
+ * NVIDIA compute capability) and Intel's IP version (0 when the driver does not report it). */
+void tdacl__classify_device(tdacl_device_info *info, uint32_t intel_ip_version);
 void tdacl__programs_release(tdacl_context *ctx);
 
 /* ---- context ---- */
