@@ -168,7 +168,7 @@ typedef struct tdacl_device_info {
     char device_version[128];    /* "OpenCL 3.0 CUDA", ... */
     char opencl_c_version[128];  /* "OpenCL C 1.2 ..." */
     tdacl_device_type type;
-    char arch[64];               /* class used for tuning fallback: "nvidia-sm_90",
+    char arch[64];               /* class used for tuning fallback: "nvidia-sm_90", "intel-xe-hpc",
                                     "cpu-x86_64-avx512", "amd-gfx90a", ... */
     int has_fp16, has_fp64, has_subgroups, has_int64_atomics;
     int nv_cc_major, nv_cc_minor; /* NVIDIA compute capability, 0 when unknown */
