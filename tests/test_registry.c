@@ -305,12 +305,12 @@ static void test_class_defaults_and_options(void **state)
         int kind;
         const char *want_tiles, *origin;
     } tiles[] = {
-        {"amd-gfx90a", TDACL_ATTN_TDA, "BM=64 BN=32 TM=4 TN=4", "class default amd-gfx9"},
-        {"amd-gfx942", TDACL_ATTN_SOFTMAX, "BM=64 BN=64 TM=4 TN=4", "class default amd-gfx9"},
-        {"amd-gfx1100", TDACL_ATTN_DIFF_SOFTMAX, "BM=64 BN=32 TM=4 TN=4", "class default amd-gfx11"},
-        {"amd-gfx1030", TDACL_ATTN_TRA, "BM=64 BN=32 TM=8 TN=4", "class default amd-"},
-        {"intel-xe-hpg", TDACL_ATTN_TDA, "BM=32 BN=32 TM=4 TN=4", "class default intel-xe-hp"},
-        {"intel-xe-hpc", TDACL_ATTN_RELA, "BM=64 BN=64 TM=4 TN=4", "class default intel-xe-hp"},
+        {"amd-gfx90a", TDACL_ATTN_TDA, "BM=64 BN=32 TM=4 TN=4", "class default amd-gfx9 (compiled offline, not yet run on such hardware)"},
+        {"amd-gfx942", TDACL_ATTN_SOFTMAX, "BM=64 BN=64 TM=4 TN=4", "class default amd-gfx9 (compiled offline, not yet run on such hardware)"},
+        {"amd-gfx1100", TDACL_ATTN_DIFF_SOFTMAX, "BM=64 BN=32 TM=4 TN=4", "class default amd-gfx11 (compiled offline, not yet run on such hardware)"},
+        {"amd-gfx1030", TDACL_ATTN_TRA, "BM=64 BN=32 TM=8 TN=4", "class default amd- (compiled offline, not yet run on such hardware)"},
+        {"intel-xe-hpg", TDACL_ATTN_TDA, "BM=32 BN=32 TM=4 TN=4", "class default intel-xe-hp (compiled offline, not yet run on such hardware)"},
+        {"intel-xe-hpc", TDACL_ATTN_RELA, "BM=64 BN=64 TM=4 TN=4", "class default intel-xe-hp (compiled offline, not yet run on such hardware)"},
         {"intel-gpu", TDACL_ATTN_TRA, "BM=64 BN=32 TM=8 TN=4", "generic ladder #0"},
     };
     const tdacl_variant_def *simt = tdacl__variant("attention.simt");

@@ -71,24 +71,24 @@ static int attention_check(const tdacl_kernel_space *ks, const tdacl_device_info
 }
 
 static const tdacl_class_default attention_classes[] = {
-    {"nvidia-", TDACL_ATTN_TDA, 0, "BM=32 BN=32 TM=4 TN=4 VC=32 KUNROLL=2 PREFETCH=1 SEQV=0"},
-    {"nvidia-", TDACL_ATTN_DIFF_SOFTMAX, 0, "BM=32 BN=32 TM=4 TN=4 VC=16 KUNROLL=2 PREFETCH=1 SEQV=0"},
-    {"nvidia-", -1, 0, "BM=64 BN=32 TM=8 TN=4 VC=32 KUNROLL=2 PREFETCH=1 SEQV=0"},
+    {"nvidia-", TDACL_ATTN_TDA, 0, "BM=32 BN=32 TM=4 TN=4 VC=32 KUNROLL=2 PREFETCH=1 SEQV=0", 0},
+    {"nvidia-", TDACL_ATTN_DIFF_SOFTMAX, 0, "BM=32 BN=32 TM=4 TN=4 VC=16 KUNROLL=2 PREFETCH=1 SEQV=0", 0},
+    {"nvidia-", -1, 0, "BM=64 BN=32 TM=8 TN=4 VC=32 KUNROLL=2 PREFETCH=1 SEQV=0", 0},
     /* AMD and Intel: from the compilers' resource reports (tools/offline-sweep.sh; tables in
      * bench/results/offline/): no spills, and 4 x 4 micro-tiles so that a work-group of 128-256
      * work-items fits the registers; the two-view kinds hold twice the scores */
-    {"amd-gfx9", TDACL_ATTN_TDA, 0, "BM=64 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0"},
-    {"amd-gfx9", TDACL_ATTN_DIFF_SOFTMAX, 0, "BM=64 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0"},
-    {"amd-gfx9", -1, 0, "BM=64 BN=64 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=0 SEQV=0"},
-    {"amd-gfx11", TDACL_ATTN_TDA, 0, "BM=64 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0"},
-    {"amd-gfx11", TDACL_ATTN_DIFF_SOFTMAX, 0, "BM=64 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0"},
-    {"amd-gfx11", -1, 0, "BM=64 BN=64 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=0 SEQV=0"},
-    {"amd-", -1, 0, "BM=64 BN=32 TM=8 TN=4 VC=32 KUNROLL=2 PREFETCH=1 SEQV=0"},
-    {"intel-xe-hp", TDACL_ATTN_TDA, 0, "BM=32 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0"},
-    {"intel-xe-hp", TDACL_ATTN_DIFF_SOFTMAX, 0, "BM=32 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0"},
-    {"intel-xe-hp", -1, 0, "BM=64 BN=64 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=0 SEQV=0"},
-    {"pocl-cpu", -1, 0, "BM=32 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0"},
-    {NULL, -1, 0, NULL},
+    {"amd-gfx9", TDACL_ATTN_TDA, 0, "BM=64 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0", 1},
+    {"amd-gfx9", TDACL_ATTN_DIFF_SOFTMAX, 0, "BM=64 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0", 1},
+    {"amd-gfx9", -1, 0, "BM=64 BN=64 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=0 SEQV=0", 1},
+    {"amd-gfx11", TDACL_ATTN_TDA, 0, "BM=64 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0", 1},
+    {"amd-gfx11", TDACL_ATTN_DIFF_SOFTMAX, 0, "BM=64 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0", 1},
+    {"amd-gfx11", -1, 0, "BM=64 BN=64 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=0 SEQV=0", 1},
+    {"amd-", -1, 0, "BM=64 BN=32 TM=8 TN=4 VC=32 KUNROLL=2 PREFETCH=1 SEQV=0", 1},
+    {"intel-xe-hp", TDACL_ATTN_TDA, 0, "BM=32 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0", 1},
+    {"intel-xe-hp", TDACL_ATTN_DIFF_SOFTMAX, 0, "BM=32 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0", 1},
+    {"intel-xe-hp", -1, 0, "BM=64 BN=64 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=0 SEQV=0", 1},
+    {"pocl-cpu", -1, 0, "BM=32 BN=32 TM=4 TN=4 VC=32 KUNROLL=1 PREFETCH=1 SEQV=0", 0},
+    {NULL, -1, 0, NULL, 0},
 };
 
 static const char *const attention_ladder[] = {
@@ -152,17 +152,17 @@ static int mma_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev,
  * (prefix ""): the variant runs only on NVIDIA matrix units or, for tests, their portable
  * body.  A row whose tile does not fit local memory gives way to the next. */
 static const tdacl_class_default mma_classes[] = {
-    {"", TDACL_ATTN_SOFTMAX, 64, "BN=64 NWARPS=4 MT=2"},
-    {"", TDACL_ATTN_RELA, 64, "BN=64 NWARPS=4 MT=2"},
-    {"", TDACL_ATTN_TRA, 64, "BN=64 NWARPS=4 MT=2 KSTAGES=3"},
-    {"", TDACL_ATTN_TRA, 64, "BN=64 NWARPS=4 MT=1"},
-    {"", TDACL_ATTN_TDA, 64, "BN=32 NWARPS=4 MT=2"},
-    {"", TDACL_ATTN_SOFTMAX, 0, "BN=32 NWARPS=4 MT=2"},
-    {"", TDACL_ATTN_RELA, 0, "BN=32 NWARPS=4 MT=2"},
-    {"", TDACL_ATTN_SOFTMAX, 0, "BN=16 NWARPS=4 MT=2"},
-    {"", TDACL_ATTN_RELA, 0, "BN=16 NWARPS=4 MT=2"},
-    {"", -1, 0, "BN=32 NWARPS=4 MT=1"},
-    {NULL, -1, 0, NULL},
+    {"", TDACL_ATTN_SOFTMAX, 64, "BN=64 NWARPS=4 MT=2", 0},
+    {"", TDACL_ATTN_RELA, 64, "BN=64 NWARPS=4 MT=2", 0},
+    {"", TDACL_ATTN_TRA, 64, "BN=64 NWARPS=4 MT=2 KSTAGES=3", 0},
+    {"", TDACL_ATTN_TRA, 64, "BN=64 NWARPS=4 MT=1", 0},
+    {"", TDACL_ATTN_TDA, 64, "BN=32 NWARPS=4 MT=2", 0},
+    {"", TDACL_ATTN_SOFTMAX, 0, "BN=32 NWARPS=4 MT=2", 0},
+    {"", TDACL_ATTN_RELA, 0, "BN=32 NWARPS=4 MT=2", 0},
+    {"", TDACL_ATTN_SOFTMAX, 0, "BN=16 NWARPS=4 MT=2", 0},
+    {"", TDACL_ATTN_RELA, 0, "BN=16 NWARPS=4 MT=2", 0},
+    {"", -1, 0, "BN=32 NWARPS=4 MT=1", 0},
+    {NULL, -1, 0, NULL, 0},
 };
 
 static const char *const mma_ladder[] = {"BN=32 NWARPS=4 MT=1", "BN=16 NWARPS=4 MT=1", "BN=16 NWARPS=2 MT=1"};
@@ -212,9 +212,9 @@ static int decode_check(const tdacl_kernel_space *ks, const tdacl_device_info *d
 }
 
 static const tdacl_class_default decode_classes[] = {
-    {"nvidia-", -1, 0, "NTD=128 WAVES=8"},
-    {"pocl-cpu", -1, 0, "NTD=64 WAVES=4"},
-    {NULL, -1, 0, NULL},
+    {"nvidia-", -1, 0, "NTD=128 WAVES=8", 0},
+    {"pocl-cpu", -1, 0, "NTD=64 WAVES=4", 0},
+    {NULL, -1, 0, NULL, 0},
 };
 
 static const char *const decode_ladder[] = {"NTD=128", "NTD=64", "NTD=256", "NTD=32", "NTD=16"};
@@ -249,10 +249,10 @@ static int gemm_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev
 }
 
 static const tdacl_class_default gemm_classes[] = {
-    {"nvidia-", -1, 0, "GBM=128 GBN=128 GTM=8 GTN=8 GKC=16"},
-    {"amd-", -1, 0, "GBM=128 GBN=128 GTM=8 GTN=8 GKC=16"},
-    {"pocl-cpu", -1, 0, "GBM=32 GBN=32 GTM=4 GTN=4 GKC=16"},
-    {NULL, -1, 0, NULL},
+    {"nvidia-", -1, 0, "GBM=128 GBN=128 GTM=8 GTN=8 GKC=16", 0},
+    {"amd-", -1, 0, "GBM=128 GBN=128 GTM=8 GTN=8 GKC=16", 1},
+    {"pocl-cpu", -1, 0, "GBM=32 GBN=32 GTM=4 GTN=4 GKC=16", 0},
+    {NULL, -1, 0, NULL, 0},
 };
 
 static const char *const gemm_ladder[] = {
@@ -290,9 +290,9 @@ static int gemm_mma_check(const tdacl_kernel_space *ks, const tdacl_device_info 
 /* 128 x 128 is the usual tensor-core tile; the portable body (CPU devices, for tests) takes
  * the small one, a quarter of the code to compile */
 static const tdacl_class_default gemm_mma_classes[] = {
-    {"pocl", -1, 0, "GMM_BM=64 GMM_BN=64"},
-    {"", -1, 0, "GMM_BM=128 GMM_BN=128"},
-    {NULL, -1, 0, NULL},
+    {"pocl", -1, 0, "GMM_BM=64 GMM_BN=64", 0},
+    {"", -1, 0, "GMM_BM=128 GMM_BN=128", 0},
+    {NULL, -1, 0, NULL, 0},
 };
 
 static const char *const gemm_mma_ladder[] = {"GMM_BM=128 GMM_BN=128", "GMM_BM=64 GMM_BN=64"};

@@ -575,7 +575,8 @@ static tdacl_status tuned_uncached(tdacl_context *ctx, const tdacl_kernel_space 
             continue;
         out->values = v;
         out->source = TDACL_TUNED_CLASS;
-        snprintf(out->origin, sizeof out->origin, "class default %s", c->arch_prefix[0] ? c->arch_prefix : "(any device)");
+        snprintf(out->origin, sizeof out->origin, "class default %s%s", c->arch_prefix[0] ? c->arch_prefix : "(any device)",
+                 c->unmeasured ? " (compiled offline, not yet run on such hardware)" : "");
         return TDACL_SUCCESS;
     }
     for (int i = 0; i < ks->nladder; i++) {

@@ -43,6 +43,7 @@ typedef struct tdacl_class_default {
     int kind;                /* -1: any kind */
     int dmax;                /* applies up to this padded head dim; 0: any */
     const char *values;      /* "NAME=value ..."; parameters not named take their default */
+    int unmeasured;          /* 1: chosen from offline compiler reports, never run on such a device */
 } tdacl_class_default;
 
 typedef struct tdacl_kernel_space tdacl_kernel_space;
