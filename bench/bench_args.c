@@ -20,7 +20,7 @@ static void usage(FILE *f)
             "  --quick            a representative subset (under 2 minutes on a 2-core CPU)\n"
             "  --kinds LIST       attention kinds (%s)\n"
             "  --T LIST           sequence lengths (default 512..32768 on GPUs, 128..4096 on CPUs)\n"
-            "  --dtype LIST       f32,bf16 (default both)\n"
+            "  --dtype LIST       f32,bf16 (default both; forward: f32 unless named, bf16 = bf16 weights at TDACL_PRECISION=bf16)\n"
             "  --beta LIST        density sweep for tra/tda (default 1,0.5,0.25,0)\n"
             "  --B N --H N --d N  prefill shape (default 4, 8, 64)\n"
             "  --decode-B N --decode-H N --decode-Tk N   decode shape (default 8, 16, 32768|4096)\n"

@@ -81,13 +81,27 @@ static tdacl_status fwd_once(void *user, double *ms)
     return st;
 }
 
-int bench_suite_forward(bench_run *run, tdacl_context *ctx, int dev)
+/* The forward dtypes: f32 unless --dtype names others; bf16 means bf16 weights on the device
+ * and TDACL_PRECISION=bf16 for the pass (the GEMMs and attention on the matrix units where the
+ * device has them; activations stay fp32).  f16 has no model path. */
+static int forward_dtypes(const bench_options *o, tdacl_dtype out[2])
+{
+    if (!o->ndtypes) return out[0] = TDACL_F32, 1;
+    int n = 0;
+    for (int i = 0; i < o->ndtypes && n < 2; i++) {
+        if (!strcmp(o->dtypes[i], "f32")) out[n++] = TDACL_F32;
+        else if (!strcmp(o->dtypes[i], "bf16")) out[n++] = TDACL_BF16;
+    }
+    return n;
+}
+
+static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtype dt, const char *const kinds[2], int gpu,
+                         int quick)
 {
     const bench_options *o = &run->opt;
     const bench_device *bd = &run->devices[dev];
-    int gpu = bd->info.type == TDACL_DEVICE_GPU, quick = o->quick;
-    static const char *kinds[] = {"tda", "softmax"};
     int failures = 0;
+
     /* prefill (T, batch) and decode contexts: SPEC-sized on GPUs, one point on CPUs */
     int prefill[4][2] = {{1024, 1}, {1024, 8}, {4096, 1}, {4096, 8}}, nprefill = gpu ? 4 : 1;
     int contexts[2] = {1024, 8192}, ncontexts = gpu ? 2 : 1;
@@ -120,6 +134,7 @@ int bench_suite_forward(bench_run *run, tdacl_context *ctx, int dev)
         tdacl_model_desc desc;
         tdacl_model_desc_init(&desc);
         desc.path = dir;
+        desc.weight_dtype = dt;
         desc.max_batch = max_batch;
         desc.max_context = max_ctx;
         tdacl_model *m = NULL;
@@ -140,6 +155,10 @@ int bench_suite_forward(bench_run *run, tdacl_context *ctx, int dev)
             s = s * 6364136223846793005ULL + 1442695040888963407ULL;
             tokens[i] = (int32_t)((s >> 33) % (uint64_t)info.vocab_size);
         }
+        /* bf16 rows: the pass on the matrix units through the documented switch, restored after */
+        const char *was = getenv("TDACL_PRECISION");
+        char *saved = was ? strdup(was) : NULL;
+        if (dt == TDACL_BF16) setenv("TDACL_PRECISION", "bf16", 1);
         for (int pi = 0; pi < nprefill + ncontexts; pi++) {
             int decode = pi >= nprefill;
             fwd_job j = {ctx, m, decode ? 1 : prefill[pi][1], decode ? 1 : prefill[pi][0],
@@ -151,7 +170,8 @@ int bench_suite_forward(bench_run *run, tdacl_context *ctx, int dev)
             snprintf(r->name, sizeof r->name, "%s-%s", kinds[ki], decode ? "decode" : "prefill");
             snprintf(r->device, sizeof r->device, "%s", bd->info.name);
             r->device_index = dev;
-            snprintf(r->dtype, sizeof r->dtype, "f32");
+            snprintf(r->dtype, sizeof r->dtype, "%s", tdacl_dtype_name(dt));
+            if (dt == TDACL_BF16) snprintf(r->note, sizeof r->note, "bf16 weights, TDACL_PRECISION=bf16, fp32 activations");
             snprintf(r->path, sizeof r->path, "%s", decode ? "decode" : "prefill");
             r->B = j.batch, r->Tq = decode ? 1 : j.len, r->Tk = decode ? j.context : j.len, r->d = info.head_dim;
             r->H = info.n_head;
@@ -178,8 +198,25 @@ int bench_suite_forward(bench_run *run, tdacl_context *ctx, int dev)
             }
             bench_row_done(run, r);
         }
+        if (saved) setenv("TDACL_PRECISION", saved, 1);
+        else unsetenv("TDACL_PRECISION");
+        free(saved);
         free(tokens);
         tdacl_model_destroy(m);
     }
+    return failures;
+}
+
+int bench_suite_forward(bench_run *run, tdacl_context *ctx, int dev)
+{
+    const bench_options *o = &run->opt;
+    const bench_device *bd = &run->devices[dev];
+    int gpu = bd->info.type == TDACL_DEVICE_GPU, quick = o->quick;
+    static const char *kinds[] = {"tda", "softmax"};
+    int failures = 0;
+    tdacl_dtype dts[2];
+    const int ndts = forward_dtypes(o, dts);
+    for (int di = 0; di < ndts; di++)
+        failures += forward_dtype(run, ctx, dev, dts[di], kinds, gpu, quick);
     return failures;
 }

@@ -1,7 +1,8 @@
 # tdacl-bench run the way a user runs it, checked from outside.  ctest calls
 #   cmake -DBENCH=exe -DMODE=run -DARGS="--quick" -DWANT="gemm|attention:tra|..." -DOUT=dir -P bench_cli.cmake
 #     runs BENCH ARGS --json --csv into OUT and wants exit 0; the JSON's schema tag; a row
-#     for every WANT entry ("suite", "suite:name" or "attention-prefill|decode"); every
+#     for every WANT entry ("suite", "attention:name", "attention-prefill|decode" or
+#     "forward:name:dtype"); every
 #     timed row with a positive median, enough samples and no failure note; as many CSV
 #     rows; and the file loaded back (--load) and compared with itself: every timed row
 #     matched, no regression.  The run's wall time is printed.
@@ -118,6 +119,9 @@ foreach(i RANGE ${last})
   if(suite STREQUAL "attention")
     string(JSON path GET "${json}" rows ${i} path)
     list(APPEND seen "attention:${name}" "attention-${path}")
+  elseif(suite STREQUAL "forward")
+    string(JSON dtype GET "${json}" rows ${i} dtype)
+    list(APPEND seen "forward:${name}:${dtype}")
   endif()
 endforeach()
 foreach(w IN LISTS WANT)
