@@ -6,7 +6,7 @@
 . bench/gpu-setup.sh
 { (cd build-gpu/tests && ./test_matmul && ./test_registry) 2>&1; } >"$OUT/test-native-gemm.txt"
 grep -E "mma|PASSED|FAILED|ERROR" "$OUT/test-native-gemm.txt" | tail -10
-build-gpu/tdacl tune --device nvidia --kernel gemm_mma --dtype bf16 --T 8192 --N 3072 --K 768 --budget 20 \
+build-gpu/tdacl tune --device nvidia --kernel gemm_mma --dtype bf16 --T 8192 --N 3072 --K 768 --budget 150 \
     --out "$OUT/gemm-mma.tdb" 2>&1 | tee "$OUT/gemm-mma-tune.log" | tail -8
 TDACL_TUNING_FILE="$OUT/gemm-mma.tdb" TDACL_PRECISION=bf16 build-gpu/tdacl-bench --device nvidia --suite peak,gemm \
     --json "$OUT/gemm-mma.json" 2>&1 | grep -E "gemm|peak" | tail -30

@@ -1,26 +1,34 @@
 /* Tensor-core GEMM: c[M,N] = epilogue(a[M,K] @ B) on the m16n8k16 fragments of mma.cl, for
  * 16-bit weights B (bf16, MMA_IN 1) with a in fp32 rounded to the weights' type as it is
  * staged (the caller's precision allows it); products accumulate in fp32.  B is b[K,N] or,
- * with TRANS_B, b[N,K] (the tied LM head).  A work-group of four warps (2 x 2) owns a
- * GMM_BM x GMM_BN tile of c; per 32-wide K step, A is read into registers one step ahead and
+ * with TRANS_B, b[N,K] (the tied LM head).  A work-group of GMM_WM x GMM_WN warps owns a
+ * GMM_BM x GMM_BN tile of c; per GMM_BK-wide K step, A is read into registers one step ahead and
  * stored rounded, B is copied by cp.async into the other of two local stages, so both
  * loads overlap the products of the current step.  The same argument list as gemm
  * (cl/layers.cl), so the host launches either. */
 
 #ifndef GMM_BM
-#define GMM_BM 128 /* rows of c per work-group (64 or 128) */
+#define GMM_BM 128 /* rows of c per work-group */
 #endif
 #ifndef GMM_BN
-#define GMM_BN 128 /* columns of c per work-group (64 or 128) */
+#define GMM_BN 128 /* columns of c per work-group */
+#endif
+#ifndef GMM_WM
+#define GMM_WM 2 /* warps along M */
+#endif
+#ifndef GMM_WN
+#define GMM_WN 2 /* warps along N */
+#endif
+#ifndef GMM_BK
+#define GMM_BK 32 /* K per step (a multiple of 16) */
 #endif
 #ifndef TRANS_B
 #define TRANS_B 0
 #endif
 
-#define GMM_BK 32 /* K per step */
-#define GMM_NT 128
-#define WTM (GMM_BM / 2) /* a warp's rows */
-#define WTN (GMM_BN / 2) /* a warp's columns */
+#define GMM_NT (32 * GMM_WM * GMM_WN)
+#define WTM (GMM_BM / GMM_WM) /* a warp's rows */
+#define WTN (GMM_BN / GMM_WN) /* a warp's columns */
 #define MTI (WTM / 16)   /* its m-tiles */
 #define NBI (WTN / 8)    /* its n-blocks */
 #define LDAS (GMM_BK + 8) /* padded rows: ldmatrix row addresses fall in distinct banks */
@@ -107,7 +115,7 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) void gemm_mma(
     __local ushort Bs[2 * B_STAGE] __attribute__((aligned(16)));
     __global const ushort *b = (__global const ushort *)bv;
     const int tid = get_local_id(0), warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-    const int wm = warp >> 1, wn = warp & 1;
+    const int wm = warp / GMM_WN, wn = warp % GMM_WN;
     const int m0 = get_group_id(1) * GMM_BM, n0 = get_group_id(0) * GMM_BN;
     const int nk = (K + GMM_BK - 1) / GMM_BK;
 

@@ -155,6 +155,52 @@ static void test_matmul_values(void **state)
     }
 }
 
+/* The tensor-core GEMM's warp layouts and K steps other than the device's own, through a
+ * user tuning file (every entry must be taken: a refused one warns and falls back, and the
+ * check fails on any warning; the last, invalid entry shows that such a warning is seen). */
+static void test_matmul_mma_layouts(void **state)
+{
+    (void)state;
+    tdacl_device_info info;
+    assert_ok(g_ctx, tdacl_context_get_info(g_ctx, &info));
+    if (info.nv_cc_major < 8) setenv("TDACL_MMA_EMULATE", "1", 1);
+    static const struct { const char *params; int valid; } sets[] = {
+        {"GMM_BM=64 GMM_BN=64 GMM_WM=4 GMM_WN=1 GMM_BK=64", 1},  /* warps stacked along M, 64-wide K steps */
+        {"GMM_BM=64 GMM_BN=128 GMM_WM=1 GMM_WN=4 GMM_BK=32", 1}, /* warps side by side along N */
+        {"GMM_BM=128 GMM_BN=64 GMM_WM=4 GMM_WN=2 GMM_BK=32", 1}, /* eight warps */
+        {"GMM_BM=64 GMM_BN=64 GMM_WM=1 GMM_WN=1 GMM_BK=64", 1},  /* one warp owns the tile */
+        {"GMM_BM=64 GMM_BN=64 GMM_WM=2 GMM_WN=2 GMM_BK=40", 0},  /* refused: K steps of 16 */
+    };
+    char *dir = tu_mkdtemp("mma-layouts");
+    char path[512];
+    snprintf(path, sizeof path, "%s/tuning.tdb", dir);
+    tdacl_context *saved = g_ctx;
+    for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fprintf(f, "gemm_mma class=%s : %s\n", info.arch, sets[i].params);
+        fclose(f);
+        tu_log log = {0};
+        tdacl_context_desc desc;
+        tdacl_context_desc_init(&desc);
+        desc.tuning_file = path;
+        desc.log_fn = tu_log_fn, desc.log_user = &log, desc.log_level = TDACL_LOG_WARN;
+        assert_int_equal(tdacl_context_create(&desc, &g_ctx), TDACL_SUCCESS);
+        const mm_case c = {77, 136, 100, (int)i % 2, TDACL_BF16, TDACL_EPILOGUE_BIAS | TDACL_EPILOGUE_RESIDUAL, 0, 3,
+                           TDACL_PRECISION_BF16};
+        check_case(&c);
+        const int warned = tu_log_find(&log, TDACL_LOG_WARN, "tuning database", NULL) >= 0;
+        if (warned == sets[i].valid) fail_msg("%s: %s", sets[i].params, warned ? log.msg[0] : "no warning for an invalid entry");
+        tdacl_context_destroy(g_ctx);
+        tu_log_clear(&log);
+    }
+    g_ctx = saved;
+    unsetenv("TDACL_MMA_EMULATE");
+    remove(path);
+    tu_rm_rf(dir);
+    free(dir);
+}
+
 static void test_matmul_errors(void **state)
 {
     (void)state;
@@ -219,6 +265,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_values),
+        cmocka_unit_test(test_matmul_mma_layouts),
         cmocka_unit_test(test_matmul_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

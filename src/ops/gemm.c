@@ -165,7 +165,8 @@ tdacl_status tdacl__gemm_mma_launch(tdacl_context *ctx, const tdacl_variant_def 
 {
     const tdacl_matmul_call *c = callp;
     const int bm = tdacl__param(row->space, v, "GMM_BM"), bn = tdacl__param(row->space, v, "GMM_BN");
-    size_t g[2] = {(size_t)(c->N + bn - 1) / (size_t)bn * 128, (size_t)(c->M + bm - 1) / (size_t)bm}, l[2] = {128, 1};
+    const size_t nt = 32 * (size_t)tdacl__param(row->space, v, "GMM_WM") * (size_t)tdacl__param(row->space, v, "GMM_WN");
+    size_t g[2] = {(size_t)(c->N + bn - 1) / (size_t)bn * nt, (size_t)(c->M + bm - 1) / (size_t)bm}, l[2] = {nt, 1};
     return launch_gemm_kernel(ctx, row, c, v, "gemm_mma", g, l);
 }
 

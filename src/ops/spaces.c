@@ -266,36 +266,49 @@ const tdacl_kernel_space tdacl__gemm_space = {
 /* ---- GEMM on the matrix units, cl/gemm_mma.cl ---- */
 
 static const tdacl_tunable gemm_mma_params[] = {
-    {"GMM_BM", 1, 128, {64, 128, TDACL_END}, "rows of c per work-group (four warps, 2 x 2)"},
-    {"GMM_BN", 1, 128, {64, 128, TDACL_END}, "columns of c per work-group"},
+    {"GMM_BM", 1, 128, {64, 128, 256, TDACL_END}, "rows of c per work-group"},
+    {"GMM_BN", 1, 128, {64, 128, 256, TDACL_END}, "columns of c per work-group"},
+    {"GMM_WM", 1, 2, {1, 2, 4, TDACL_END}, "warps along M (each owns GMM_BM / GMM_WM rows)"},
+    {"GMM_WN", 1, 2, {1, 2, 4, TDACL_END}, "warps along N (each owns GMM_BN / GMM_WN columns)"},
+    {"GMM_BK", 1, 32, {32, 64, TDACL_END}, "K per step (two local stages)"},
 };
 
-/* Two stages of A (GMM_BM rows of 32 + 8 halves) and of B; B's stage is taken at its larger
- * layout (transposed: GMM_BN rows of 40 halves), which bounds the other (32 rows of
- * GMM_BN + 8). */
+/* Two stages of A (GMM_BM rows of GMM_BK + 8 halves) and of B, at the larger of its layouts
+ * (transposed: GMM_BN rows of GMM_BK + 8; else GMM_BK rows of GMM_BN + 8). */
 static size_t gemm_mma_local(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *v)
 {
-    return 2 * ((size_t)P("GMM_BM") * 40 + (size_t)P("GMM_BN") * 40) * 2;
+    const size_t bm = (size_t)P("GMM_BM"), bn = (size_t)P("GMM_BN"), bk = (size_t)P("GMM_BK");
+    const size_t bt = bn * (bk + 8), bkn = bk * (bn + 8);
+    return 2 * (bm * (bk + 8) + (bt > bkn ? bt : bkn)) * 2;
 }
 
 static int gemm_mma_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
                           const tdacl_param_values *v, char *why, size_t n)
 {
-    const int bm = P("GMM_BM"), bn = P("GMM_BN");
-    if ((bm != 64 && bm != 128) || (bn != 64 && bn != 128))
-        return snprintf(why, n, "GMM_BM=%d GMM_BN=%d: each must be 64 or 128", bm, bn), 1;
-    return work_group_fits(dev, 128, why, n) ? 0 : 1;
+    const int bm = P("GMM_BM"), bn = P("GMM_BN"), wm = P("GMM_WM"), wn = P("GMM_WN"), bk = P("GMM_BK");
+    if (bm <= 0 || bn <= 0 || wm <= 0 || wn <= 0 || bk <= 0) return snprintf(why, n, "parameters must be positive"), 1;
+    if (bk % 16) return snprintf(why, n, "GMM_BK=%d is not a multiple of 16", bk), 1;
+    if (bm % (16 * wm)) return snprintf(why, n, "GMM_BM=%d is not a multiple of 16 x GMM_WM=%d", bm, wm), 1;
+    if (bn % (16 * wn)) return snprintf(why, n, "GMM_BN=%d is not a multiple of 16 x GMM_WN=%d", bn, wn), 1;
+    const int nt = 32 * wm * wn;
+    if (nt > 512) return snprintf(why, n, "%d warps are too many", wm * wn), 1;
+    if ((bm * bk / 4) % nt) return snprintf(why, n, "GMM_BM x GMM_BK / 4 is not a multiple of %d work-items", nt), 1;
+    /* accumulators per lane: (BM/WM/16) m-tiles x (BN/WN/8) n-blocks x 4 */
+    if ((bm / wm / 16) * (bn / wn / 8) * 4 > 128)
+        return snprintf(why, n, "a warp's %d x %d tile needs more than 128 accumulator registers per lane", bm / wm, bn / wn), 1;
+    return work_group_fits(dev, nt, why, n) ? 0 : 1;
 }
 
 /* 128 x 128 is the usual tensor-core tile; the portable body (CPU devices, for tests) takes
  * the small one, a quarter of the code to compile */
 static const tdacl_class_default gemm_mma_classes[] = {
-    {"pocl", -1, 0, "GMM_BM=64 GMM_BN=64", 0},
-    {"", -1, 0, "GMM_BM=128 GMM_BN=128", 0},
+    {"pocl", -1, 0, "GMM_BM=64 GMM_BN=64 GMM_WM=2 GMM_WN=2 GMM_BK=32", 0},
+    {"", -1, 0, "GMM_BM=128 GMM_BN=128 GMM_WM=2 GMM_WN=2 GMM_BK=32", 0},
     {NULL, -1, 0, NULL, 0},
 };
 
-static const char *const gemm_mma_ladder[] = {"GMM_BM=128 GMM_BN=128", "GMM_BM=64 GMM_BN=64"};
+static const char *const gemm_mma_ladder[] = {"GMM_BM=128 GMM_BN=128 GMM_WM=2 GMM_WN=2 GMM_BK=32",
+                                               "GMM_BM=64 GMM_BN=64 GMM_WM=2 GMM_WN=2 GMM_BK=32"};
 
 const tdacl_kernel_space tdacl__gemm_mma_space = {
     "gemm_mma", gemm_mma_params, (int)TDACL_ARRAY_LEN(gemm_mma_params), gemm_mma_check, gemm_mma_local,
