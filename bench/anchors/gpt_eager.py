@@ -258,15 +258,19 @@ class GPT:
 
 # ---- timing and rows ------------------------------------------------------------------------
 
-def timed(fn, device, min_samples=10, min_ms=100.0, warmup=3):
-    """Median of >= min_samples runs and >= min_ms in all (CUDA events; wall clock on CPU)."""
+def timed(fn, device, min_samples=10, min_ms=100.0, warmup=3, prepare=None):
+    """Median of >= min_samples runs and >= min_ms in all (CUDA events; wall clock on CPU);
+    prepare(), when given, runs untimed before every run."""
+    prepare = prepare or (lambda: None)
     for _ in range(warmup):
+        prepare()
         fn()
     cuda = device.type == "cuda"
     if cuda:
         torch.cuda.synchronize()
     samples, total = [], 0.0
     while len(samples) < min_samples or total < min_ms:
+        prepare()
         if cuda:
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             a.record()

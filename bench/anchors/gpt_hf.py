@@ -21,36 +21,12 @@ FLOPs as gpt_eager.py counts them.
 
 Example (GPU host, offline):  python3 bench/anchors/gpt_hf.py --out gpt_hf.json
 """
-import argparse, datetime, inspect, json, os, statistics, sys
+import argparse, datetime, inspect, json, os, sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt_eager import Config, forward_flops, ints, timed  # noqa: E402
-
-
-def timed_steps(prepare, step, min_samples=10, min_ms=100.0, warmup=3):
-    """Like gpt_eager.timed, with an untimed prepare() before every step()."""
-    for _ in range(warmup):
-        prepare()
-        step()
-    torch.cuda.synchronize()
-    samples, total = [], 0.0
-    while (len(samples) < min_samples or total < min_ms) and len(samples) < 1000:
-        prepare()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        step()
-        b.record()
-        b.synchronize()
-        ms = a.elapsed_time(b)
-        samples.append(ms)
-        total += ms
-    s = sorted(samples)
-    q = lambda p: s[min(len(s) - 1, int(round(p * (len(s) - 1))))]
-    med = statistics.median(s)
-    return {"min": s[0], "median": med, "max": s[-1], "mean": sum(s) / len(s),
-            "spread": (q(0.9) - q(0.1)) / med if med > 0 else 0.0, "noisy": False, "samples": samples}
 
 
 def row(cfg, impl, dtype, path, B, T, Tk, times, device_name, note):
@@ -124,8 +100,8 @@ def main():
                         tok = torch.randint(0, cfg.vocab_size, (1, ctx), generator=gen).to(device)
                         past = fwd(input_ids=tok[:, : ctx - 1], use_cache=True, **extra).past_key_values
                         nxt = tok[:, ctx - 1 :]
-                        t = timed_steps(lambda: past.crop(ctx - 1),
-                                        lambda: fwd(input_ids=nxt, past_key_values=past, use_cache=True, **extra))
+                        t = timed(lambda: fwd(input_ids=nxt, past_key_values=past, use_cache=True, **extra), device,
+                                  prepare=lambda: past.crop(ctx - 1))
                         rows.append(row(cfg, impl, dname, "decode", 1, 1, ctx, t, dev_name, note))
                         print(f"{impl} {dname} decode ctx={ctx}: {t['median']:.3f} ms", flush=True)
                         save()
