@@ -178,16 +178,6 @@ static int bench_main(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    /* --opt=value as --opt value, like the tdacl commands (the options point into these) */
-    char *names = NULL;
-    int n = 0;
-    char **args = cli_split_assignments(argc, argv, &n, &names);
-    if (!args) {
-        fprintf(stderr, "tdacl-bench: out of memory\n");
-        return 1;
-    }
-    int rc = bench_main(n, args);
-    free(args);
-    free(names);
-    return rc;
+    /* --opt=value as --opt value, like the tdacl commands */
+    return cli_run_split(argc, argv, "tdacl-bench", bench_main);
 }

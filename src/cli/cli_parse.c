@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,4 +103,19 @@ int cli_known(const char *opt, const char *names)
         while (*at == ' ') at++;
     }
     return 0;
+}
+
+int cli_run_split(int argc, char **argv, const char *prog, int (*run)(int, char **))
+{
+    char *names = NULL;
+    int n = 0;
+    char **args = cli_split_assignments(argc, argv, &n, &names);
+    if (!args) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return 1;
+    }
+    int rc = run(n, args);
+    free(args);
+    free(names);
+    return rc;
 }

@@ -18,5 +18,8 @@ int cli_known(const char *opt, const char *names);
  * The option names are copied into one block (*names); the caller frees the returned vector
  * and *names.  NULL when out of memory. */
 char **cli_split_assignments(int argc, char **argv, int *out_argc, char **names);
+/* run(argc', argv') on the split arguments and free them: a program's main (prog names it in
+ * the out-of-memory message). */
+int cli_run_split(int argc, char **argv, const char *prog, int (*run)(int, char **));
 
 #endif

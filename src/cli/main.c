@@ -80,17 +80,7 @@ static int dispatch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    int n = 0;
     /* internal prebuild arguments are option strings that hold '=' (-DBM=64): left as they are */
     if (argc > 1 && !strcmp(argv[1], "__prebuild")) return dispatch(argc, argv);
-    char *names = NULL;
-    char **v = cli_split_assignments(argc, argv, &n, &names);
-    if (!v) {
-        fprintf(stderr, "tdacl: out of memory\n");
-        return 1;
-    }
-    int rc = dispatch(n, v);
-    free(v);
-    free(names);
-    return rc;
+    return cli_run_split(argc, argv, "tdacl", dispatch);
 }
