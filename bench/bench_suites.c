@@ -149,8 +149,9 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, tdacl
             if (s.variant == TDACL_VARIANT_MMA) snprintf(r->impl, sizeof r->impl, "tdacl-mma");
             snprintf(r->variant, sizeof r->variant, "%s", job.plan.row->name);
             tdacl__params_text(ks, &used.values, r->params, sizeof r->params);
-            if (s.variant == TDACL_VARIANT_MMA && !job.plan.mma_native)
-                snprintf(r->params + strlen(r->params), sizeof r->params - strlen(r->params), " emulated");
+            if (s.variant == TDACL_VARIANT_MMA && (!job.plan.mma.hardware || job.plan.mma.experimental))
+                snprintf(r->params + strlen(r->params), sizeof r->params - strlen(r->params), " %s",
+                         job.plan.mma.hardware ? "experimental" : "emulated");
             snprintf(r->params_source, sizeof r->params_source, "%s", generic ? "generic" : tdacl__tuned_source_name(used.source));
             snprintf(r->params_origin, sizeof r->params_origin, "%s", generic ? "generic ladder" : used.origin);
         }

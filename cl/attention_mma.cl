@@ -48,6 +48,7 @@
 #define KB (BN / 16)  /* k-steps of W V */
 #define NBV (DV / 8)  /* n-blocks of the output */
 #define NW (KIND == 4 ? 2 : 1) /* weight sets (diff_softmax keeps both) */
+#undef UNROLL
 #define UNROLL _Pragma("unroll") /* register arrays stay registers only when fully unrolled */
 /* V stages: softmax kinds prefetch V with K; the sparse kinds keep two (tile kt lands while
  * tile kt-1 is used) */
@@ -190,7 +191,7 @@ inline void load_tile(__local ushort *dst, int ld, __global const void *src, lon
                 SCORE_ELEM(MASKED)                                               \
             }
 
-__kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
+__kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR void attention_mma_fwd(
     __global const void *q, __global const void *k, __global const void *v,
     __global const void *q2, __global const void *k2,
     __global const float *qinv, __global const float *kinv,
@@ -202,7 +203,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
     float scale, float beta, float kappa, int pmode, float power, float lambda,
     int norm, float norm_eps, float out_scale, int want_stats)
 {
-#if MMA_NATIVE
+#if MMA_PTX
     /* Q is staged once through the K region, then lives in registers */
     __local ushort Ks[(KSTAGES * NV * BN > NV * BM ? KSTAGES * NV * BN : NV * BM) * LDK] __attribute__((aligned(16)));
     __local ushort *Qs = Ks;
@@ -288,7 +289,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
         UNROLL for (int vw = 0; vw < NV; vw++)
             UNROLL for (int kk = 0; kk < KD; kk++)
                 mma_load_a(&qf[mt][vw][kk], Qs + vw * BM * LDK + (16 * MT * warp + 16 * mt) * LDK + 16 * kk, LDK);
-#if MMA_NATIVE
+#if MMA_PTX
     barrier(CLK_LOCAL_MEM_FENCE); /* Q read out of the K region before the first K tile lands */
 #endif
 
@@ -380,7 +381,12 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
     const int wrows = (int)clamp(Tq - wrow0, 0L, (long)(16 * MT));
     uint nz1 = 0, nz2 = 0, nzc = 0, vtiles = 0;
     const long warp_last = min(wrow0 + 16 * MT - 1, Tq - 1); /* the warp's last real row */
-#if MMA_NATIVE
+    /* the rows of the warps that share this warp's matrix instructions (mma.cl): they skip
+     * a tile together, so a warp may compute a tile wholly above its own rows (its mask
+     * zeroes those weights) */
+    const int gw0 = warp - warp % MMA_GROUP_WARPS, gw1 = min(gw0 + MMA_GROUP_WARPS, NWARPS) - 1;
+    const long group_row0 = m0 + 16 * MT * gw0, group_last = min(m0 + 16 * MT * (gw1 + 1) - 1, Tq - 1);
+#if MMA_PTX
     __local ushort *Pw = 0;
 #endif
 #if SPARSE
@@ -426,7 +432,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
 #if TWO_VIEWS
         float s2[MT][NB][4];
 #endif
-        const int warp_live = live_tile && wrow0 <= warp_last && n0 <= offset + warp_last; /* warp-uniform */
+        const int warp_live = live_tile && group_row0 <= group_last && n0 <= offset + group_last; /* group-uniform */
         if (warp_live) {
             /* the first k-step writes the scores (mma_mul), so nothing zeroes them per tile */
 #define QK_STEP(c_, a_, b_) (kk == 0 ? mma_mul(c_, a_, b_) : mma_acc(c_, a_, b_))
@@ -537,7 +543,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
         }
         vtiles++;
         __local const ushort *Vt = Vs + kst * BN * LDV;
-#if !MMA_NATIVE
+#if !MMA_PTX
         __local ushort *Pw = Ps + warp * NW * MT * 16 * MMA_SCRATCH_LD(BN);
 #endif
         frag_a pa[MT][KB];
@@ -563,13 +569,13 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_mma_fwd(
 #else /* sparse: the tile's weights become next iteration's A operands */
         const int warp_has_w = mma_warp_any(anyb != 0); /* reached by every warp: see mma.cl */
         if (warp_has_w && lane == 0) wg_any[kt & 1] = 1;
-#if !MMA_NATIVE
+#if !MMA_PTX
         __local ushort *Pw = Ps + ((kt & 1) * NWARPS + warp) * MT * 16 * MMA_SCRATCH_LD(BN);
 #endif
         /* natively a warp without survivors packs nothing (its pn is never read); the
          * portable body's staging holds a barrier, so every warp goes through it */
         frag_a pn[MT][KB];
-#if MMA_NATIVE
+#if MMA_PTX
         if (warp_has_w)
 #endif
         {

@@ -41,9 +41,11 @@
 #endif
 #define A_STAGE (GMM_BM * LDAS)
 #define A_CHUNKS (GMM_BM * GMM_BK / 4 / GMM_NT) /* float4 chunks of a step per thread */
-#if MMA_NATIVE
+#if MMA_HW
+#undef UNROLL
 #define UNROLL _Pragma("unroll") /* register arrays stay registers only when fully unrolled */
 #else
+#undef UNROLL
 #define UNROLL /* the portable body keeps its loops: unrolled, PoCL takes minutes to compile it */
 #endif
 
@@ -107,7 +109,7 @@ inline void gmm_load_b(__local ushort *Bs, __global const ushort *b, int N, int 
     }
 }
 
-__kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) void gemm_mma(
+__kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR void gemm_mma(
     __global float *c, __global const float *a, __global const void *bv, __global const float *bias,
     __global const float *res, int M, int N, int K, int lda, int ldb, int ldc, int flags)
 {

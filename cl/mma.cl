@@ -9,16 +9,20 @@
  *   C  c[0..1] = (g, 2t..2t+1)                      c[2..3] = (g+8, 2t..2t+1)
  * (each A and B word packs two 16-bit values, the lower column/k in the low half).
  *
- * Two bodies implement one interface:
- *   MMA_NATIVE 1: inline PTX for NVIDIA sm_80+ (mma.sync, ldmatrix, cp.async, shfl, vote);
- *                 fragments are registers.
- *   MMA_NATIVE 0: plain OpenCL C for any device (PoCL, Oclgrind in CI).  A and B fragments
- *                 are references to the local-memory tile they come from, and each lane
- *                 computes its own C elements from them, so every lane ends with exactly the
- *                 values the hardware lane holds.  The only values that cross lanes --
- *                 weights turned into A operands, quad and warp reductions -- go through
- *                 local memory with barriers, so in this body those calls must be reached
- *                 by the whole work-group (the kernels call them unconditionally).
+ * Bodies of one interface (MMA_NATIVE):
+ *   1  inline PTX for NVIDIA sm_80+ (mma.sync, ldmatrix, cp.async, shfl, vote); fragments are
+ *      registers.
+ *   0  plain OpenCL C for any device (PoCL, Oclgrind in CI).  A and B fragments are
+ *      references to the local-memory tile they come from, and each lane computes its own C
+ *      elements from them, so every lane ends with exactly the values the hardware lane
+ *      holds.  The only values that cross lanes -- weights turned into A operands, quad and
+ *      warp reductions -- go through local memory with barriers, so in this body those calls
+ *      must be reached by the whole work-group (the kernels call them unconditionally).
+ *   2, 3, 4  Intel DPAS, AMD MFMA, AMD WMMA (cl/mma_units.cl): body 0 with its product done by
+ *      the vendor's matrix instruction; MMA_EMULATE 1 replaces that instruction by plain C
+ *      written from the vendor's documented lane layout (CI checks the layouts on PoCL).
+ * MMA_GROUP_WARPS warps issue each matrix instruction together (2 on AMD's 64-lane CDNA
+ * waves): the kernels make every branch around mma_acc agree across such a group.
  * Local tiles hold 16-bit values as ushort, rows of LD elements (LD a multiple of 8). */
 
 #ifndef MMA_NATIVE
@@ -27,6 +31,12 @@
 #ifndef MMA_IN
 #define MMA_IN 1 /* 1 bf16, 2 f16 */
 #endif
+#ifndef MMA_EMULATE
+#define MMA_EMULATE 0
+#endif
+#define MMA_PTX (MMA_NATIVE == 1)                          /* fragments in registers */
+#define MMA_HW (MMA_NATIVE >= 1 && !MMA_EMULATE)           /* the device's matrix units run */
+#define MMA_GROUP_WARPS (MMA_NATIVE == 3 && !MMA_EMULATE ? 2 : 1)
 
 inline int mma_lane(void) { return (int)(get_local_id(0) & 31); }
 inline int mma_warp(void) { return (int)(get_local_id(0) >> 5); }
@@ -65,7 +75,7 @@ inline ushort mma_from_f32(float f)
 /* Row length of a warp's weight scratch (portable body; a staging area size elsewhere). */
 #define MMA_SCRATCH_LD(bn) ((bn) + 8)
 
-#if MMA_NATIVE
+#if MMA_PTX
 /* ---------------------------------------------------------------- NVIDIA inline PTX --- */
 
 typedef struct { uint x[4]; } frag_a;
@@ -230,6 +240,7 @@ inline void mma_load_b_kn(frag_b *b0, frag_b *b1, __local const ushort *m, int l
     b1->p = m + 8, b1->sn = 1, b1->sk = ld;
 }
 
+#if MMA_NATIVE == 0
 /* This lane's four C elements, each a 16-term f32 sum of exact products (16-bit inputs
  * multiply exactly in f32); only the summation order may differ from the hardware. */
 inline void mma_acc(float c[4], const frag_a *a, const frag_b *b)
@@ -243,14 +254,12 @@ inline void mma_acc(float c[4], const frag_a *a, const frag_b *b)
         c[e] += s;
     }
 }
+#endif /* bodies 2..4 define mma_acc in mma_units.cl */
+
+/* c = A B (a macro: mma_acc may be defined after this file) */
+#define mma_mul(c_, a_, b_) ((c_)[0] = (c_)[1] = (c_)[2] = (c_)[3] = 0.0f, mma_acc((c_), (a_), (b_)))
 
 #ifdef BN /* kernels that re-pack C tiles as A operands define their key tile BN */
-inline void mma_mul(float c[4], const frag_a *a, const frag_b *b)
-{
-    c[0] = c[1] = c[2] = c[3] = 0.0f;
-    mma_acc(c, a, b);
-}
-
 /* Weights become A operands through this warp's scratch: every lane writes its C elements
  * (rounded to the input type, as the native body's cvt does), MMA_STAGE_SYNC() makes them
  * visible, then mma_staged_a points at them.  scratch: 16 rows x ld columns per warp. */
@@ -305,15 +314,18 @@ inline float mma_quad_sum_x(float x, __local float *xchg)
     return (q.s0 + q.s1) + (q.s2 + q.s3);
 }
 
+/* any over the warp's group (MMA_GROUP_WARPS), so that branches on it agree where warps
+ * share their matrix instructions */
 inline int mma_warp_any_x(int x, __local float *xchg)
 {
-    const int l = mma_lane();
+    const int w0 = mma_warp() - mma_warp() % MMA_GROUP_WARPS;
+    const int nw = min(MMA_GROUP_WARPS, (int)(get_local_size(0) >> 5) - w0);
     __local float *w = xchg + 32 * mma_warp();
     barrier(CLK_LOCAL_MEM_FENCE);
-    w[l] = x ? 1.0f : 0.0f;
+    w[mma_lane()] = x ? 1.0f : 0.0f;
     barrier(CLK_LOCAL_MEM_FENCE);
     float any = 0.0f;
-    for (int i = 0; i < 32; i++) any += w[i];
+    for (int i = 0; i < 32 * nw; i++) any += xchg[32 * w0 + i];
     return any != 0.0f;
 }
 #define mma_quad_max(x) mma_quad_max_x((x), mma_xchg)

@@ -9,7 +9,7 @@
 
 __kernel void mma_peak(__global float *out, uint seed)
 {
-#if MMA_NATIVE
+#if MMA_PTX
     frag_a a;
     frag_b b;
     /* small bf16 values (exponent well below 1) so the sums stay finite */

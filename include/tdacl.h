@@ -60,8 +60,18 @@
  *  TDACL_BUILD_OPTIONS  extra OpenCL C compiler options appended to every program the library
  *                       builds (part of the program-cache key), e.g. -cl-opt-disable, which the
  *                       test suite uses on PoCL, or -cl-nv-verbose
- *  TDACL_MMA_EMULATE  1: run the tensor-core kernels (attention prefill, GEMM) on any device through the
- *                     portable body of its fragment layer (slow; how CI tests it)
+ *  TDACL_MMA_EMULATE  1 (or portable): run the tensor-core kernels (attention prefill, GEMM) on any
+ *                     device through the portable body of their fragment layer; dpas8 | dpas16 |
+ *                     mfma | wmma: through the Intel or AMD matrix-unit body with the vendor's
+ *                     instruction emulated in plain OpenCL C from its documented lane layout
+ *                     (slow; how CI checks those layouts); any other value is refused by the
+ *                     matrix-unit variants, which say so in the debug log
+ *  TDACL_EXPERIMENTAL_MATRIX  1: on Intel GPUs with cl_intel_subgroup_matrix_multiply_accumulate
+ *                     (DPAS, Xe-HPG / Xe-HPC / Xe2) and AMD gfx90a / gfx94x (MFMA) and gfx11
+ *                     (WMMA), the tensor-core kernels use those matrix units.  These bodies
+ *                     are compiled offline in CI and checked on PoCL through their emulation,
+ *                     but have not run on such hardware: off by default, and `tdacl devices`
+ *                     says "compiled, not yet run on hardware"
  *
  * Numbers that are not finite: descriptor fields and checkpoint scalars (beta, lambda) that
  * are NaN or infinite are refused with TDACL_ERR_INVALID_ARGUMENT / TDACL_ERR_FORMAT; tensor

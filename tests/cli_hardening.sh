@@ -128,6 +128,15 @@ TDACL_LOG=debug TDACL_MMA_EMULATE=1 expect variant-mma-emulated 0 'took attentio
 TDACL_MMA_EMULATE=1 TDACL_VARIANT=attention.mma expect variant-mma-refused 1 \
     'no variant runs this call \(attention.mma: f32 storage runs exact on the FP32 lanes \(precision bf16 takes the matrix units\); attention.simt: excluded by TDACL_VARIANT\)' -- \
     "$TDACL" "${A[@]}"
+# the Intel/AMD bodies: an emulated one is named; an unknown TDACL_MMA_EMULATE value is refused
+# by the mma row with the reason; `tdacl devices` names what the matrix-unit rows run
+TDACL_LOG=debug TDACL_MMA_EMULATE=wmma expect variant-mma-wmma 0 'took attention.mma \(AMD WMMA 16x16x16, emulated\)' -- \
+    "$TDACL" "${A[@]}" --dtype bf16
+TDACL_LOG=debug TDACL_MMA_EMULATE=dpas4 expect variant-mma-bad-emulate 0 \
+    "attention.mma: TDACL_MMA_EMULATE='dpas4' is not 1, portable, dpas8, dpas16, mfma or wmma; took attention.simt" -- \
+    "$TDACL" "${A[@]}" --dtype bf16
+TDACL_MMA_EMULATE=dpas16 expect devices-emulated 0 'matrix units: none; the mma kernels run through the Intel DPAS sub-group 16, emulated' -- \
+    "$TDACL" devices
 # conventions: --version, help COMMAND, --opt=value, one dtype spelling, no silent overwrite
 expect version-flag 0 '^libtdacl [0-9]' -- "$TDACL" --version
 expect help-command 0 'usage: tdacl attention' -- "$TDACL" help attention

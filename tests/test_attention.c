@@ -928,7 +928,7 @@ static void mma_shapes(void **state, int first, int count, int alternate)
     tdacl_device_info info;
     CHECK_OK(ctx_of(state), tdacl_context_get_info(ctx_of(state), &info));
     const char *emu = getenv("TDACL_MMA_EMULATE");
-    g_expect_mma = info.nv_cc_major >= 8 || (emu && !strcmp(emu, "1"));
+    g_expect_mma = info.nv_cc_major >= 8 || (emu && *emu && strcmp(emu, "0"));
     static const struct { int d, dv, Tq, Tk, off; layout lay; tdacl_dtype dt; } shapes[] = {
         {64, 64, 65, 65, -1, LAYOUT_BHTD, TDACL_BF16},   /* one row past a block, one key past a tile */
         {32, 32, 40, 150, 110, LAYOUT_BTHD, TDACL_F16},  /* rows at the end: whole tiles with no mask, padded out rows */
@@ -964,6 +964,21 @@ static void test_mma_f32_bf16(void **state)
     g_also_without_stats = 1; /* also the program without survivor counters (STATS=0) */
     mma_shapes(state, 4, 2, 1);
     g_also_without_stats = 0;
+}
+
+/* The AMD and Intel bodies of the fragment layer (cl/mma_units.cl) with their instructions
+ * emulated from the vendors' documented lane layouts: every kind through each body, on the
+ * shapes of test_mma_variant (bf16 and f16, rows and keys past the tiles, padded rows), so a
+ * loader that puts an element in the wrong lane or register shows as a wrong output.  The
+ * MFMA body also takes its two-warp skipping groups (a 64-lane wave) here. */
+static void test_mma_units(void **state)
+{
+    static const char *const bodies[] = {"dpas8", "dpas16", "mfma", "wmma"};
+    for (int i = 0; i < 4; i++) {
+        setenv("TDACL_MMA_EMULATE", bodies[i], 1);
+        mma_shapes(state, 0, 2, 1);
+    }
+    unsetenv("TDACL_MMA_EMULATE");
 }
 
 /* The smallest mma case per kind, for the Oclgrind run of the portable fragment body. */
@@ -1421,6 +1436,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_nan_inputs),
         cmocka_unit_test(test_mma_variant),
         cmocka_unit_test(test_mma_variant_wide),
+        cmocka_unit_test(test_mma_units),
         cmocka_unit_test(test_mma_f32_bf16),
         cmocka_unit_test(test_mma_tiny),
         cmocka_unit_test(test_class_tiles),
@@ -1437,8 +1453,8 @@ int main(int argc, char **argv)
     static const struct { const char *name; int first, count; } parts[] = {
         {"basics", 0, 4}, {"layouts", 4, 1}, {"layouts-bf16", 5, 1}, {"layouts-f16", 6, 1}, {"layouts-f16-tra", 7, 1},
         {"layouts-f16-two-views", 8, 1}, {"decode", 9, 2}, {"forced-big", 11, 1}, {"semantics", 12, 1},
-        {"ladder-ends", 13, 1}, {"semantics-edge", 14, 3}, {"mma", 17, 1}, {"mma-wide", 18, 1}, {"mma-f32", 19, 1},
-        {"mma-tiny", 20, 1}, {"class-tiles", 21, 1},
+        {"ladder-ends", 13, 1}, {"semantics-edge", 14, 3}, {"mma", 17, 1}, {"mma-wide", 18, 1}, {"mma-units", 19, 1},
+        {"mma-f32", 20, 1}, {"mma-tiny", 21, 1}, {"class-tiles", 22, 1},
     };
     int first = 0, count = (int)(sizeof full / sizeof full[0]);
     if (part) {
@@ -1446,7 +1462,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
             if (!strcmp(part, parts[i].name)) first = parts[i].first, count = parts[i].count, found = 1;
         if (!found) {
-            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-tra, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-f32, mma-tiny, class-tiles)\n", part);
+            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-tra, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-units, mma-f32, mma-tiny, class-tiles)\n", part);
             return 2;
         }
     }

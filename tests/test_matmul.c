@@ -201,6 +201,40 @@ static void test_matmul_mma_layouts(void **state)
     free(dir);
 }
 
+/* The AMD and Intel bodies of the fragment layer (cl/mma_units.cl) in the GEMM, their
+ * instructions emulated from the vendors' documented lane layouts: the tensor-core cases of
+ * test_matmul_values through each, and the debug log names the body that ran. */
+static void test_matmul_mma_units(void **state)
+{
+    (void)state;
+    static const struct { const char *env, *name; } bodies[] = {
+        {"dpas8", "Intel DPAS sub-group 8, emulated"}, {"dpas16", "Intel DPAS sub-group 16, emulated"},
+        {"mfma", "AMD MFMA 4x4x4, emulated"},          {"wmma", "AMD WMMA 16x16x16, emulated"},
+    };
+    static const mm_case cases[] = {
+        {77, 67, 129, 0, TDACL_BF16, TDACL_EPILOGUE_BIAS | TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 0, 5,
+         TDACL_PRECISION_BF16},
+        {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 1, 0, TDACL_PRECISION_BF16},
+    };
+    tdacl_context *saved = g_ctx;
+    for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
+        setenv("TDACL_MMA_EMULATE", bodies[i].env, 1);
+        tu_log log = {0};
+        tdacl_context_desc desc;
+        tdacl_context_desc_init(&desc);
+        desc.log_fn = tu_log_fn, desc.log_user = &log, desc.log_level = TDACL_LOG_DEBUG;
+        assert_int_equal(tdacl_context_create(&desc, &g_ctx), TDACL_SUCCESS);
+        for (size_t j = 0; j < sizeof cases / sizeof *cases; j++) check_case(&cases[j]);
+        char want[96];
+        snprintf(want, sizeof want, "took gemm.mma (%s)", bodies[i].name);
+        if (tu_log_find(&log, TDACL_LOG_DEBUG, want, NULL) < 0) fail_msg("no log line '%s'", want);
+        tdacl_context_destroy(g_ctx);
+        tu_log_clear(&log);
+    }
+    g_ctx = saved;
+    unsetenv("TDACL_MMA_EMULATE");
+}
+
 static void test_matmul_errors(void **state)
 {
     (void)state;
@@ -266,6 +300,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_values),
         cmocka_unit_test(test_matmul_mma_layouts),
+        cmocka_unit_test(test_matmul_mma_units),
         cmocka_unit_test(test_matmul_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

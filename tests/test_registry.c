@@ -377,7 +377,7 @@ static void test_dispatch(void **state)
     } else {
         assert_string_equal(plan.row->name, "attention.simt");
         assert_contains(plan.variant_why, "attention.mma: ");
-        assert_contains(plan.variant_why, "has no mma.sync");
+        assert_contains(plan.variant_why, "has no matrix units this library drives");
         assert_contains(plan.variant_why, "took attention.simt");
     }
     /* the portable body on request */
@@ -462,7 +462,7 @@ static void test_dispatch(void **state)
     assert_ok(ctx, tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &nine_bf16, &row, why, sizeof why));
     assert_string_equal(row->name, native ? "gemm.mma" : "gemm.simt");
     if (!native) assert_contains(why, "gemm.mma: ");
-    if (!native) assert_contains(why, "has no mma.sync");
+    if (!native) assert_contains(why, "has no matrix units this library drives");
     setenv("TDACL_MMA_EMULATE", "1", 1);
     assert_ok(ctx, tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &nine_bf16, &row, why, sizeof why));
     assert_string_equal(row->name, "gemm.mma");
@@ -487,6 +487,78 @@ static void test_dispatch(void **state)
     tdacl_context_destroy(ctx);
 }
 
+/* Which body of the fragment layer a device record gets (matrix_units.c): mma.sync on NVIDIA
+ * sm_80+; Intel DPAS (sub-group from the class) and AMD MFMA/WMMA only with
+ * TDACL_EXPERIMENTAL_MATRIX=1, else offered and refused with the reason; TDACL_MMA_EMULATE
+ * over everything; the build options each choice gives. */
+static void test_matrix_bodies(void **state)
+{
+    (void)state;
+    static const char *const dpas_ext = "cl_khr_fp16 cl_intel_subgroup_matrix_multiply_accumulate cl_khr_subgroups";
+    static const struct {
+        const char *arch, *ext;
+        int cc, body, sg;
+        const char *options; /* with TDACL_EXPERIMENTAL_MATRIX=1 */
+    } cases[] = {
+        {"nvidia-sm_90", "", 9, 1, 0, "-DMMA_NATIVE=1 -DMMA_EMULATE=0"},
+        {"nvidia-sm_75", "", 7, -1, 0, ""},
+        {"intel-xe-hpg", NULL, 0, 2, 8, "-DMMA_NATIVE=2 -DMMA_EMULATE=0 -DMMA_SG=8 -DTDACL_SUBGROUP=8"},
+        {"intel-xe-hpc", NULL, 0, 2, 16, "-DMMA_NATIVE=2 -DMMA_EMULATE=0 -DMMA_SG=16 -DTDACL_SUBGROUP=16"},
+        {"intel-xe2", NULL, 0, 2, 16, "-DMMA_NATIVE=2 -DMMA_EMULATE=0 -DMMA_SG=16 -DTDACL_SUBGROUP=16"},
+        {"intel-xe-lp", "cl_khr_fp16", 0, -1, 0, ""}, /* no DPAS extension */
+        {"amd-gfx90a", "", 0, 3, 0, "-DMMA_NATIVE=3 -DMMA_EMULATE=0"},
+        {"amd-gfx942", "", 0, 3, 0, "-DMMA_NATIVE=3 -DMMA_EMULATE=0"},
+        {"amd-gfx1100", "", 0, 4, 0, "-DMMA_NATIVE=4 -DMMA_EMULATE=0"},
+        {"amd-gfx1030", "", 0, -1, 0, ""}, /* RDNA2: no WMMA */
+        {"pocl-cpu-haswell", "", 0, -1, 0, ""},
+    };
+    unsetenv("TDACL_MMA_EMULATE");
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        tdacl_device_info info;
+        memset(&info, 0, sizeof info);
+        snprintf(info.name, sizeof info.name, "dev %s", cases[i].arch);
+        snprintf(info.arch, sizeof info.arch, "%s", cases[i].arch);
+        snprintf(info.extensions, sizeof info.extensions, "%s", cases[i].ext ? cases[i].ext : dpas_ext);
+        info.nv_cc_major = cases[i].cc;
+        tdacl_mma_choice m;
+        unsetenv("TDACL_EXPERIMENTAL_MATRIX");
+        tdacl__mma_choose(&info, &m);
+        const int vendor = cases[i].body >= 2;
+        /* without the opt-in a vendor body is offered and refused, with the reason */
+        assert_int_equal(m.body, vendor ? -1 : cases[i].body);
+        if (vendor) {
+            assert_non_null(m.offered);
+            if (!strstr(m.why, "compiled, not yet run on hardware (TDACL_EXPERIMENTAL_MATRIX=1 enables it)"))
+                fail_msg("%s: %s", cases[i].arch, m.why);
+        }
+        if (cases[i].body < 0 && !strstr(m.why, "has no matrix units")) fail_msg("%s: %s", cases[i].arch, m.why);
+        setenv("TDACL_EXPERIMENTAL_MATRIX", "1", 1);
+        tdacl__mma_choose(&info, &m);
+        assert_int_equal(m.body, cases[i].body);
+        if (m.body >= 1) {
+            assert_int_equal(m.hardware, 1);
+            assert_int_equal(m.experimental, vendor);
+            assert_int_equal(m.sg, cases[i].sg);
+            tdacl_strbuf sb = {0};
+            tdacl__mma_options(&m, &sb);
+            assert_string_equal(sb.data, cases[i].options);
+            tdacl__sb_free(&sb);
+        }
+        /* an emulated body wins on any device, and never claims the hardware */
+        setenv("TDACL_MMA_EMULATE", "mfma", 1);
+        tdacl__mma_choose(&info, &m);
+        assert_int_equal(m.body, 3);
+        assert_int_equal(m.emulate, 1);
+        assert_int_equal(m.hardware, 0);
+        setenv("TDACL_MMA_EMULATE", "mfma2", 1);
+        tdacl__mma_choose(&info, &m);
+        assert_int_equal(m.body, -1);
+        assert_non_null(strstr(m.why, "TDACL_MMA_EMULATE='mfma2'"));
+        unsetenv("TDACL_MMA_EMULATE");
+    }
+    unsetenv("TDACL_EXPERIMENTAL_MATRIX");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -497,6 +569,7 @@ int main(void)
         cmocka_unit_test(test_class_defaults_and_options),
         cmocka_unit_test(test_dispatch),
         cmocka_unit_test(test_local_memory_formulas),
+        cmocka_unit_test(test_matrix_bodies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

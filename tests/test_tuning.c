@@ -50,7 +50,7 @@ static tdacl_context *make_ctx(const char *file, int use_db, tu_log *log)
     return ctx;
 }
 
-static const tdacl_problem PROBLEM = {TDACL_ATTN_TRA, TDACL_F32, 64, 64, 128, 1, 0, 0};
+static const tdacl_problem PROBLEM = {TDACL_ATTN_TRA, TDACL_F32, 64, 64, 128, 1, 0, 0, 0};
 
 static const tdacl_kernel_space *space(const char *kernel)
 {
@@ -296,9 +296,9 @@ static int pidx(const tdacl_kernel_space *ks, const char *name)
 
 /* The problems every value set used below must suit. */
 static const tdacl_problem LOOKUP_PROBLEMS[] = {
-    {TDACL_ATTN_TRA, TDACL_F32, 64, 64, 128, 1, 0, 0},
-    {TDACL_ATTN_TRA, TDACL_F32, 128, 128, 128, 1, 0, 0},
-    {TDACL_ATTN_SOFTMAX, TDACL_F32, 64, 64, 128, 1, 0, 0},
+    {TDACL_ATTN_TRA, TDACL_F32, 64, 64, 128, 1, 0, 0, 0},
+    {TDACL_ATTN_TRA, TDACL_F32, 128, 128, 128, 1, 0, 0, 0},
+    {TDACL_ATTN_SOFTMAX, TDACL_F32, 64, 64, 128, 1, 0, 0, 0},
 };
 
 static int valid_for_all(const tdacl_kernel_space *ks, const tdacl_device_info *d, const int *v)
@@ -598,7 +598,7 @@ static void test_defaults_always_valid(void **state)
             for (int kind = 0; kind <= TDACL_ATTN_DIFF_SOFTMAX; kind++)
                 for (int d = 32; d <= 256; d *= 2)
                     for (int tq = 1; tq <= 16; tq *= 4) {
-                        tdacl_problem p = {kind, TDACL_F32, d, d, 4096, tq, 0, 0};
+                        tdacl_problem p = {kind, TDACL_F32, d, d, 4096, tq, 0, 0, 0};
                         tdacl_tuned t = lookup(ctx, kernels[kn], &p);
                         char why[200] = "";
                         if (chk(ks, &ctx->info, &p, t.values.v, why, sizeof why))
@@ -704,7 +704,7 @@ static void test_constraints(void **state)
     const tdacl_kernel_space *dk = space("attention_decode");
     int ntd = pidx(dk, "NTD");
     d = roomy();
-    tdacl_problem q = {TDACL_ATTN_TRA, TDACL_F32, 128, 128, 4096, 1, 0, 0};
+    tdacl_problem q = {TDACL_ATTN_TRA, TDACL_F32, 128, 128, 4096, 1, 0, 0, 0};
     tdacl_tuned dt;
     tdacl_context *ctx = make_ctx(NULL, 0, NULL);
     dt = lookup(ctx, "attention_decode", &q);

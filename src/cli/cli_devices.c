@@ -28,12 +28,22 @@ static void print_record(const tdacl_device_info *i, int verbose)
     if (i->nv_cc_major) printf(", compute capability %d.%d", i->nv_cc_major, i->nv_cc_minor);
     printf("\n");
     /* the matrix units the attention prefill uses (the variant registry decides per call) */
-    if (i->nv_cc_major >= 8)
+    tdacl_mma_choice m;
+    tdacl__mma_choose(i, &m);
+    if (m.body == TDACL_MMA_PTX)
         printf("    matrix units: mma.sync bf16/f16 (sm_%d%d), used by attention prefill with bf16/f16 inputs and f32 at\n"
-               "                  precision bf16; tf32 not used\n",
+               "                  precision bf16, and by the GEMM with bf16 weights; tf32 not used\n",
                i->nv_cc_major, i->nv_cc_minor);
+    else if (m.hardware)
+        printf("    matrix units: %s bf16/f16, EXPERIMENTAL (TDACL_EXPERIMENTAL_MATRIX=1): compiled, not yet run on\n"
+               "                  hardware; used as mma.sync is elsewhere\n", m.name);
+    else if (m.offered)
+        printf("    matrix units: %s: compiled, not yet run on hardware; not used (TDACL_EXPERIMENTAL_MATRIX=1\n"
+               "                  enables it)\n", m.offered);
+    else if (m.body >= 0)
+        printf("    matrix units: none; the mma kernels run through the %s (TDACL_MMA_EMULATE)\n", m.name);
     else
-        printf("    matrix units: none used (SIMT kernels; TDACL_MMA_EMULATE=1 runs the mma kernel's portable body)\n");
+        printf("    matrix units: none used (%s)\n", m.why);
     if (verbose) printf("    extensions: %s\n", i->extensions);
 }
 

@@ -3,9 +3,12 @@
  * program.c compiles and its full option string -- for representative calls: attention
  * prefill and decode of every kind in f32/bf16/f16 at d=64, and the GEMM and GEMV with f32 and
  * bf16 weights.  Parameters come from the same lookup as on such a device (class defaults,
- * else the generic ladder).  tools/offline-compile.sh compiles them with vendor compilers.
+ * else the generic ladder).  Then the same calls once more with TDACL_EXPERIMENTAL_MATRIX=1:
+ * the matrix-unit programs of the class's DPAS, MFMA or WMMA body (cl/mma_units.cl), labelled
+ * "experimental".  tools/offline-compile.sh compiles them with vendor compilers.
  * DIR/NN.cl holds a source, DIR/index.tsv lines "NN.cl<TAB>label<TAB>options". */
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,6 +28,11 @@ typedef struct dump {
 
 static int write_program(tdacl_context *ctx, dump *d, const tdacl_variant_def *row, const void *call, const char *label)
 {
+    char tagged[96];
+    if (row->matrix_units && getenv("TDACL_EXPERIMENTAL_MATRIX")) {
+        snprintf(tagged, sizeof tagged, "%s experimental", label);
+        label = tagged;
+    }
     tdacl_tuned used;
     if (row->space && tdacl__variant_params(ctx, row, call, NULL, &used)) return 1;
     tdacl_strbuf opts = {0}, src = {0};
@@ -77,6 +85,8 @@ static int attention_programs(tdacl_context *ctx, dump *d)
                 tdacl_attention_desc_init(&desc);
                 desc.kind = (tdacl_attention_kind)kind;
                 desc.path = decode ? TDACL_PATH_DECODE : TDACL_PATH_PREFILL;
+                /* the matrix-unit pass also takes f32 storage onto the units (bf16 compute) */
+                if (getenv("TDACL_EXPERIMENTAL_MATRIX") && dts[di] == TDACL_F32) desc.precision = TDACL_PRECISION_BF16;
                 tdacl_attention_plan plan;
                 const tdacl_attention_call call = {&plan, &at, NULL, NULL};
                 char label[64];
@@ -105,7 +115,7 @@ static int matmul_programs(tdacl_context *ctx, dump *d)
             if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 2, cs, &c);
             if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 2, bs, &bias);
             const tdacl_matmul_call call = {c,    a,    wt, bias, NULL, TDACL_EPI_BIAS | TDACL_EPI_GELU, rows_of[r], 3072,
-                                            768,  0,    NULL, TDACL_PRECISION_EXACT};
+                                            768,  0,    NULL, wdts[w] == TDACL_BF16 ? TDACL_PRECISION_BF16 : TDACL_PRECISION_EXACT};
             const tdacl_variant_def *row = NULL;
             char why[256], label[64];
             snprintf(label, sizeof label, "M=%d N=3072 K=768 %s weights", rows_of[r], tdacl_dtype_name(wdts[w]));
@@ -136,6 +146,10 @@ int cmd_programs(int argc, char **argv)
     info.has_fp16 = 1;
     info.local_mem_bytes = 64 * 1024;
     info.max_work_group_size = 1024;
+    /* what such devices report that the matrix-unit bodies look for */
+    if (!strncmp(argv[1], "intel-", 6))
+        snprintf(info.extensions, sizeof info.extensions, "cl_khr_fp16 cl_khr_subgroups cl_intel_subgroups "
+                 "cl_intel_required_subgroup_size cl_intel_subgroup_matrix_multiply_accumulate");
     tdacl__context_retarget(ctx, &info);
     dump d = {.dir = argv[2]};
     char path[TDACL_PATH_LIMIT + 16];
@@ -145,7 +159,11 @@ int cmd_programs(int argc, char **argv)
         tdacl_context_destroy(ctx);
         return 1;
     }
+    unsetenv("TDACL_MMA_EMULATE");
     int bad = attention_programs(ctx, &d) + matmul_programs(ctx, &d);
+    setenv("TDACL_EXPERIMENTAL_MATRIX", "1", 1);
+    bad += attention_programs(ctx, &d) + matmul_programs(ctx, &d);
+    unsetenv("TDACL_EXPERIMENTAL_MATRIX");
     if (fclose(d.index)) bad++;
     tdacl_context_destroy(ctx);
     printf("%d programs for %s in %s\n", d.count, argv[1], argv[2]);

@@ -250,14 +250,13 @@ tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_des
     plan->aligned16 = aligned16_view(t->q) && aligned16_view(t->k) && aligned16_view(t->v) && aligned16_view(t->q2) &&
                       aligned16_view(t->k2);
     plan->problem.wide16 = dt != TDACL_F32 && plan->aligned16 && dd % 8 == 0;
-    plan->mma_emulate = tdacl__mma_emulated();
-    plan->mma_native = ctx->info.nv_cc_major >= 8 && !plan->mma_emulate;
+    tdacl__mma_choose(&ctx->info, &plan->mma);
     const tdacl_attention_call c = {plan, t, NULL, NULL};
     const tdacl_op op = plan->path == TDACL_PATH_DECODE ? TDACL_OP_ATTENTION_DECODE : TDACL_OP_ATTENTION_PREFILL;
     st = tdacl__variant_choose(ctx, op, &c, &plan->row, plan->variant_why, sizeof plan->variant_why);
     if (!st && plan->row->matrix_units)
         snprintf(plan->variant_why + strlen(plan->variant_why), sizeof plan->variant_why - strlen(plan->variant_why), " (%s)",
-                 plan->mma_native ? "native mma.sync" : "portable fragment body");
+                 plan->mma.body == TDACL_MMA_PTX ? "native mma.sync" : plan->mma.name);
     tdacl__log(ctx, TDACL_LOG_DEBUG, "attention %s %s %s d=%d: %s", tdacl__kind_name(d.kind), tdacl_dtype_name(dt),
                tdacl__op_name(op), (int)dd, st ? tdacl_last_error(ctx) : plan->variant_why);
     return st;

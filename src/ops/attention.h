@@ -12,8 +12,7 @@ typedef struct tdacl_attention_plan {
     tdacl_dtype dtype, odtype, gdtype;
     int aligned4;   /* views whose rows load 4 elements at a time (strides, offsets, d multiples of 4) */
     int aligned16;  /* views whose rows start on 16 bytes (the mma variant's cp.async) */
-    int mma_native; /* the device has mma.sync and TDACL_MMA_EMULATE is not set */
-    int mma_emulate; /* TDACL_MMA_EMULATE=1: the mma variant through its portable body */
+    tdacl_mma_choice mma; /* the matrix-unit body the mma variant would compile with */
     tdacl_attention_path path;  /* TDACL_PATH_PREFILL or TDACL_PATH_DECODE */
     int pmode;      /* 1, 2 or 0 (general power) */
     tdacl_problem problem;

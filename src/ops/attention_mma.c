@@ -1,7 +1,9 @@
 /* The tensor-core prefill variant (cl/attention_mma.cl) as a row of the registry: when it
  * applies and the options the call fixes.  Native on NVIDIA compute capability >= 8.0
- * (mma.sync through inline PTX); with TDACL_MMA_EMULATE=1 the same kernel source runs on
- * any device through the portable body of cl/mma.cl (how CI tests it on PoCL).  Its tile
+ * (mma.sync through inline PTX), on Intel DPAS and AMD MFMA/WMMA with
+ * TDACL_EXPERIMENTAL_MATRIX=1; with TDACL_MMA_EMULATE the same kernel source runs on any
+ * device through the portable body of cl/mma.cl or an emulated vendor body (matrix_units.c;
+ * how CI tests it on PoCL).  Its tile
  * (BN, NWARPS, MT) is the tuning space "attention_mma" (spaces.c). */
 #include <stdio.h>
 #include <string.h>
@@ -12,9 +14,7 @@
 int tdacl__attention_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
 {
     const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
-    if (!p->mma_native && !p->mma_emulate)
-        return snprintf(why, n, "%s has no mma.sync (NVIDIA compute capability >= 8.0 needed; TDACL_MMA_EMULATE=1 "
-                        "runs the portable body)", ctx->info.name), 1;
+    if (p->mma.body < 0) return snprintf(why, n, "%s", p->mma.why), 1;
     if (p->dtype == TDACL_F32 && p->desc.precision == TDACL_PRECISION_TF32)
         return snprintf(why, n, "f32 storage with precision tf32 runs exact on the FP32 lanes (no tf32 kernel yet; "
                         "precision bf16 takes the matrix units)"), 1;
@@ -29,7 +29,8 @@ void tdacl__attention_mma_problem(const tdacl_context *ctx, const void *call, td
 {
     const tdacl_attention_plan *plan = ((const tdacl_attention_call *)call)->plan;
     *p = plan->problem;
-    p->native = plan->mma_native && !plan->mma_emulate;
+    p->native = plan->mma.hardware;
+    p->mma_regs = plan->mma.body == TDACL_MMA_PTX;
 }
 
 void tdacl__attention_mma_call_options(const void *callp, tdacl_strbuf *sb)
@@ -37,14 +38,19 @@ void tdacl__attention_mma_call_options(const void *callp, tdacl_strbuf *sb)
     const tdacl_attention_call *call = callp;
     const tdacl_attention_plan *p = call->plan;
     /* the survivor counters are compiled in only for calls that ask for statistics */
-    const int stats = call->stats != NULL && p->desc.want_stats;
+    int stats = call->stats != NULL && p->desc.want_stats;
+    /* Debian 12's IGC (22.43) crashes compiling the sparse kinds' STATS=0 build for Xe-HPC (any
+     * body, also the portable one); the counters stay compiled in there, unused (7 % of the
+     * time of the sparse kinds on the H200) */
+    if (p->mma.body == TDACL_MMA_DPAS && p->mma.sg == 16 && !tdacl__kind_softmax(p->desc.kind))
+        stats = 1;
     /* the power is a compile-time constant for the threshold kinds; the others use 2.
      * MMA_IN: the type the matrix units take (fp32 storage arrives as bf16) */
     const int pmode = tdacl__kind_threshold(p->desc.kind) ? p->pmode : 2;
     /* KINV: the scores are scaled by inverse norms (row_inv_norm runs first) */
     const int kinv = p->desc.normalize && tdacl__kind_threshold(p->desc.kind);
-    tdacl__sb_printf(sb, "-DKIND=%d -DDT=%d -DODT=%d -DGDT=%d -DD=%d -DDV=%d -DMMA_NATIVE=%d -DMMA_IN=%d -DPMODE=%d -DSTATS=%d -DKINV=%d%s",
-                     (int)p->desc.kind, (int)p->dtype, (int)p->odtype, (int)p->gdtype, p->dpad, p->dvpad,
-                     p->mma_native && !p->mma_emulate, p->dtype == TDACL_F32 ? (int)TDACL_BF16 : (int)p->dtype, pmode,
+    tdacl__mma_options(&p->mma, sb);
+    tdacl__sb_printf(sb, " -DKIND=%d -DDT=%d -DODT=%d -DGDT=%d -DD=%d -DDV=%d -DMMA_IN=%d -DPMODE=%d -DSTATS=%d -DKINV=%d%s",
+                     (int)p->desc.kind, (int)p->dtype, (int)p->odtype, (int)p->gdtype, p->dpad, p->dvpad, p->dtype == TDACL_F32 ? (int)TDACL_BF16 : (int)p->dtype, pmode,
                      stats, kinv, p->aligned16 ? " -DALIGNED16" : "");
 }

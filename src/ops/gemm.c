@@ -133,9 +133,9 @@ tdacl_status tdacl__gemm_launch(tdacl_context *ctx, const tdacl_variant_def *row
 int tdacl__gemm_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
 {
     const tdacl_matmul_call *c = call;
-    if (ctx->info.nv_cc_major < 8 && !tdacl__mma_emulated())
-        return snprintf(why, n, "%s has no mma.sync (NVIDIA compute capability >= 8.0 needed; TDACL_MMA_EMULATE=1 "
-                        "runs the portable body)", ctx->info.name), 1;
+    tdacl_mma_choice m;
+    tdacl__mma_choose(&ctx->info, &m);
+    if (m.body < 0) return snprintf(why, n, "%s", m.why), 1;
     if (c->w->dtype != TDACL_BF16)
         return snprintf(why, n, "weights are %s: the tensor-core GEMM takes bf16 weights", tdacl_dtype_name(c->w->dtype)), 1;
     if (c->precision != TDACL_PRECISION_BF16)
@@ -147,7 +147,10 @@ int tdacl__gemm_mma_supports(const tdacl_context *ctx, const void *call, char *w
 void tdacl__gemm_mma_problem(const tdacl_context *ctx, const void *call, tdacl_problem *p)
 {
     tdacl__gemm_problem(ctx, call, p);
-    p->native = ctx->info.nv_cc_major >= 8 && !tdacl__mma_emulated();
+    tdacl_mma_choice m;
+    tdacl__mma_choose(&ctx->info, &m);
+    p->native = m.hardware;
+    p->mma_regs = m.body == TDACL_MMA_PTX;
 }
 
 void tdacl__gemm_mma_call_options(const void *call, tdacl_strbuf *sb)
@@ -155,8 +158,10 @@ void tdacl__gemm_mma_call_options(const void *call, tdacl_strbuf *sb)
     const tdacl_matmul_call *c = call;
     /* the operands start at their storage's element 0 (tdacl_matmul's contract), so row
      * strides decide the alignment of float4 loads of a and 16-byte copies of b */
-    const int native = c->c->ctx->info.nv_cc_major >= 8 && !tdacl__mma_emulated();
-    tdacl__sb_printf(sb, "-DTRANS_B=%d -DMMA_NATIVE=%d -DMMA_IN=1%s%s", c->trans, native,
+    tdacl_mma_choice m;
+    tdacl__mma_choose(&c->c->ctx->info, &m);
+    tdacl__mma_options(&m, sb);
+    tdacl__sb_printf(sb, " -DTRANS_B=%d -DMMA_IN=1%s%s", c->trans,
                      c->a->strides[0] % 4 == 0 ? " -DALIGNED_A" : "", c->w->strides[0] % 8 == 0 ? " -DALIGNED_B" : "");
 }
 
@@ -179,6 +184,12 @@ tdacl_status tdacl__gemm(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor
     const tdacl_variant_def *row = force ? (force_row ? force_row : tdacl__variant("gemm.simt")) : NULL;
     char why[256];
     tdacl_status st = row ? TDACL_SUCCESS : tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &call, &row, why, sizeof why);
+    if (!force && !st) {
+        tdacl_mma_choice m;
+        tdacl__mma_choose(&ctx->info, &m);
+        tdacl__log(ctx, TDACL_LOG_DEBUG, "matmul M=%d N=%d K=%d %s weights: %s%s%s%s", M, N, K, tdacl_dtype_name(w->dtype),
+                   why, row->matrix_units ? " (" : "", row->matrix_units ? m.name : "", row->matrix_units ? ")" : "");
+    }
     tdacl_tuned tuned;
     if (!st) st = tdacl__variant_params(ctx, row, &call, force, &tuned);
     return st ? st : row->launch(ctx, row, &call, &tuned.values);

@@ -123,7 +123,7 @@ static size_t mma_local(const tdacl_kernel_space *ks, const tdacl_problem *p, co
     /* V: softmax kinds load it with K; the sparse kinds keep two tiles (one ahead) */
     size_t bytes = (size_t)(softmax ? kstages : 2) * (size_t)bn * ldv * 2 + 2 * sizeof(int) +
                    4 * sizeof(unsigned) + (tdacl__kind_threshold(p->kind) ? k_rows * sizeof(float) : 0);
-    if (p->native) {
+    if (p->mma_regs) {
         if (k_rows < nv * (size_t)bm) k_rows = nv * (size_t)bm; /* Q is staged through the K buffer */
         return bytes + k_rows * ldk * 2;
     }
@@ -152,6 +152,10 @@ static int mma_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev,
  * (prefix ""): the variant runs only on NVIDIA matrix units or, for tests, their portable
  * body.  A row whose tile does not fit local memory gives way to the next. */
 static const tdacl_class_default mma_classes[] = {
+    /* AMD and Intel matrix-unit bodies (experimental, cl/mma_units.cl): the smallest tile, the
+     * one their compilers fit without spilling (bench/results/offline/units.md) */
+    {"amd-", -1, 0, "BN=16 NWARPS=4 MT=1 KSTAGES=2", 1},
+    {"intel-", -1, 0, "BN=16 NWARPS=4 MT=1 KSTAGES=2", 1},
     {"", TDACL_ATTN_SOFTMAX, 64, "BN=64 NWARPS=4 MT=2", 0},
     {"", TDACL_ATTN_RELA, 64, "BN=64 NWARPS=4 MT=2", 0},
     {"", TDACL_ATTN_TRA, 64, "BN=64 NWARPS=4 MT=2 KSTAGES=3", 0},
@@ -302,6 +306,8 @@ static int gemm_mma_check(const tdacl_kernel_space *ks, const tdacl_device_info 
 /* 128 x 128 is the usual tensor-core tile; the portable body (CPU devices, for tests) takes
  * the small one, a quarter of the code to compile */
 static const tdacl_class_default gemm_mma_classes[] = {
+    {"amd-", -1, 0, "GMM_BM=64 GMM_BN=64 GMM_WM=2 GMM_WN=2 GMM_BK=32", 1},
+    {"intel-", -1, 0, "GMM_BM=64 GMM_BN=64 GMM_WM=2 GMM_WN=2 GMM_BK=32", 1},
     {"pocl", -1, 0, "GMM_BM=64 GMM_BN=64 GMM_WM=2 GMM_WN=2 GMM_BK=32", 0},
     {"", -1, 0, "GMM_BM=128 GMM_BN=128 GMM_WM=2 GMM_WN=2 GMM_BK=32", 0},
     {NULL, -1, 0, NULL, 0},

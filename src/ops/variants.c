@@ -12,7 +12,7 @@
 
 static const tdacl_variant_def rows[] = {
     /* attention prefill: matrix units first, the FP32 lanes everywhere */
-    {"attention.mma", TDACL_OP_ATTENTION_PREFILL, {"attention_mma", {ATTENTION_SOURCES, "mma.cl", "attention_mma.cl"}},
+    {"attention.mma", TDACL_OP_ATTENTION_PREFILL, {"attention_mma", {ATTENTION_SOURCES, "mma.cl", "mma_units.cl", "attention_mma.cl"}},
      &tdacl__attention_mma_space, 1, tdacl__attention_mma_supports, tdacl__attention_mma_problem,
      tdacl__attention_mma_call_options, tdacl__attention_prefill_launch},
     {"attention.simt", TDACL_OP_ATTENTION_PREFILL, {"attention", {ATTENTION_SOURCES, "attention.cl"}},
@@ -25,7 +25,7 @@ static const tdacl_variant_def rows[] = {
     /* matmuls: GEMV for the few rows of decode, the tiled GEMM otherwise (matrix units first) */
     {"gemv.simt", TDACL_OP_MATMUL, {"layers", {"common.cl", "epilogue.cl", "layers.cl"}}, NULL, 0, tdacl__gemv_supports, NULL,
      tdacl__gemv_call_options, tdacl__gemv_launch},
-    {"gemm.mma", TDACL_OP_MATMUL, {"gemm_mma", {"common.cl", "mma.cl", "epilogue.cl", "gemm_mma.cl"}},
+    {"gemm.mma", TDACL_OP_MATMUL, {"gemm_mma", {"common.cl", "mma.cl", "mma_units.cl", "epilogue.cl", "gemm_mma.cl"}},
      &tdacl__gemm_mma_space, 1, tdacl__gemm_mma_supports, tdacl__gemm_mma_problem, tdacl__gemm_mma_call_options,
      tdacl__gemm_mma_launch},
     {"gemm.simt", TDACL_OP_MATMUL, {"layers", {"common.cl", "epilogue.cl", "layers.cl"}}, &tdacl__gemm_space, 0, NULL, tdacl__gemm_problem,
@@ -86,12 +86,6 @@ static int allowed(const tdacl_variant_def *row)
     return !names_op;
 }
 
-int tdacl__mma_emulated(void)
-{
-    const char *e = getenv("TDACL_MMA_EMULATE");
-    return e && !strcmp(e, "1");
-}
-
 tdacl_status tdacl__precision_env(tdacl_context *ctx, const char *call, tdacl_precision *p)
 {
     const char *pe = getenv("TDACL_PRECISION");
@@ -114,7 +108,7 @@ tdacl_status tdacl__variant_choose(tdacl_context *ctx, tdacl_op op, const void *
     for (size_t i = 0; i < TDACL_ARRAY_LEN(rows); i++) {
         const tdacl_variant_def *r = &rows[i];
         if (r->op != op) continue;
-        char reason[200] = "";
+        char reason[256] = "";
         int refused = r->supports && r->supports(ctx, call, reason, sizeof reason);
         if (!refused && !allowed(r)) refused = excluded = 1, snprintf(reason, sizeof reason, "excluded by TDACL_VARIANT");
         if (refused) {

@@ -43,8 +43,23 @@ const tdacl_variant_def *tdacl__variant_of_space(const char *kernel);
 const tdacl_variant_def *tdacl__variant_of_op(tdacl_op op);
 const char *tdacl__op_name(tdacl_op op);
 
-/* $TDACL_MMA_EMULATE=1: matrix-unit rows run their portable body on any device. */
-int tdacl__mma_emulated(void);
+/* The body of cl/mma.cl the matrix-unit rows compile with (matrix_units.c). */
+enum { TDACL_MMA_PORTABLE = 0, TDACL_MMA_PTX = 1, TDACL_MMA_DPAS = 2, TDACL_MMA_MFMA = 3, TDACL_MMA_WMMA = 4 };
+typedef struct tdacl_mma_choice {
+    int body;         /* MMA_NATIVE, or -1: the matrix-unit rows do not run (why says so) */
+    int sg;           /* DPAS: the sub-group size of its instruction */
+    int emulate;      /* a vendor body with its instruction emulated in plain C ($TDACL_MMA_EMULATE) */
+    int hardware;     /* the device's matrix units run */
+    int experimental; /* a body not yet run on hardware, enabled by $TDACL_EXPERIMENTAL_MATRIX=1 */
+    const char *name; /* "mma.sync", "Intel DPAS (sub-group 16)", "portable fragment body", ... */
+    const char *offered; /* body == -1: the experimental body the device would take, if any */
+    char why[240];
+} tdacl_mma_choice;
+/* From $TDACL_MMA_EMULATE (1|portable|dpas8|dpas16|mfma|wmma: on any device), else the
+ * device: mma.sync on NVIDIA sm_80+, the vendor bodies with $TDACL_EXPERIMENTAL_MATRIX=1. */
+void tdacl__mma_choose(const tdacl_device_info *info, tdacl_mma_choice *c);
+/* -DMMA_NATIVE=.. -DMMA_EMULATE=.. [-DMMA_SG=..] [-DTDACL_SUBGROUP=..] */
+void tdacl__mma_options(const tdacl_mma_choice *c, tdacl_strbuf *sb);
 
 /* *p replaced by $TDACL_PRECISION (exact|tf32|bf16) when that is set; an unknown value is an
  * error naming `call`. */

@@ -235,6 +235,8 @@ static const struct {
     {"intel-xe-hpc", "attention_decode", "-DTDACL_SUBGROUP=16 -DEARLY_FETCH=0 -cl-intel-256-GRF-per-thread"},
     {"intel-xe-hpg", "attention", "-cl-intel-256-GRF-per-thread"},
     {"intel-xe-hpg", "attention_decode", "-DEARLY_FETCH=0 -cl-intel-256-GRF-per-thread"},
+    /* the DPAS body (experimental): without 256 registers IGC spills kilobytes per thread */
+    {"intel-", "attention_mma gemm_mma", "-cl-intel-256-GRF-per-thread"},
     /* RDNA3: two 16-bit key chunks in flight need more than 256 VGPRs in tda decode */
     {"amd-gfx11", "attention_decode", "-DEARLY_FETCH=0"},
 };

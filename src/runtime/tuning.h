@@ -31,6 +31,7 @@ typedef struct tdacl_problem {
     int64_t t;         /* key length; chooses the T bucket */
     int tq;            /* query rows (decode) */
     int native;        /* 1: the variant runs on the device's matrix units (not their portable body) */
+    int mma_regs;      /* the matrix-unit body keeps fragments in registers (mma.sync), not local memory */
     int wide16;        /* 16-bit rows loaded 16 bytes at a time (the decode kernel's ALIGNED16) */
 } tdacl_problem;
 
