@@ -177,46 +177,56 @@ inline void mma_acc(float c[4], const frag_a *a, const frag_b *b)
 /* the fragment row of instruction row r: lanes with r's parity hold rows 2v + parity, and
  * this order puts rows g and g + 8 of a lane at its registers (g & 3) and (g & 3) + 4 */
 inline int wmma_row(int r) { return 4 * (r & 1) + ((r >> 1) & 3) + 8 * (r >> 3); }
-/* lane L's A element k (row L % 16; lanes L and L + 16 hold the same) and B element k
- * (column L % 16 of pass x) */
-inline ushort wmma_a_el(const frag_a *a, int L, int k) { return frag_a_at(a, wmma_row(L & 15), k); }
-inline ushort wmma_b_el(const frag_b *b, int x, int L, int k) { return frag_b_at(b, k, unit_col(L & 15, x)); }
-
-/* d[v] = lane L's result register v in pass x */
-inline void wmma_pass(float d[8], const frag_a *a, const frag_b *b, int x, int L)
+/* lane L's 16 A elements (row L % 16; lanes L and L + 16 hold the same) and its 16 B elements
+ * of pass x (column L % 16), k in order */
+inline ushort16 wmma_a_regs(const frag_a *a, int L)
 {
+    return vload16(0, a->p + wmma_row(L & 15) * a->ld); /* a tile row: k contiguous */
+}
+inline ushort16 wmma_b_regs(const frag_b *b, int x, int L)
+{
+    const int n = unit_col(L & 15, x);
+    if (b->sk == 1) return vload16(0, b->p + n * b->sn); /* a K tile: k contiguous */
+    ushort r[16];
+    for (int k = 0; k < 16; k++) r[k] = frag_b_at(b, k, n);
+    return vload16(0, r);
+}
+
+/* lane L's result registers v = q and q + 4 of pass x (rows g and g + 8 of mma.cl's layout) */
+inline float2 wmma_pass(const frag_a *a, const frag_b *b, int x, int L, int q)
+{
+    float d[8];
 #if MMA_HW
-    short av[16], bv[16];
-    for (int k = 0; k < 16; k++) av[k] = (short)wmma_a_el(a, L, k), bv[k] = (short)wmma_b_el(b, x, L, k);
+    __builtin_amdgcn_sched_barrier(0); /* loads stay by their WMMA */
+    const short16 av = as_short16(wmma_a_regs(a, L)), bv = as_short16(wmma_b_regs(b, x, L));
 #if MMA_IN == 1
-    vstore8(__builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(vload16(0, av), vload16(0, bv), (float8)0.0f), 0, d);
+    vstore8(__builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(av, bv, (float8)0.0f), 0, d);
 #else
-    vstore8(__builtin_amdgcn_wmma_f32_16x16x16_f16_w32(as_half16(vload16(0, av)), as_half16(vload16(0, bv)),
-                                                        (float8)0.0f),
-            0, d);
+    vstore8(__builtin_amdgcn_wmma_f32_16x16x16_f16_w32(as_half16(av), as_half16(bv), (float8)0.0f), 0, d);
 #endif
 #else
     /* the instruction: register v of lane L is row 2v + L / 16, column L % 16; lane r
-     * (and r + 16) holds row r of A, lane n column n of B */
+     * (and r + 16) holds row r of A, lane n column n of B, element k in register half k */
+    ushort bk[16];
+    vstore16(wmma_b_regs(b, x, L & 15), 0, bk);
     for (int v = 0; v < 8; v++) {
+        ushort ak[16];
+        vstore16(wmma_a_regs(a, 2 * v + (L >> 4)), 0, ak);
         float sum = 0.0f;
-        for (int k = 0; k < 16; k++)
-            sum = fma(mma_to_f32(wmma_a_el(a, 2 * v + (L >> 4), k)), mma_to_f32(wmma_b_el(b, x, L & 15, k)), sum);
+        for (int k = 0; k < 16; k++) sum = fma(mma_to_f32(ak[k]), mma_to_f32(bk[k]), sum);
         d[v] = sum;
     }
 #endif
+    return (float2)(q == 0 ? d[0] : q == 1 ? d[1] : q == 2 ? d[2] : d[3], q == 0 ? d[4] : q == 1 ? d[5] : q == 2 ? d[6] : d[7]);
 }
 
 inline void mma_acc(float c[4], const frag_a *a, const frag_b *b)
 {
     const int l = mma_lane(), q = (l >> 2) & 3;
-    float d0[8], d1[8];
-    wmma_pass(d0, a, b, 0, l);
-    wmma_pass(d1, a, b, 1, l);
-    c[0] += q == 0 ? d0[0] : q == 1 ? d0[1] : q == 2 ? d0[2] : d0[3];
-    c[1] += q == 0 ? d1[0] : q == 1 ? d1[1] : q == 2 ? d1[2] : d1[3];
-    c[2] += q == 0 ? d0[4] : q == 1 ? d0[5] : q == 2 ? d0[6] : d0[7];
-    c[3] += q == 0 ? d1[4] : q == 1 ? d1[5] : q == 2 ? d1[6] : d1[7];
+    const float2 d0 = wmma_pass(a, b, 0, l, q);
+    c[0] += d0.s0, c[2] += d0.s1;
+    const float2 d1 = wmma_pass(a, b, 1, l, q);
+    c[1] += d1.s0, c[3] += d1.s1;
 }
 
 #else

@@ -557,6 +557,37 @@ static void test_matrix_bodies(void **state)
         unsetenv("TDACL_MMA_EMULATE");
     }
     unsetenv("TDACL_EXPERIMENTAL_MATRIX");
+
+    /* through a retargeted context: the experimental bodies take the attention and GEMM calls
+     * with their class tiles, and WMMA leaves the two-view kinds to the FP32 lanes, saying why */
+    tdacl_context *ctx = open_ctx();
+    const tdacl_device_info saved = ctx->info;
+    tdacl_device_info info = saved;
+    snprintf(info.arch, sizeof info.arch, "amd-gfx1100");
+    snprintf(info.name, sizeof info.name, "offline gfx1100");
+    info.nv_cc_major = 0;
+    tdacl__context_retarget(ctx, &info);
+    setenv("TDACL_EXPERIMENTAL_MATRIX", "1", 1);
+    tdacl_attention_plan plan;
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 64, &plan));
+    assert_string_equal(plan.row->name, "attention.mma");
+    assert_contains(plan.variant_why, "took attention.mma (AMD WMMA 16x16x16 (RDNA3))");
+    const tdacl_attention_call call = {&plan, NULL, NULL, NULL};
+    tdacl_tuned used;
+    assert_ok(ctx, tdacl__variant_params(ctx, plan.row, &call, NULL, &used));
+    char text[160];
+    tdacl__params_text(plan.row->space, &used.values, text, sizeof text);
+    assert_contains(text, "BN=16 NWARPS=4 MT=1 KSTAGES=2");
+    assert_contains(used.origin, "not yet run on such hardware");
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TDA, TDACL_BF16, 64, 64, &plan));
+    assert_string_equal(plan.row->name, "attention.simt");
+    assert_contains(plan.variant_why, "two-view kinds spill registers in this body");
+    unsetenv("TDACL_EXPERIMENTAL_MATRIX");
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 64, &plan));
+    assert_string_equal(plan.row->name, "attention.simt");
+    assert_contains(plan.variant_why, "compiled, not yet run on hardware");
+    tdacl__context_retarget(ctx, &saved);
+    tdacl_context_destroy(ctx);
 }
 
 int main(void)

@@ -15,6 +15,11 @@ int tdacl__attention_mma_supports(const tdacl_context *ctx, const void *call, ch
 {
     const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
     if (p->mma.body < 0) return snprintf(why, n, "%s", p->mma.why), 1;
+    /* the compilers' reports (bench/results/offline/units.md): these bodies spill registers
+     * on the two-view kinds at every tile */
+    if (p->mma.hardware && tdacl__kind_views(p->desc.kind) == 2 &&
+        (p->mma.body == TDACL_MMA_WMMA || (p->mma.body == TDACL_MMA_DPAS && p->mma.sg == 16)))
+        return snprintf(why, n, "%s: two-view kinds spill registers in this body (the FP32 lanes run them)", p->mma.name), 1;
     if (p->dtype == TDACL_F32 && p->desc.precision == TDACL_PRECISION_TF32)
         return snprintf(why, n, "f32 storage with precision tf32 runs exact on the FP32 lanes (no tf32 kernel yet; "
                         "precision bf16 takes the matrix units)"), 1;

@@ -306,6 +306,7 @@ static int gemm_mma_check(const tdacl_kernel_space *ks, const tdacl_device_info 
 /* 128 x 128 is the usual tensor-core tile; the portable body (CPU devices, for tests) takes
  * the small one, a quarter of the code to compile */
 static const tdacl_class_default gemm_mma_classes[] = {
+    {"amd-gfx11", -1, 0, "GMM_BM=64 GMM_BN=64 GMM_WM=2 GMM_WN=2 GMM_BK=16", 1}, /* BK=32 spills with WMMA */
     {"amd-", -1, 0, "GMM_BM=64 GMM_BN=64 GMM_WM=2 GMM_WN=2 GMM_BK=32", 1},
     {"intel-", -1, 0, "GMM_BM=64 GMM_BN=64 GMM_WM=2 GMM_WN=2 GMM_BK=32", 1},
     {"pocl", -1, 0, "GMM_BM=64 GMM_BN=64 GMM_WM=2 GMM_WN=2 GMM_BK=32", 0},
