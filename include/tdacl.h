@@ -64,8 +64,8 @@
  *                     device through the portable body of their fragment layer; dpas8 | dpas16 |
  *                     mfma | wmma: through the Intel or AMD matrix-unit body with the vendor's
  *                     instruction emulated in plain OpenCL C from its documented lane layout
- *                     (slow; how CI checks those layouts); any other value is refused by the
- *                     matrix-unit variants, which say so in the debug log
+ *                     (slow; how CI checks those layouts); unset or 0: off; any other value
+ *                     is refused by the matrix-unit variants, which say so in the debug log
  *  TDACL_EXPERIMENTAL_MATRIX  1: on Intel GPUs with cl_intel_subgroup_matrix_multiply_accumulate
  *                     (DPAS, Xe-HPG / Xe-HPC / Xe2) and AMD gfx90a / gfx94x (MFMA) and gfx11
  *                     (WMMA), the tensor-core kernels use those matrix units.  These bodies

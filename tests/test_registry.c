@@ -554,6 +554,9 @@ static void test_matrix_bodies(void **state)
         tdacl__mma_choose(&info, &m);
         assert_int_equal(m.body, -1);
         assert_non_null(strstr(m.why, "TDACL_MMA_EMULATE='mfma2'"));
+        setenv("TDACL_MMA_EMULATE", "0", 1); /* 0: as if unset */
+        tdacl__mma_choose(&info, &m);
+        assert_int_equal(m.body, cases[i].body);
         unsetenv("TDACL_MMA_EMULATE");
     }
     unsetenv("TDACL_EXPERIMENTAL_MATRIX");
