@@ -185,10 +185,11 @@ tdacl_status tdacl__gemm(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor
     char why[256];
     tdacl_status st = row ? TDACL_SUCCESS : tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &call, &row, why, sizeof why);
     if (!force && !st) {
-        tdacl_mma_choice m;
-        tdacl__mma_choose(&ctx->info, &m);
+        /* the matrix-unit row also names its body */
+        tdacl_mma_choice m = {.name = NULL};
+        if (row->matrix_units) tdacl__mma_choose(&ctx->info, &m);
         tdacl__log(ctx, TDACL_LOG_DEBUG, "matmul M=%d N=%d K=%d %s weights: %s%s%s%s", M, N, K, tdacl_dtype_name(w->dtype),
-                   why, row->matrix_units ? " (" : "", row->matrix_units ? m.name : "", row->matrix_units ? ")" : "");
+                   why, m.name ? " (" : "", m.name ? m.name : "", m.name ? ")" : "");
     }
     tdacl_tuned tuned;
     if (!st) st = tdacl__variant_params(ctx, row, &call, force, &tuned);

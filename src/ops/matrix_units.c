@@ -15,19 +15,11 @@ static int env_is(const char *name, const char *value)
     return e && !strcmp(e, value);
 }
 
-static int has_ext(const char *list, const char *ext)
-{
-    const size_t n = strlen(ext);
-    for (const char *p = strstr(list, ext); p; p = strstr(p + 1, ext))
-        if ((p == list || p[-1] == ' ') && (p[n] == 0 || p[n] == ' ')) return 1;
-    return 0;
-}
-
 /* the vendor body a device class has, or 0 */
 static int vendor_body(const tdacl_device_info *info, int *sg, const char **name)
 {
     const char *a = info->arch;
-    if (!strncmp(a, "intel-", 6) && has_ext(info->extensions, "cl_intel_subgroup_matrix_multiply_accumulate")) {
+    if (!strncmp(a, "intel-", 6) && tdacl__has_extension(info->extensions, "cl_intel_subgroup_matrix_multiply_accumulate")) {
         /* DPAS wants the device's smallest sub-group: 8 on Xe-HPG/Xe-LPG, 16 on Xe-HPC and Xe2 */
         *sg = (!strcmp(a, "intel-xe-hpg") || !strcmp(a, "intel-xe-lpg")) ? 8 : 16;
         *name = *sg == 8 ? "Intel DPAS (sub-group 8)" : "Intel DPAS (sub-group 16)";

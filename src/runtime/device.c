@@ -54,7 +54,7 @@ static uint32_t get_u32(cl_device_id d, cl_device_info what)
     return v;
 }
 
-static int has_ext(const char *exts, const char *name)
+int tdacl__has_extension(const char *exts, const char *name)
 {
     size_t n = strlen(name);
     for (const char *p = exts; (p = strstr(p, name)); p += n)
@@ -174,11 +174,11 @@ static void fill_info(tdacl_device_entry *e, int index)
                  : (type & CL_DEVICE_TYPE_ACCELERATOR) ? TDACL_DEVICE_ACCELERATOR
                                                        : TDACL_DEVICE_OTHER;
     const char *x = info->extensions;
-    info->has_fp16 = has_ext(x, "cl_khr_fp16");
-    info->has_fp64 = has_ext(x, "cl_khr_fp64");
-    info->has_subgroups = has_ext(x, "cl_khr_subgroups") || has_ext(x, "cl_intel_subgroups");
-    info->has_int64_atomics = has_ext(x, "cl_khr_int64_base_atomics");
-    if (has_ext(x, "cl_nv_device_attribute_query")) {
+    info->has_fp16 = tdacl__has_extension(x, "cl_khr_fp16");
+    info->has_fp64 = tdacl__has_extension(x, "cl_khr_fp64");
+    info->has_subgroups = tdacl__has_extension(x, "cl_khr_subgroups") || tdacl__has_extension(x, "cl_intel_subgroups");
+    info->has_int64_atomics = tdacl__has_extension(x, "cl_khr_int64_base_atomics");
+    if (tdacl__has_extension(x, "cl_nv_device_attribute_query")) {
         info->nv_cc_major = (int)get_u32(d, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV);
         info->nv_cc_minor = (int)get_u32(d, CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV);
     }
@@ -216,7 +216,7 @@ static void fill_info(tdacl_device_entry *e, int index)
     clGetDeviceInfo(d, CL_DEVICE_PROFILING_TIMER_RESOLUTION, sizeof res, &res, NULL);
     info->profiling_timer_ns = (int)res;
     uint32_t ip = 0;
-    if (has_ext(x, "cl_intel_device_attribute_query")) ip = get_u32(d, CL_DEVICE_IP_VERSION_INTEL);
+    if (tdacl__has_extension(x, "cl_intel_device_attribute_query")) ip = get_u32(d, CL_DEVICE_IP_VERSION_INTEL);
     tdacl__classify_device(info, ip);
 }
 

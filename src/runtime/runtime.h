@@ -77,6 +77,8 @@ const char *tdacl__base_options(const tdacl_context *ctx);
 const char *tdacl__program_class_options(const tdacl_context *ctx, const char *program);
 /* Replaces the capability record the lookups and build options see (offline tools describe a
  * device that is not there: tdacl __programs); programs are not rebuilt. */
+/* Whether the space-separated extension list `exts` names extension `name` exactly. */
+int tdacl__has_extension(const char *exts, const char *name);
 void tdacl__context_retarget(tdacl_context *ctx, const tdacl_device_info *info);
 /* Sets info->arch, the tuning class, from the capability record (platform, vendor, name, type,
  * NVIDIA compute capability) and Intel's IP version (0 when the driver does not report it). */
