@@ -60,8 +60,9 @@ typedef struct bench_options {
     int nbetas;
     int64_t B, H;
     int d;
-    int64_t decode_B, decode_H, decode_Tk;
+    int64_t decode_B, decode_H, decode_Tk, decode_Tq;
     int decode;          /* include decode rows */
+    int no_prefill;      /* skip the attention prefill rows */
     int vs_generic;      /* also time the generic-ladder parameters */
     const char *json, *csv, *plot, *compare;
     const char *load;    /* report a saved run instead of measuring */

@@ -20,11 +20,14 @@ static void usage(FILE *f)
             "  --quick            a representative subset (under 2 minutes on a 2-core CPU)\n"
             "  --kinds LIST       attention kinds (%s)\n"
             "  --T LIST           sequence lengths (default 512..32768 on GPUs, 128..4096 on CPUs)\n"
-            "  --dtype LIST       f32,bf16 (default both; forward: f32 unless named, bf16 = bf16 weights at TDACL_PRECISION=bf16)\n"
+            "  --dtype LIST       f32,bf16 (default both; forward: f32 unless named, bf16 = bf16 weights at TDACL_PRECISION=bf16);\n"
+            "                     attention also tf32: f32 storage at desc.precision tf32 (the tensor-core variant)\n"
             "  --beta LIST        density sweep for tra/tda (default 1,0.5,0.25,0)\n"
             "  --B N --H N --d N  prefill shape (default 4, 8, 64)\n"
             "  --decode-B N --decode-H N --decode-Tk N   decode shape (default 8, 16, 32768|4096)\n"
+            "  --decode-Tq N      query rows per decode step, 1..16 (default 1; 2..16 take the tensor-core decode)\n"
             "  --no-decode        skip decode rows\n"
+            "  --no-prefill       skip attention prefill rows\n"
             "  --vs-generic       also time the generic default parameters (tuning gain)\n"
             "  --min-samples N --min-ms X   sampling (default 10 samples and 100 ms per row)\n"
             "  --json FILE --csv FILE (rewritten after every row)  --plot FILE.png|.svg|.pdf\n"
@@ -67,7 +70,7 @@ static int split_numbers(const char *s, double *out, int max)
 int bench_parse_args(int argc, char **argv, bench_options *o)
 {
     memset(o, 0, sizeof *o);
-    o->B = 4, o->H = 8, o->d = 64, o->decode_B = 8, o->decode_H = 16, o->decode = 1;
+    o->B = 4, o->H = 8, o->d = 64, o->decode_B = 8, o->decode_H = 16, o->decode_Tq = 1, o->decode = 1;
     o->progress = isatty(2);
     tdacl__measure_opts_init(&o->measure);
     for (int i = 1; i < argc; i++) {
@@ -84,6 +87,7 @@ int bench_parse_args(int argc, char **argv, bench_options *o)
         }
         else if (!strcmp(a, "--quick")) o->quick = 1;
         else if (!strcmp(a, "--no-decode")) o->decode = 0;
+        else if (!strcmp(a, "--no-prefill")) o->no_prefill = 1;
         else if (!strcmp(a, "--vs-generic")) o->vs_generic = 1;
         else if (!strcmp(a, "--progress")) o->progress = 1;
         else if (!strcmp(a, "--no-progress")) o->progress = 0;
@@ -110,6 +114,10 @@ int bench_parse_args(int argc, char **argv, bench_options *o)
             char tmp[BENCH_MAX_LIST][16];
             if ((o->ndtypes = split_list(v, tmp, BENCH_MAX_LIST, 8)) < 0) goto bad;
             for (int k = 0; k < o->ndtypes; k++) {
+                if (!strcmp(tmp[k], "tf32")) { /* attention: f32 storage at precision tf32 */
+                    snprintf(o->dtypes[k], sizeof o->dtypes[k], "tf32");
+                    continue;
+                }
                 if (tdacl__dtype_from_name(tmp[k]) < 0) {
                     fprintf(stderr, "tdacl-bench: unknown dtype '%s'\n", tmp[k]);
                     return 2;
@@ -129,7 +137,8 @@ int bench_parse_args(int argc, char **argv, bench_options *o)
             if ((o->nbetas = split_numbers(v, o->betas, BENCH_MAX_LIST)) <= 0) goto bad;
             for (int k = 0; k < o->nbetas; k++) if (o->betas[k] < 0) goto bad;
         } else if (!strcmp(a, "--B") || !strcmp(a, "--H") || !strcmp(a, "--d") || !strcmp(a, "--decode-B") ||
-                   !strcmp(a, "--decode-H") || !strcmp(a, "--decode-Tk") || !strcmp(a, "--min-samples")) {
+                   !strcmp(a, "--decode-H") || !strcmp(a, "--decode-Tk") || !strcmp(a, "--decode-Tq") ||
+                   !strcmp(a, "--min-samples")) {
             NEED_VALUE();
             if (split_numbers(v, nums, 1) != 1 || nums[0] < 1 || nums[0] > (1 << 24)) goto bad;
             int64_t x = (int64_t)nums[0];
@@ -139,6 +148,7 @@ int bench_parse_args(int argc, char **argv, bench_options *o)
             else if (!strcmp(a, "--decode-B")) o->decode_B = x;
             else if (!strcmp(a, "--decode-H")) o->decode_H = x;
             else if (!strcmp(a, "--decode-Tk")) o->decode_Tk = x;
+            else if (!strcmp(a, "--decode-Tq")) { if (x > 16) goto bad; o->decode_Tq = x; }
             else o->measure.min_samples = (int)x;
         } else if (!strcmp(a, "--min-ms")) {
             NEED_VALUE();

@@ -32,6 +32,7 @@ void bench_print_device(const bench_run *run, int i, FILE *f)
         fprintf(f, ": FP32 %.1f GFLOP/s, %.1f GB/s, launch %.1f us", d->peak.fp32_gflops, d->peak.bandwidth_gbs,
                 d->peak.launch_us);
     if (d->have_peak && d->peak.mma_bf16_gflops > 0) fprintf(f, ", mma.sync bf16 %.1f GFLOP/s", d->peak.mma_bf16_gflops);
+    if (d->have_peak && d->peak.mma_tf32_gflops > 0) fprintf(f, ", tf32 %.1f GFLOP/s", d->peak.mma_tf32_gflops);
     fprintf(f, "\n");
 }
 
@@ -104,6 +105,7 @@ static cJSON *device_json(const bench_device *d)
         cJSON_AddNumberToObject(p, "bandwidth_gbs", d->peak.bandwidth_gbs);
         cJSON_AddNumberToObject(p, "launch_us", d->peak.launch_us);
         if (d->peak.mma_bf16_gflops > 0) cJSON_AddNumberToObject(p, "mma_bf16_gflops", d->peak.mma_bf16_gflops);
+        if (d->peak.mma_tf32_gflops > 0) cJSON_AddNumberToObject(p, "mma_tf32_gflops", d->peak.mma_tf32_gflops);
     }
     return j;
 }
@@ -269,6 +271,7 @@ int bench_load_json(const char *path, bench_run *out)
             bd->peak.bandwidth_gbs = num(pk, "bandwidth_gbs", 0);
             bd->peak.launch_us = num(pk, "launch_us", 0);
             bd->peak.mma_bf16_gflops = num(pk, "mma_bf16_gflops", 0);
+            bd->peak.mma_tf32_gflops = num(pk, "mma_tf32_gflops", 0);
         }
     }
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(root, "rows"), *r;

@@ -85,9 +85,10 @@ void bench_finish_row(bench_run *run, bench_row *r)
     double sec = r->s.median * 1e-3;
     if (sec > 0 && r->flops > 0) r->tflops = r->flops / sec * 1e-12;
     if (sec > 0 && r->bytes > 0) r->gbs = r->bytes / sec * 1e-9;
-    /* rows of the tensor-core variant against the matrix units' measured rate */
-    const double flops_peak = !strcmp(r->impl, "tdacl-mma") && d->peak.mma_bf16_gflops > 0 ? d->peak.mma_bf16_gflops
-                                                                                           : d->peak.fp32_gflops;
+    /* rows of the tensor-core variant against the matrix units' measured rate of their
+     * operand type (tf32 rows: f32 storage at precision tf32) */
+    const double mma_peak = !strcmp(r->dtype, "tf32") ? d->peak.mma_tf32_gflops : d->peak.mma_bf16_gflops;
+    const double flops_peak = !strcmp(r->impl, "tdacl-mma") && mma_peak > 0 ? mma_peak : d->peak.fp32_gflops;
     if (d->have_peak && flops_peak > 0) r->pct_peak_flops = 100.0 * r->tflops * 1e3 / flops_peak;
     if (d->have_peak && d->peak.bandwidth_gbs > 0) r->pct_peak_bw = 100.0 * r->gbs / d->peak.bandwidth_gbs;
 }

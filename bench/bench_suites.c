@@ -26,11 +26,12 @@ int bench_suite_peak(bench_run *run, tdacl_context *ctx, int dev)
     const bench_device *d = &run->devices[dev];
     if (run->planning) return 0; /* measured before the suites: not counted */
     if (!d->have_peak) return 1;
-    static const char *names[4] = {"fp32_fma", "read_bandwidth", "launch_latency", "mma_bf16"};
-    static const char *units[4] = {"GFLOP/s", "GB/s", "us", "GFLOP/s"};
-    double vals[4] = {d->peak.fp32_gflops, d->peak.bandwidth_gbs, d->peak.launch_us, d->peak.mma_bf16_gflops};
-    for (int i = 0; i < 4; i++) {
-        if (i == 3 && vals[i] <= 0) continue; /* no matrix units the library drives */
+    static const char *names[5] = {"fp32_fma", "read_bandwidth", "launch_latency", "mma_bf16", "mma_tf32"};
+    static const char *units[5] = {"GFLOP/s", "GB/s", "us", "GFLOP/s", "GFLOP/s"};
+    double vals[5] = {d->peak.fp32_gflops, d->peak.bandwidth_gbs, d->peak.launch_us, d->peak.mma_bf16_gflops,
+                      d->peak.mma_tf32_gflops};
+    for (int i = 0; i < 5; i++) {
+        if (i >= 3 && vals[i] <= 0) continue; /* no matrix units the library drives */
         bench_row *r = new_row(run, dev, "peak", names[i]);
         if (!r) return 1;
         r->value = vals[i];
@@ -98,7 +99,8 @@ static int is_kind_selected(const bench_options *o, const char *kind)
 }
 
 /* Measures one attention configuration; force != NULL pins the parameters. */
-static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, tdacl_dtype dt, double beta,
+/* dt_name: the row's dtype ("tf32": f32 storage at desc.precision tf32) */
+static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, const char *dt_name, double beta,
                     int64_t B, int64_t H, int64_t Tq, int64_t Tk, int d, int path, attn_buffers *bufs,
                     int generic)
 {
@@ -110,12 +112,13 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, tdacl
     desc.kind = (tdacl_attention_kind)kind;
     if (beta >= 0) desc.beta = (float)beta;
     desc.path = path;
+    if (!strcmp(dt_name, "tf32")) desc.precision = TDACL_PRECISION_TF32;
     int two = tdacl__kind_views(kind) == 2;
     job.t.q = bufs->q, job.t.k = bufs->k, job.t.v = bufs->v, job.t.out = bufs->out;
     if (two) job.t.q2 = bufs->q2, job.t.k2 = bufs->k2;
     bench_row *r = new_row(run, dev, "attention", tdacl_attention_kind_name((tdacl_attention_kind)kind));
     if (!r) return 1;
-    snprintf(r->dtype, sizeof r->dtype, "%s", tdacl_dtype_name(dt));
+    snprintf(r->dtype, sizeof r->dtype, "%s", dt_name);
     snprintf(r->path, sizeof r->path, "%s", path == TDACL_PATH_DECODE ? "decode" : "prefill");
     r->B = B, r->H = H, r->Tq = Tq, r->Tk = Tk, r->d = d, r->dv = d;
     r->beta = beta;
@@ -164,7 +167,7 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, tdacl
         return 1;
     }
     r->flops = tdacl_attention_flops((tdacl_attention_kind)kind, B * H, Tq, Tk, Tk - Tq, d, d);
-    size_t el = tdacl_dtype_size(dt);
+    size_t el = strcmp(dt_name, "tf32") ? tdacl_dtype_size((tdacl_dtype)tdacl__dtype_from_name(dt_name)) : 4;
     r->bytes = (double)(B * H) * (double)el * (double)d * ((two ? 2.0 : 1.0) * (double)(Tq + Tk) + (double)Tk) +
                (double)(B * H * Tq * d) * 4.0;
     bench_finish_row(run, r);
@@ -208,8 +211,9 @@ int bench_suite_attention(bench_run *run, tdacl_context *ctx, int dev)
     static const char *quick_kinds[] = {"tra", "tda", "softmax"};
     int failures = 0;
     for (int di = 0; di < ndt; di++) {
-        tdacl_dtype dt = (tdacl_dtype)tdacl__dtype_from_name(dtypes[di]);
-        for (int ti = 0; ti < nT && !bench_stop_requested(); ti++) {
+        const char *dtn = dtypes[di];
+        const tdacl_dtype dt = !strcmp(dtn, "tf32") ? TDACL_F32 : (tdacl_dtype)tdacl__dtype_from_name(dtn);
+        for (int ti = 0; ti < (o->no_prefill ? 0 : nT) && !bench_stop_requested(); ti++) {
             int64_t T = Ts[ti];
             attn_buffers bufs = {0};
             if (!run->planning && make_buffers(ctx, dt, o->B, o->H, T, T, o->d, &bufs)) {
@@ -229,10 +233,10 @@ int bench_suite_attention(bench_run *run, tdacl_context *ctx, int dev)
                 int thresholded = tdacl__kind_threshold(kind);
                 for (int bi = 0; bi < (thresholded ? nb : 1); bi++) {
                     double beta = thresholded ? betas[bi] : -1;
-                    failures += attn_row(run, ctx, dev, kind, dt, beta, o->B, o->H, T, T, o->d,
+                    failures += attn_row(run, ctx, dev, kind, dtn, beta, o->B, o->H, T, T, o->d,
                                          TDACL_PATH_PREFILL, &bufs, 0);
                     if (o->vs_generic)
-                        failures += attn_row(run, ctx, dev, kind, dt, beta, o->B, o->H, T, T, o->d,
+                        failures += attn_row(run, ctx, dev, kind, dtn, beta, o->B, o->H, T, T, o->d,
                                              TDACL_PATH_PREFILL, &bufs, 1);
                 }
             }
@@ -241,7 +245,7 @@ int bench_suite_attention(bench_run *run, tdacl_context *ctx, int dev)
         if (!o->decode || (o->quick && di > 0) || bench_stop_requested()) continue;
         int64_t Tk = o->decode_Tk ? o->decode_Tk : o->quick ? 2048 : gpu ? 32768 : 4096;
         attn_buffers bufs = {0};
-        if (!run->planning && make_buffers(ctx, dt, o->decode_B, o->decode_H, 1, Tk, o->d, &bufs)) {
+        if (!run->planning && make_buffers(ctx, dt, o->decode_B, o->decode_H, o->decode_Tq, Tk, o->d, &bufs)) {
             fprintf(stderr, "\ntdacl-bench: cannot allocate decode inputs: %s\n", tdacl_last_error(ctx));
             failures++;
             continue;
@@ -251,11 +255,11 @@ int bench_suite_attention(bench_run *run, tdacl_context *ctx, int dev)
             if (!is_kind_selected(o, kn)) continue;
             if (o->quick && !o->nkinds && kind != TDACL_ATTN_TRA && kind != TDACL_ATTN_SOFTMAX) continue;
             int thresholded = tdacl__kind_threshold(kind);
-            failures += attn_row(run, ctx, dev, kind, dt, thresholded ? 1.0 : -1, o->decode_B, o->decode_H, 1, Tk,
+            failures += attn_row(run, ctx, dev, kind, dtn, thresholded ? 1.0 : -1, o->decode_B, o->decode_H, o->decode_Tq, Tk,
                                  o->d, TDACL_PATH_DECODE, &bufs, 0);
             if (o->vs_generic)
-                failures += attn_row(run, ctx, dev, kind, dt, thresholded ? 1.0 : -1, o->decode_B, o->decode_H, 1,
-                                     Tk, o->d, TDACL_PATH_DECODE, &bufs, 1);
+                failures += attn_row(run, ctx, dev, kind, dtn, thresholded ? 1.0 : -1, o->decode_B, o->decode_H,
+                                     o->decode_Tq, Tk, o->d, TDACL_PATH_DECODE, &bufs, 1);
         }
         free_buffers(&bufs);
     }

@@ -2,17 +2,14 @@
  * The visible keys are split over work-groups along grid dim 2; each work-group walks its
  * split in chunks of NTD keys, one key per work-item, then accumulates weight x V.
  * Sparse kinds (rela, tra, tda) compact the surviving keys of a chunk into a local list
- * and read only those V rows.  attention_decode_reduce combines the splits, applies the
- * Norm epilogue and stores the output.  Same kinds and dtype macros as attention.cl. */
+ * and read only those V rows.  attention_decode_reduce (attention_reduce.cl) combines the
+ * splits, applies the Norm epilogue and stores the output.  Same kinds and dtype macros as attention.cl. */
 
 #ifndef TQP
 #define TQP 1 /* query rows padded to 1, 2, 4, 8 or 16 */
 #endif
 #ifndef NTD
 #define NTD 128 /* work-items per work-group = keys per chunk */
-#endif
-#ifndef NR
-#define NR 64 /* work-items per row in the reduce kernel */
 #endif
 
 #define TWO_VIEWS (KIND == 3 || KIND == 4)
@@ -473,65 +470,5 @@ UNROLL
 #endif
     if (want_stats) {
         stats_flush(counters, stats, slot, nz1, nz2, nzc, vchunks, tid);
-    }
-}
-
-/* One work-group per (batch*head, query row): combine the splits, Norm, scale, store. */
-__kernel __attribute__((reqd_work_group_size(NR, 1, 1))) void attention_decode_reduce(
-    __global const float *opart, __global const float *mlpart, __global const void *gain,
-    __global const float *lambdas, __global void *out, long4 os, long o_off, int H, int nsplit, int dv, float lambda,
-    int norm, float norm_eps, float out_scale)
-{
-    __local float red[NR];
-    const int tid = get_local_id(0);
-    ATTENTION_HEAD(H, lambdas, lambda);
-    const int i = get_group_id(2);
-    float y[(DV + NR - 1) / NR];
-    float ss = 0.0f;
-    for (int e = 0; e < (DV + NR - 1) / NR; e++) {
-        int c = tid + e * NR;
-        float val = 0.0f;
-        if (c < DV) {
-#if SOFTMAX
-            for (int t = 0; t < NW; t++) {
-                float M = -INFINITY;
-                for (int s = 0; s < nsplit; s++)
-                    M = fmax(M, mlpart[((((long)bh * nsplit + s) * NV + t) * TQP + i) * 2]);
-                float o = 0.0f, L = 0.0f;
-                for (int s = 0; s < nsplit; s++) {
-                    long slot = (long)bh * nsplit + s;
-                    float ms = mlpart[((slot * NV + t) * TQP + i) * 2];
-                    float f = ms == -INFINITY ? 0.0f : native_exp2(ms - M);
-                    L += f * mlpart[((slot * NV + t) * TQP + i) * 2 + 1];
-                    o += f * opart[((slot * NW + t) * TQP + i) * DV + c];
-                }
-                /* L is 0 only without visible keys; a NaN L (NaN scores) must stay NaN */
-                float r = L != 0.0f ? o / L : 0.0f;
-                val += t ? -lambda * r : r;
-            }
-#else
-            for (int s = 0; s < nsplit; s++) val += opart[(((long)bh * nsplit + s) * TQP + i) * DV + c];
-#endif
-        }
-        y[e] = val;
-        ss += val * val;
-    }
-    if (norm) {
-        red[tid] = ss;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int stride = NR / 2; stride > 0; stride >>= 1) {
-            if (tid < stride) red[tid] += red[tid + stride];
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
-        float inv = rsqrt(red[0] / (float)dv + norm_eps);
-        for (int e = 0; e < (DV + NR - 1) / NR; e++) y[e] *= inv;
-    }
-    const long ob = o_off + b * os.s0 + h * os.s1 + (long)i * os.s2;
-    for (int e = 0; e < (DV + NR - 1) / NR; e++) {
-        int c = tid + e * NR;
-        if (c >= dv) continue;
-        float val = y[e] * out_scale;
-        if (norm && gain) val *= LOAD(GDT, gain, c);
-        STORE(ODT, out, ob + c * os.s3, val);
     }
 }

@@ -10,8 +10,13 @@
  * deep.  The sparse kinds run one tile ahead: the weights of tile kt are computed, then the
  * work-group loads V tile kt only if some weight survived, and while it lands the warps do
  * W V for tile kt-1; a warp with no survivor in a tile skips that tile's W V products.
- * Inputs are 16-bit (DT 1 bf16, 2 f16), or fp32 (DT 0) rounded to bf16 as they are staged
- * when the call's precision allows it; products accumulate in f32.  The same argument list
+ * SPLIT 1 is the decode form (a few query rows, Tq <= BM, against a long key range): work-group
+ * dimension 2 is a split of the keys instead of a query block, and the kernel writes each
+ * split's unnormalised sums (and softmax maxima and sums) for attention_decode_reduce
+ * (attention_reduce.cl), which combines the splits, as the SIMT decode does.
+ * Inputs are 16-bit (DT 1 bf16, 2 f16), or fp32 (DT 0) when the call's precision allows it:
+ * rounded to bf16 as they are staged (MMA_IN 1), or staged as they are and rounded to tf32 as
+ * fragments are formed (MMA_IN 3); products accumulate in f32.  The same argument list
  * as attention_fwd (attention.cl), so the host launches either. */
 
 #ifndef BN
@@ -33,6 +38,9 @@
 #ifndef KINV
 #define KINV 0 /* 1: scores are scaled by inverse query and key norms (normalised tra/tda) */
 #endif
+#ifndef SPLIT
+#define SPLIT 0 /* 1: the decode form (see above); the kernel is attention_mma_split */
+#endif
 
 #define TWO_VIEWS (KIND == 3 || KIND == 4)
 #define SOFTMAX (KIND == 0 || KIND == 4)
@@ -41,8 +49,8 @@
 #define NT (32 * NWARPS)
 #define BM (16 * MT * NWARPS)
 #define NR (2 * MT) /* query rows per lane: g, g + 8 of each m-tile */
-#define LDK (D + 8)   /* padded rows: ldmatrix row addresses fall in distinct banks */
-#define LDV (DV + 8)
+#define LDK (D + MMA_PAD)   /* padded rows (16 bytes): ldmatrix row addresses fall in distinct banks */
+#define LDV (DV + MMA_PAD)
 #define NB (BN / 8)   /* n-blocks of a score tile */
 #define KD (D / 16)   /* k-steps of Q K^T */
 #define KB (BN / 16)  /* k-steps of W V */
@@ -83,34 +91,44 @@ inline float rectify(float x, float p)
 }
 
 /* Rows [r0, r0 + nrows) of a [.., T, cols] view into local rows of ld elements, columns
- * 0..CPAD-1, zero beyond `rows` and `cols`.  16-bit storage: aligned views move 16-byte
- * chunks (cp.async on NVIDIA), others go element by element.  fp32 storage (DT 0, when the
- * caller's precision allows bf16 compute) is rounded to bf16 (nearest even) as it is staged:
- * two float4 loads per 8 elements on aligned views. */
-#if DT == 0 && MMA_IN != 1
-#error "fp32 storage reaches the matrix units as bf16 only (MMA_IN 1)"
+ * 0..CPAD-1, zero beyond `rows` and `cols`.  Tiles of the storage type (16-bit, or fp32 for
+ * tf32): aligned views move 16-byte chunks (cp.async on NVIDIA), others go element by
+ * element.  fp32 storage computed in bf16 (MMA_IN 1) is rounded (nearest even) as it is
+ * staged: two float4 loads per 8 elements on aligned views. */
+#if DT == 0 && MMA_IN != 1 && MMA_IN != 3
+#error "fp32 storage reaches the matrix units as bf16 or tf32 (MMA_IN 1 or 3)"
 #endif
-inline void load_tile(__local ushort *dst, int ld, __global const void *src, long base, long st, long sd, long r0,
+#if DT != 0 && MMA_TF32
+#error "tf32 (MMA_IN 3) takes fp32 storage"
+#endif
+#define STAGE_AS_IS (DT != 0 || MMA_TF32) /* the tile holds the stored values */
+#if MMA_TF32
+#define TILE_F32(x) (x) /* a tile element as the f32 value stored (tf32 rounds only operands) */
+#else
+#define TILE_F32(x) mma_to_f32(x)
+#endif
+#define VEC (16 / (int)sizeof(mma_t))     /* elements per 16-byte chunk */
+inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long base, long st, long sd, long r0,
                       long rows, int cols, int CPAD, int nrows, int tid)
 {
-    const int chunks = CPAD / 8;
-#if DT != 0 && defined(ALIGNED16)
+    const int chunks = CPAD / VEC;
+#if STAGE_AS_IS && defined(ALIGNED16)
     if (r0 + nrows <= rows && cols == CPAD) {
         /* a whole tile: every chunk is 16 bytes, and a thread's chunks sit NT / chunks rows
-         * apart in one column, so their addresses are one product and additions (CPAD / 8
+         * apart in one column, so their addresses are one product and additions (CPAD / VEC
          * divides NT: both powers of two, CPAD <= 128) */
-        const int r = tid / chunks, c = (tid - r * chunks) * 8, step = NT / chunks;
-        __global const ushort *from = (__global const ushort *)src + base + (r0 + r) * st + c;
+        const int r = tid / chunks, c = (tid - r * chunks) * VEC, step = NT / chunks;
+        __global const mma_t *from = (__global const mma_t *)src + base + (r0 + r) * st + c;
         const long from_step = (long)step * st;
         for (int i = r; i < nrows; i += step, from += from_step) mma_copy16(dst + i * ld + c, from, 16);
         return;
     }
 #endif
     for (int idx = tid; idx < nrows * chunks; idx += NT) {
-        const int r = idx / chunks, c = (idx - r * chunks) * 8;
+        const int r = idx / chunks, c = (idx - r * chunks) * VEC;
         const long row = r0 + r;
-        __local ushort *to = dst + r * ld + c;
-#if DT == 0
+        __local mma_t *to = dst + r * ld + c;
+#if !STAGE_AS_IS
         __global const float *from = (__global const float *)src + base + row * st;
 #ifdef ALIGNED16
         if (row < rows && c + 8 <= cols) {
@@ -123,11 +141,11 @@ inline void load_tile(__local ushort *dst, int ld, __global const void *src, lon
         for (int i = 0; i < 8; i++)
             to[i] = (row < rows && c + i < cols) ? f32_to_bf16(from[(long)(c + i) * sd]) : (ushort)0;
 #elif defined(ALIGNED16)
-        const int bytes = row < rows ? 2 * clamp(cols - c, 0, 8) : 0;
-        mma_copy16(to, (__global const ushort *)src + base + (bytes ? row * st + c : 0), bytes);
+        const int bytes = row < rows ? (int)sizeof(mma_t) * clamp(cols - c, 0, VEC) : 0;
+        mma_copy16(to, (__global const mma_t *)src + base + (bytes ? row * st + c : 0), bytes);
 #else
-        __global const ushort *from = (__global const ushort *)src + base + row * st;
-        for (int i = 0; i < 8; i++) to[i] = (row < rows && c + i < cols) ? from[(long)(c + i) * sd] : (ushort)0;
+        __global const mma_t *from = (__global const mma_t *)src + base + row * st;
+        for (int i = 0; i < VEC; i++) to[i] = (row < rows && c + i < cols) ? from[(long)(c + i) * sd] : (mma_t)0;
 #endif
     }
 }
@@ -191,7 +209,17 @@ inline void load_tile(__local ushort *dst, int ld, __global const void *src, lon
                 SCORE_ELEM(MASKED)                                               \
             }
 
-__kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR void attention_mma_fwd(
+#if SPLIT
+#if TQP != BM
+#error "the split form writes TQP = BM rows of partials"
+#endif
+#define MMA_KERNEL attention_mma_split
+#define SPLIT_PARAMS , __global float *opart, __global float *mlpart, long split_len
+#else
+#define MMA_KERNEL attention_mma_fwd
+#define SPLIT_PARAMS
+#endif
+__kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR void MMA_KERNEL(
     __global const void *q, __global const void *k, __global const void *v,
     __global const void *q2, __global const void *k2,
     __global const float *qinv, __global const float *kinv,
@@ -201,20 +229,20 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     long q_off, long k_off, long v_off, long q2_off, long k2_off, long o_off,
     int H, long Tq, long Tk, long offset, int d, int dv,
     float scale, float beta, float kappa, int pmode, float power, float lambda,
-    int norm, float norm_eps, float out_scale, int want_stats)
+    int norm, float norm_eps, float out_scale, int want_stats SPLIT_PARAMS)
 {
 #if MMA_PTX
     /* Q is staged once through the K region, then lives in registers */
-    __local ushort Ks[(KSTAGES * NV * BN > NV * BM ? KSTAGES * NV * BN : NV * BM) * LDK] __attribute__((aligned(16)));
-    __local ushort *Qs = Ks;
+    __local mma_t Ks[(KSTAGES * NV * BN > NV * BM ? KSTAGES * NV * BN : NV * BM) * LDK] __attribute__((aligned(16)));
+    __local mma_t *Qs = Ks;
 #else
-    __local ushort Ks[KSTAGES * NV * BN * LDK] __attribute__((aligned(16)));
-    __local ushort Qs[NV * BM * LDK] __attribute__((aligned(16))); /* A fragments refer to it */
+    __local mma_t Ks[KSTAGES * NV * BN * LDK] __attribute__((aligned(16)));
+    __local mma_t Qs[NV * BM * LDK] __attribute__((aligned(16))); /* A fragments refer to it */
     /* weight fragments; the sparse kinds keep two tiles' (one ahead) */
-    __local ushort Ps[(SOFTMAX ? 1 : 2) * NWARPS * NW * MT * 16 * MMA_SCRATCH_LD(BN)];
+    __local mma_t Ps[(SOFTMAX ? 1 : 2) * NWARPS * NW * MT * 16 * MMA_SCRATCH_LD(BN)];
     __local float mma_xchg[NT];
 #endif
-    __local ushort Vs[VSTAGES * BN * LDV] __attribute__((aligned(16)));
+    __local mma_t Vs[VSTAGES * BN * LDV] __attribute__((aligned(16)));
 #if KIND == 2 || KIND == 3
     __local float kn_s[KSTAGES * NV * BN] __attribute__((aligned(16))); /* inverse key norms per K stage */
 #endif
@@ -224,7 +252,12 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     const int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
     ATTENTION_HEAD(H, lambdas, lambda);
+#if SPLIT
+    const long m0 = 0; /* every query row; the keys of split get_group_id(2) */
+    const int split = get_group_id(2), nsplit = get_num_groups(2);
+#else
     ATTENTION_QUERY_BLOCK(BM);
+#endif
     const long wrow0 = m0 + 16 * MT * warp; /* this warp's first query row */
     /* this lane's rows: ri = 2 mt + hb is row g + 8 hb of m-tile mt; C element e of an
      * m-tile belongs to hb = e / 2 */
@@ -245,10 +278,18 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     /* keys visible to some row of this block */
     const long last_row = min(m0 + BM, Tq) - 1;
     const long kend = min(Tk, offset + last_row + 1);
-    const int ntiles = (int)((kend + BN - 1) / BN);
+    /* key tiles [kt_begin, kt_end): all of them, or the split's (split_len is a multiple of BN) */
+#if SPLIT
+    const long s0 = (long)split * split_len, s1 = min(s0 + split_len, kend);
+    const int kt_begin = (int)(s0 / BN), kt_end = (int)((s1 + BN - 1) / BN);
+#else
+    const int kt_begin = 0, kt_end = (int)((kend + BN - 1) / BN);
+#endif
 
-/* K tile `tile_` (and its inverse norms) into stage `stg_`; V tile into V stage `vst_` */
-#if KNORM
+/* K tile `tile_` (and its inverse norms) into stage `stg_`; V tile into V stage `vst_`.  The
+ * split form computes the key norms from the tile itself (below): a decode reads each key
+ * once, and a separate pass over the keys would read them twice. */
+#if KNORM && !SPLIT
 #define LOAD_KN(n0_, stg_, vw_, inv_)                                                                       \
     for (int i_ = tid; i_ < BN; i_ += NT)                                                                  \
         mma_copy4(&kn_s[((stg_) * NV + (vw_)) * BN + i_], (inv_) + (long)bh * Tk + min((n0_) + i_, Tk - 1),   \
@@ -266,7 +307,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #define LOAD_K_TILE(tile_, stg_)                                                            \
     do {                                                                                    \
         const long n0_ = (long)(tile_) * BN;                                                \
-        __local ushort *Kd_ = Ks + (stg_) * NV * BN * LDK;                                  \
+        __local mma_t *Kd_ = Ks + (stg_) * NV * BN * LDK;                                  \
         load_tile(Kd_, LDK, kp, kb_off, ks.s2, ks.s3, n0_, Tk, d, D, BN, tid);              \
         LOAD_KN(n0_, stg_, 0, kinv);                                                        \
         LOAD_K2(n0_, Kd_, stg_);                                                            \
@@ -296,22 +337,22 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     /* Copy groups, oldest first.  Softmax kinds: one group per tile holding K and V, tiles
      * 0..KSTAGES-2 issued here, tile kt + KSTAGES - 1 in iteration kt.  Sparse kinds:
      * iteration kt commits [K kt+1] (KSTAGES 2) and, after its weights, [V kt] and [K kt+2]
-     * (KSTAGES 3); the prologue's groups make the pattern start at kt = 0, so that each
+     * (KSTAGES 3); the prologue's groups make the pattern start at kt = kt_begin, so that each
      * wait below names how many younger groups may stay in flight. */
 #if SOFTMAX
     UNROLL for (int i = 0; i < KSTAGES - 1; i++) {
-        if (i < ntiles) {
-            LOAD_K_TILE(i, i);
-            LOAD_V_TILE(i, i);
+        if (kt_begin + i < kt_end) {
+            LOAD_K_TILE(kt_begin + i, i);
+            LOAD_V_TILE(kt_begin + i, i);
         }
         mma_copy_commit();
     }
 #else
-    if (ntiles > 0) LOAD_K_TILE(0, 0);
+    if (kt_begin < kt_end) LOAD_K_TILE(kt_begin, 0);
     mma_copy_commit();
     mma_copy_commit(); /* stands for V tile -1 */
 #if KSTAGES == 3
-    if (ntiles > 1) LOAD_K_TILE(1, 1);
+    if (kt_begin + 1 < kt_end) LOAD_K_TILE(kt_begin + 1, 1);
     mma_copy_commit();
 #endif
 #endif
@@ -387,32 +428,47 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     const int gw0 = warp - warp % MMA_GROUP_WARPS, gw1 = min(gw0 + MMA_GROUP_WARPS, NWARPS) - 1;
     const long group_row0 = m0 + 16 * MT * gw0, group_last = min(m0 + 16 * MT * (gw1 + 1) - 1, Tq - 1);
 #if MMA_PTX
-    __local ushort *Pw = 0;
+    __local mma_t *Pw = 0;
 #endif
 #if SPARSE
     frag_a pa[MT][KB]; /* the previous tile's weights as A operands */
     int warp_had_w = 0;
-    const int last_kt = ntiles; /* one more iteration: W V of the last tile */
+    const int last_kt = kt_end; /* one more iteration: W V of the last tile */
 #else
-    const int last_kt = ntiles - 1;
+    const int last_kt = kt_end - 1;
 #endif
     int kst = 0; /* K stage of tile kt */
 
-    for (int kt = 0; kt <= last_kt; kt++) {
+    for (int kt = kt_begin; kt <= last_kt; kt++) {
         const long n0 = (long)kt * BN;
-        const int live_tile = kt < ntiles; /* work-group uniform */
+        const int live_tile = kt < kt_end; /* work-group uniform */
 #if SOFTMAX
         MMA_COPY_WAIT(KSTAGES - 2); /* tile kt's K and V landed */
 #else
         MMA_COPY_WAIT(KSTAGES - 1); /* tile kt's K landed; V kt-1 (and K kt+1) may be in flight */
 #endif
         barrier(CLK_LOCAL_MEM_FENCE); /* every stage read in iteration kt-1 is free again */
-        __local ushort *Kt = Ks + kst * NV * BN * LDK;
+        __local mma_t *Kt = Ks + kst * NV * BN * LDK;
+#if KNORM && SPLIT
+        if (live_tile) { /* 1 / max(|k|, 1e-12) of the tile's keys (rows past Tk are zero) */
+            for (int i = tid; i < NV * BN; i += NT) {
+                __local const mma_t *kr = Kt + i * LDK;
+                float ss = 0.0f;
+                /* lane i starts 2i elements in: the lanes' rows then fall in distinct banks */
+                for (int c = 0; c < D; c++) {
+                    const float x = TILE_F32(kr[(c + 2 * tid) % D]);
+                    ss = fma(x, x, ss);
+                }
+                kn_s[kst * NV * BN + i] = 1.0f / fmax(sqrt(ss), 1e-12f);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+#endif
 #if SOFTMAX
         {
             const int ahead = kt + KSTAGES - 1;
             const int ast = kst == 0 ? KSTAGES - 1 : kst - 1; /* the stage tile kt-1 used */
-            if (ahead < ntiles) {
+            if (ahead < kt_end) {
                 LOAD_K_TILE(ahead, ast);
                 LOAD_V_TILE(ahead, ast);
             }
@@ -421,7 +477,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #else
         if (tid == 0) wg_any[(kt + 1) & 1] = 0;
 #if KSTAGES == 2
-        if (kt + 1 < ntiles) LOAD_K_TILE(kt + 1, kst ^ 1);
+        if (kt + 1 < kt_end) LOAD_K_TILE(kt + 1, kst ^ 1);
         mma_copy_commit();
 #endif
 #endif
@@ -466,7 +522,11 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 
         /* key j of the tile is visible to row r when j <= lim[r] (causal) and j < kmax; a
          * tile wholly visible to every row of the warp skips the mask (warp-uniform) */
+#if SPLIT /* rows past Tq only fill partials nobody reads: no mask for them */
+        const int masked = !(n0 + BN - 1 <= offset + wrow0 && n0 + BN <= Tk); /* warp-uniform */
+#else
         const int masked = !(wrow0 + 16 * MT <= Tq && n0 + BN - 1 <= offset + wrow0 && n0 + BN <= Tk); /* warp-uniform */
+#endif
 #if KNORM
         __local const float *kn = kn_s + kst * NV * BN;
 #endif
@@ -542,9 +602,9 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #endif
         }
         vtiles++;
-        __local const ushort *Vt = Vs + kst * BN * LDV;
+        __local const mma_t *Vt = Vs + kst * BN * LDV;
 #if !MMA_PTX
-        __local ushort *Pw = Ps + warp * NW * MT * 16 * MMA_SCRATCH_LD(BN);
+        __local mma_t *Pw = Ps + warp * NW * MT * 16 * MMA_SCRATCH_LD(BN);
 #endif
         frag_a pa[MT][KB];
         UNROLL for (int mt = 0; mt < MT; mt++)
@@ -570,7 +630,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         const int warp_has_w = mma_warp_any(anyb != 0); /* reached by every warp: see mma.cl */
         if (warp_has_w && lane == 0) wg_any[kt & 1] = 1;
 #if !MMA_PTX
-        __local ushort *Pw = Ps + ((kt & 1) * NWARPS + warp) * MT * 16 * MMA_SCRATCH_LD(BN);
+        __local mma_t *Pw = Ps + ((kt & 1) * NWARPS + warp) * MT * 16 * MMA_SCRATCH_LD(BN);
 #endif
         /* natively a warp without survivors packs nothing (its pn is never read); the
          * portable body's staging holds a barrier, so every warp goes through it */
@@ -595,10 +655,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         }
         mma_copy_commit();
 #if KSTAGES == 3
-        if (kt + 2 < ntiles) LOAD_K_TILE(kt + 2, kst == 0 ? 2 : kst - 1);
+        if (kt + 2 < kt_end) LOAD_K_TILE(kt + 2, kst == 0 ? 2 : kst - 1);
         mma_copy_commit();
 #endif
-        __local const ushort *Vt = Vs + ((kt - 1) & 1) * BN * LDV; /* tile kt-1 */
+        __local const mma_t *Vt = Vs + ((kt - 1) & 1) * BN * LDV; /* tile kt-1 */
 #endif
 
         /* O += W V: each V fragment serves all MT m-tiles */
@@ -610,7 +670,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
             UNROLL for (int kk = 0; kk < KB; kk++)
                 UNROLL for (int n2 = 0; n2 < NBV / 2; n2++) {
                     frag_b b0, b1;
-                    mma_load_b_kn(&b0, &b1, Vt + 16 * kk * LDV + 16 * n2, LDV);
+                    mma_load_b_kn_w(&b0, &b1, Vt + 16 * kk * LDV + 16 * n2, LDV);
                     UNROLL for (int mt = 0; mt < MT; mt++) {
                         mma_acc(o[mt][2 * n2], &pa[mt][kk], &b0);
                         mma_acc(o[mt][2 * n2 + 1], &pa[mt][kk], &b1);
@@ -638,6 +698,34 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     }
     MMA_COPY_WAIT(0); /* nothing may land in local memory after the work-group ends */
 
+#if SPLIT
+    /* the split's partials of every row (rows past Tq too: the reduce reads rows < Tq): the
+     * weighted V sums, with the weight scale undone; softmax maxima and sums over the quad */
+    const long slot = (long)bh * nsplit + split;
+    UNROLL for (int ri = 0; ri < NR; ri++) {
+        const int mt = ri >> 1, e0 = 2 * (ri & 1), r = (int)row[ri];
+        float f = 1.0f;
+#if WSCALE
+        f = erow[ri] > -150 ? ldexp(1.0f, erow[ri]) : 0.0f;
+#endif
+        UNROLL for (int n = 0; n < NBV; n++)
+            UNROLL for (int e = e0; e < e0 + 2; e++) {
+                const int c = 8 * n + 2 * t + (e & 1);
+                opart[(slot * NW * TQP + r) * DV + c] = o[mt][n][e] * f;
+#if KIND == 4
+                opart[((slot * NW + 1) * TQP + r) * DV + c] = o2[mt][n][e];
+#endif
+            }
+#if SOFTMAX
+        const float l = mma_quad_sum(lrow[ri]); /* reached by every work-item (mma.cl) */
+        if (t == 0) mlpart[(slot * NV * TQP + r) * 2] = mrow[ri], mlpart[(slot * NV * TQP + r) * 2 + 1] = l;
+#endif
+#if KIND == 4
+        const float l2 = mma_quad_sum(lrow2[ri]);
+        if (t == 0) mlpart[((slot * NV + 1) * TQP + r) * 2] = mrow2[ri], mlpart[((slot * NV + 1) * TQP + r) * 2 + 1] = l2;
+#endif
+    }
+#else
     /* epilogue, per row: undo the weight scale, normalise, combine, Norm, store */
     const long ob_off = o_off + b * os.s0 + h * os.s1;
     UNROLL for (int ri = 0; ri < NR; ri++) {
@@ -675,12 +763,17 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
                 }
         }
     }
+#endif /* SPLIT */
     /* STATS 0 programs run only for calls with want_stats 0, so this is skipped there; it
      * stays compiled in because removing it made NVIDIA's compiler schedule tra and tda 20 %
      * slower (H200, T=8192) while dropping the counters alone made them 7 % faster */
     if (want_stats) {
         /* rows >= Tq and masked keys never survive, so these count visible pairs only */
         barrier(CLK_LOCAL_MEM_FENCE);
+#if SPLIT
+        stats_flush(counters, stats, slot, nz1, nz2, nzc, vtiles, tid);
+#else
         stats_flush(counters, stats, (long)bh * nqb + qb, nz1, nz2, nzc, vtiles, tid);
+#endif
     }
 }

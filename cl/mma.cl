@@ -1,6 +1,8 @@
 /* Warp-level matrix fragments: the m16n8k16 product D = A(16x16) B(16x8) + C with 16-bit
- * inputs (bf16 or f16, MMA_IN 1 or 2) and f32 accumulation, the loads that feed it, the
- * quad/warp reductions and the asynchronous global -> local copy a tiled kernel needs.
+ * inputs (bf16 or f16, MMA_IN 1 or 2) or tf32 inputs (MMA_IN 3: f32 tiles, each operand
+ * rounded to tf32 -- 10 mantissa bits, nearest, ties away -- as its fragment is formed) and
+ * f32 accumulation, the loads that feed it, the quad/warp reductions and the asynchronous
+ * global -> local copy a tiled kernel needs.
  *
  * Lanes: a warp is 32 consecutive work-items; lane l has g = l / 4 (its row group) and
  * t = l % 4 (its position in the quad).  Per-lane fragment contents (PTX ISA, mma.m16n8k16):
@@ -8,6 +10,13 @@
  *   B  b[0] = (k 2t..2t+1, n g)                     b[1] = (k 2t+8.., n g)
  *   C  c[0..1] = (g, 2t..2t+1)                      c[2..3] = (g+8, 2t..2t+1)
  * (each A and B word packs two 16-bit values, the lower column/k in the low half).
+ * tf32 (MMA_IN 3) keeps this m16n8k16 interface and runs it as two m16n8k8 tf32 products,
+ * k 0..7 and 8..15, each operand word one value (PTX ISA, mma.m16n8k8 .tf32):
+ *   A  a[0] = (g, t)  a[1] = (g+8, t)  a[2] = (g, t+4)  a[3] = (g+8, t+4)
+ *   B  b[0] = (k t, n g)               b[1] = (k t+4, n g)
+ * A weight tile re-packed from C fragments (mma_stage_a) holds columns 2t, 2t+1 where that
+ * layout wants t, t+4: the weights' k8 step takes its keys in the order 0 2 4 6 1 3 5 7, and
+ * mma_load_b_kn_w reads the V rows in the same order, so the product is unchanged.
  *
  * Bodies of one interface (MMA_NATIVE):
  *   1  inline PTX for NVIDIA sm_80+ (mma.sync, ldmatrix, cp.async, shfl, vote); fragments are
@@ -29,7 +38,7 @@
 #define MMA_NATIVE 0
 #endif
 #ifndef MMA_IN
-#define MMA_IN 1 /* 1 bf16, 2 f16 */
+#define MMA_IN 1 /* 1 bf16, 2 f16, 3 tf32 */
 #endif
 #ifndef MMA_EMULATE
 #define MMA_EMULATE 0
@@ -37,14 +46,38 @@
 #define MMA_PTX (MMA_NATIVE == 1)                          /* fragments in registers */
 #define MMA_HW (MMA_NATIVE >= 1 && !MMA_EMULATE)           /* the device's matrix units run */
 #define MMA_GROUP_WARPS (MMA_NATIVE == 3 ? 2 : 1) /* also emulated: CI runs the grouped skips */
+#define MMA_TF32 (MMA_IN == 3)
+#if MMA_TF32 && MMA_NATIVE >= 2
+#error "tf32 runs on mma.sync (MMA_NATIVE 1) and the portable body only"
+#endif
+/* the element type of local tiles, and their row padding: 16 bytes */
+#if MMA_TF32
+typedef float mma_t;
+#else
+typedef ushort mma_t;
+#endif
+#define MMA_PAD (16 / (int)sizeof(mma_t))
+#define UNROLL_FRAG _Pragma("unroll")
 
 inline int mma_lane(void) { return (int)(get_local_id(0) & 31); }
 inline int mma_warp(void) { return (int)(get_local_id(0) >> 5); }
 
-/* 16-bit storage value -> f32, and f32 -> 16-bit (round to nearest even) */
-inline float mma_to_f32(ushort x)
+/* f32 rounded to tf32: 10 mantissa bits, to nearest, ties away from zero (PTX cvt.rna);
+ * infinities and NaN pass */
+inline float mma_round_tf32(float f)
 {
-#if MMA_IN == 1
+    const uint x = as_uint(f);
+    if ((x & 0x7f800000u) == 0x7f800000u) return f;
+    return as_float((x + 0x1000u) & 0xffffe000u);
+}
+
+/* A tile element -> the f32 value the matrix units take, and f32 -> a tile element (16-bit:
+ * round to nearest even; tf32: as mma_round_tf32) */
+inline float mma_to_f32(mma_t x)
+{
+#if MMA_TF32
+    return mma_round_tf32(x);
+#elif MMA_IN == 1
     return as_float((uint)x << 16);
 #else
     uint s = (uint)(x & 0x8000u) << 16, e = (x >> 10) & 0x1fu, m = x & 0x3ffu;
@@ -55,9 +88,11 @@ inline float mma_to_f32(ushort x)
 #endif
 }
 
-inline ushort mma_from_f32(float f)
+inline mma_t mma_from_f32(float f)
 {
-#if MMA_IN == 1
+#if MMA_TF32
+    return mma_round_tf32(f);
+#elif MMA_IN == 1
     return f32_to_bf16(f);
 #else /* f16 bits, round to nearest even, without cl_khr_fp16 */
     const uint x = as_uint(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
@@ -78,13 +113,112 @@ inline ushort mma_from_f32(float f)
 #if MMA_PTX
 /* ---------------------------------------------------------------- NVIDIA inline PTX --- */
 
+inline uint mma_saddr(__local const void *p) { return (uint)(size_t)p; }
+
+#if MMA_TF32
+/* ------------------------------------------- tf32: two m16n8k8 products per k16 step --- */
+typedef struct { uint x[8]; } frag_a; /* x[0..3]: k 0..7, x[4..7]: k 8..15 */
+typedef struct { uint x[4]; } frag_b;
+
+inline uint mma_tf32(float f)
+{
+    uint r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
+    return r;
+}
+
+/* ldmatrix on f32 rows: an 8x8 b16 matrix is 8 rows of 4 floats, and lane l receives row
+ * l / 4, float l % 4 -- the tf32 A and B layouts.  Four matrices; lanes 8i..8i+7 give the
+ * row addresses of matrix i, which lands in x[i]. */
+inline void mma_ldm4(uint x[4], __local const float *m)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(x[0]), "=r"(x[1]), "=r"(x[2]), "=r"(x[3])
+                 : "r"(mma_saddr(m)));
+}
+
+/* A: the 16x16 tile at m (row-major, ld floats per row); matrices (rows 0-7 | 8-15) x
+ * (floats 0-3 | 4-7) give a[0..3] of each k8 half */
+inline void mma_load_a(frag_a *a, __local const mma_t *m, int ld)
+{
+    const int l = mma_lane(), mat = l >> 3;
+    __local const float *p = m + ((l & 7) + (mat & 1) * 8) * ld + (mat >> 1) * 4;
+    mma_ldm4(a->x, p);
+    mma_ldm4(a->x + 4, p + 8);
+    UNROLL_FRAG for (int i = 0; i < 8; i++) a->x[i] = mma_tf32(as_float(a->x[i]));
+}
+
+/* Two B fragments from a tile stored n-major (m[n * ld + k]): for n rows 0-7 (b0) and 8-15
+ * (b1), matrices at floats 0, 4, 8, 12 give b[0..3] */
+inline void mma_load_b_nk(frag_b *b0, frag_b *b1, __local const mma_t *m, int ld)
+{
+    const int l = mma_lane(), mat = l >> 3;
+    __local const float *p = m + (l & 7) * ld + mat * 4;
+    mma_ldm4(b0->x, p);
+    mma_ldm4(b1->x, p + 8 * ld);
+    UNROLL_FRAG for (int i = 0; i < 4; i++) b0->x[i] = mma_tf32(as_float(b0->x[i])), b1->x[i] = mma_tf32(as_float(b1->x[i]));
+}
+
+/* Two B fragments from a tile stored k-major (m[k * ld + n]), one float per register (no
+ * transposing load for 32-bit elements): the rows k0, k1, 8 + k0, 8 + k1 stand for k = t,
+ * t + 4, 8 + t, 12 + t.  With ld % 16 == 4 the lanes of each load hit distinct banks. */
+inline void mma_load_b_kn_rows(frag_b *b0, frag_b *b1, __local const mma_t *m, int ld, int k0, int k1)
+{
+    const int l = mma_lane(), g = l >> 2;
+    const int k[4] = {k0, k1, 8 + k0, 8 + k1};
+    UNROLL_FRAG for (int i = 0; i < 4; i++) {
+        b0->x[i] = mma_tf32(m[k[i] * ld + g]);
+        b1->x[i] = mma_tf32(m[k[i] * ld + 8 + g]);
+    }
+}
+/* natural k order (B against A fragments of mma_load_a) */
+inline void mma_load_b_kn(frag_b *b0, frag_b *b1, __local const mma_t *m, int ld)
+{
+    const int t = mma_lane() & 3;
+    mma_load_b_kn_rows(b0, b1, m, ld, t, t + 4);
+}
+/* the key order of mma_stage_a's weights: k = t is row 2t, k = t + 4 is row 2t + 1 */
+inline void mma_load_b_kn_w(frag_b *b0, frag_b *b1, __local const mma_t *m, int ld)
+{
+    const int t = mma_lane() & 3;
+    mma_load_b_kn_rows(b0, b1, m, ld, 2 * t, 2 * t + 1);
+}
+
+#define MMA_TF32_K8(c_, a0_, a1_, a2_, a3_, b0_, b1_, C_)                                                    \
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, " \
+                 "{%8, %9}, {%10, %11, %12, %13};"                                                          \
+                 : "=f"((c_)[0]), "=f"((c_)[1]), "=f"((c_)[2]), "=f"((c_)[3])                              \
+                 : "r"(a0_), "r"(a1_), "r"(a2_), "r"(a3_), "r"(b0_), "r"(b1_), "f"((C_)[0]), "f"((C_)[1]),  \
+                   "f"((C_)[2]), "f"((C_)[3]))
+
+inline void mma_acc(float c[4], const frag_a *a, const frag_b *b)
+{
+    MMA_TF32_K8(c, a->x[0], a->x[1], a->x[2], a->x[3], b->x[0], b->x[1], c);
+    MMA_TF32_K8(c, a->x[4], a->x[5], a->x[6], a->x[7], b->x[2], b->x[3], c);
+}
+
+inline void mma_mul(float c[4], const frag_a *a, const frag_b *b)
+{
+    const float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    MMA_TF32_K8(c, a->x[0], a->x[1], a->x[2], a->x[3], b->x[0], b->x[1], z);
+    MMA_TF32_K8(c, a->x[4], a->x[5], a->x[6], a->x[7], b->x[2], b->x[3], c);
+}
+
+/* The A operand of keys [16kk, 16kk+16) from two C tiles of weights: C holds columns 2t,
+ * 2t + 1 of rows g, g + 8; they become k = t, t + 4 (see the key order at the top) */
+inline void mma_stage_a(frag_a *a, const float c0[4], const float c1[4], __local mma_t *scratch, int kk)
+{
+    a->x[0] = mma_tf32(c0[0]), a->x[1] = mma_tf32(c0[2]), a->x[2] = mma_tf32(c0[1]), a->x[3] = mma_tf32(c0[3]);
+    a->x[4] = mma_tf32(c1[0]), a->x[5] = mma_tf32(c1[2]), a->x[6] = mma_tf32(c1[1]), a->x[7] = mma_tf32(c1[3]);
+}
+
+#else
+/* ------------------------------------------------------- 16-bit: m16n8k16 directly --- */
 typedef struct { uint x[4]; } frag_a;
 typedef struct { uint x[2]; } frag_b;
 
-inline uint mma_saddr(__local const void *p) { return (uint)(size_t)p; }
-
 /* A: the 16x16 tile at m (row-major, ld elements per row). */
-inline void mma_load_a(frag_a *a, __local const ushort *m, int ld)
+inline void mma_load_a(frag_a *a, __local const mma_t *m, int ld)
 {
     const int l = mma_lane(), mat = l >> 3;
     uint addr = mma_saddr(m + ((l & 7) + (mat & 1) * 8) * ld + (mat >> 1) * 8);
@@ -95,7 +229,7 @@ inline void mma_load_a(frag_a *a, __local const ushort *m, int ld)
 
 /* Two B fragments (n 0..7 and 8..15, k 0..15) from a tile stored n-major: m[n * ld + k]
  * (a K tile: one key per row). */
-inline void mma_load_b_nk(frag_b *b0, frag_b *b1, __local const ushort *m, int ld)
+inline void mma_load_b_nk(frag_b *b0, frag_b *b1, __local const mma_t *m, int ld)
 {
     const int l = mma_lane(), mat = l >> 3;
     uint addr = mma_saddr(m + ((l & 7) + (mat >> 1) * 8) * ld + (mat & 1) * 8);
@@ -106,7 +240,7 @@ inline void mma_load_b_nk(frag_b *b0, frag_b *b1, __local const ushort *m, int l
 
 /* Two B fragments (n 0..7 and 8..15, k 0..15) from a tile stored k-major: m[k * ld + n]
  * (a V tile: one key per row), transposed by ldmatrix. */
-inline void mma_load_b_kn(frag_b *b0, frag_b *b1, __local const ushort *m, int ld)
+inline void mma_load_b_kn(frag_b *b0, frag_b *b1, __local const mma_t *m, int ld)
 {
     const int l = mma_lane(), mat = l >> 3;
     uint addr = mma_saddr(m + ((l & 7) + (mat & 1) * 8) * ld + (mat >> 1) * 8);
@@ -159,15 +293,17 @@ inline uint mma_pack2(float lo, float hi)
 
 /* The A operand of keys [16kk, 16kk+16) from two C tiles of weights (keys 16kk..+7 and
  * 16kk+8..+15): the C layout of two adjacent n-blocks is the A layout of one k-step. */
-inline void mma_stage_a(frag_a *a, const float c0[4], const float c1[4], __local ushort *scratch, int kk)
+inline void mma_stage_a(frag_a *a, const float c0[4], const float c1[4], __local mma_t *scratch, int kk)
 {
     a->x[0] = mma_pack2(c0[0], c0[1]);
     a->x[1] = mma_pack2(c0[2], c0[3]);
     a->x[2] = mma_pack2(c1[0], c1[1]);
     a->x[3] = mma_pack2(c1[2], c1[3]);
 }
+#define mma_load_b_kn_w mma_load_b_kn /* the weights' keys are in natural order */
+#endif /* MMA_TF32 */
 #define MMA_STAGE_SYNC() ((void)0)
-inline void mma_staged_a(frag_a *a, __local ushort *scratch, int kk) {}
+inline void mma_staged_a(frag_a *a, __local mma_t *scratch, int kk) {}
 
 /* max(x, 0) with NaN passed through (one instruction) */
 inline float mma_relu(float x)
@@ -206,7 +342,7 @@ inline int mma_warp_any(int x)
 
 /* 16 bytes global -> local without a register round trip; `bytes` < 16 zero-fills the rest
  * (0 reads nothing).  Both addresses 16-byte aligned. */
-inline void mma_copy16(__local ushort *dst, __global const ushort *src, int bytes)
+inline void mma_copy16(__local void *dst, __global const void *src, int bytes)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(mma_saddr(dst)), "l"(src), "r"(bytes));
 }
@@ -223,26 +359,28 @@ inline void mma_copy_commit(void) { asm volatile("cp.async.commit_group;"); }
 
 /* A fragment: the 16x16 tile at p, row r / column k at p[r * ld + k].  B fragment: the
  * 16(k)x8(n) tile at p, element (k, n) at p[n * sn + k * sk]. */
-typedef struct { __local const ushort *p; int ld; } frag_a;
-typedef struct { __local const ushort *p; int sn, sk; } frag_b;
+typedef struct { __local const mma_t *p; int ld; } frag_a;
+typedef struct { __local const mma_t *p; int sn, sk; } frag_b;
 
-inline void mma_load_a(frag_a *a, __local const ushort *m, int ld) { a->p = m, a->ld = ld; }
+inline void mma_load_a(frag_a *a, __local const mma_t *m, int ld) { a->p = m, a->ld = ld; }
 
-inline void mma_load_b_nk(frag_b *b0, frag_b *b1, __local const ushort *m, int ld)
+inline void mma_load_b_nk(frag_b *b0, frag_b *b1, __local const mma_t *m, int ld)
 {
     b0->p = m, b0->sn = ld, b0->sk = 1;
     b1->p = m + 8 * ld, b1->sn = ld, b1->sk = 1;
 }
 
-inline void mma_load_b_kn(frag_b *b0, frag_b *b1, __local const ushort *m, int ld)
+inline void mma_load_b_kn(frag_b *b0, frag_b *b1, __local const mma_t *m, int ld)
 {
     b0->p = m, b0->sn = 1, b0->sk = ld;
     b1->p = m + 8, b1->sn = 1, b1->sk = ld;
 }
+/* the weights of mma_stage_a are in natural key order here */
+#define mma_load_b_kn_w mma_load_b_kn
 
 #if MMA_NATIVE == 0
-/* This lane's four C elements, each a 16-term f32 sum of exact products (16-bit inputs
- * multiply exactly in f32); only the summation order may differ from the hardware. */
+/* This lane's four C elements, each a 16-term f32 sum of exact products (16-bit and tf32
+ * inputs multiply exactly in f32); only the summation order may differ from the hardware. */
 inline void mma_acc(float c[4], const frag_a *a, const frag_b *b)
 {
     const int l = mma_lane(), g = l >> 2, t = l & 3;
@@ -263,10 +401,10 @@ inline void mma_acc(float c[4], const frag_a *a, const frag_b *b)
 /* Weights become A operands through this warp's scratch: every lane writes its C elements
  * (rounded to the input type, as the native body's cvt does), MMA_STAGE_SYNC() makes them
  * visible, then mma_staged_a points at them.  scratch: 16 rows x ld columns per warp. */
-inline void mma_stage_a(frag_a *a, const float c0[4], const float c1[4], __local ushort *scratch, int kk)
+inline void mma_stage_a(frag_a *a, const float c0[4], const float c1[4], __local mma_t *scratch, int kk)
 {
     const int l = mma_lane(), g = l >> 2, t = l & 3, ld = MMA_SCRATCH_LD(BN);
-    __local ushort *s = scratch + 16 * kk;
+    __local mma_t *s = scratch + 16 * kk;
     s[g * ld + 2 * t] = mma_from_f32(c0[0]);
     s[g * ld + 2 * t + 1] = mma_from_f32(c0[1]);
     s[(g + 8) * ld + 2 * t] = mma_from_f32(c0[2]);
@@ -277,7 +415,7 @@ inline void mma_stage_a(frag_a *a, const float c0[4], const float c1[4], __local
     s[(g + 8) * ld + 2 * t + 9] = mma_from_f32(c1[3]);
 }
 #define MMA_STAGE_SYNC() barrier(CLK_LOCAL_MEM_FENCE)
-inline void mma_staged_a(frag_a *a, __local ushort *scratch, int kk)
+inline void mma_staged_a(frag_a *a, __local mma_t *scratch, int kk)
 {
     a->p = scratch + 16 * kk, a->ld = MMA_SCRATCH_LD(BN);
 }
@@ -333,9 +471,11 @@ inline int mma_warp_any_x(int x, __local float *xchg)
 #define mma_warp_any(x) mma_warp_any_x((x), mma_xchg)
 
 /* A synchronous copy with the same zero-fill contract. */
-inline void mma_copy16(__local ushort *dst, __global const ushort *src, int bytes)
+inline void mma_copy16(__local void *dst, __global const void *src, int bytes)
 {
-    for (int i = 0; i < 8; i++) dst[i] = 2 * i < bytes ? src[i] : (ushort)0;
+    __local ushort *d = dst;
+    __global const ushort *s = src;
+    for (int i = 0; i < 8; i++) d[i] = 2 * i < bytes ? s[i] : (ushort)0;
 }
 inline void mma_copy4(__local float *dst, __global const float *src, int bytes) { *dst = bytes ? *src : 0.0f; }
 inline void mma_copy_commit(void) {}

@@ -50,8 +50,9 @@
  *                     here (or in tdacl_context_desc.tuning_file) that cannot be read, is not
  *                     a regular file or is over 4 MiB is reported once and ignored.
  *  TDACL_VARIANT    name[,name...]: each operation runs only on the kernel variants named
- *                   (attention.simt, attention.mma, attention_decode.simt, gemm.simt,
- *                   gemv.simt); an operation none of them names is unrestricted.  When the
+ *                   (attention.simt, attention.mma, attention_decode.simt,
+ *                   attention_decode.mma, gemm.simt, gemm.mma, gemv.simt); an operation none of
+ *                   them names is unrestricted.  When the
  *                   named ones cannot run a call, the call fails with the reason.
  *                   TDACL_LOG=debug says for every call which variant ran and why.
  *  TDACL_PRECISION  exact | tf32 | bf16: replaces tdacl_attention_desc.precision and
@@ -346,7 +347,9 @@ typedef enum tdacl_attention_path {
  * allow_tf32, made a per-call setting).  16-bit storage goes to the matrix units as it is. */
 typedef enum tdacl_precision {
     TDACL_PRECISION_EXACT = 0, /* fp32 storage computes in fp32 on the FP32 lanes (default) */
-    TDACL_PRECISION_TF32 = 1,  /* tf32 (10-bit mantissa) allowed; no tf32 kernel yet: runs exact */
+    TDACL_PRECISION_TF32 = 1,  /* tf32 (10-bit mantissa) allowed: attention prefill on NVIDIA
+                                  sm_80+ takes fp32 tiles to mma.sync tf32, each operand and weight
+                                  rounded to tf32 (nearest, ties away); matmul runs exact */
     TDACL_PRECISION_BF16 = 2   /* bf16 (7-bit mantissa) allowed: fp32 inputs are rounded to bf16
                                   as they are staged for the tensor-core kernel */
 } tdacl_precision;
@@ -369,7 +372,8 @@ typedef struct tdacl_attention_desc {
                           offset + Tq <= TDACL_MAX_POSITION */
     int want_stats;    /* fill tdacl_attention_stats.sparsity etc. (small extra cost) */
     tdacl_attention_path path;
-    tdacl_precision precision; /* fp32 inputs on the matrix units (default exact);
+    tdacl_precision precision; /* fp32 inputs on the matrix units (default exact; tf32 and bf16:
+                                  the tensor-core prefill, where it runs);
                                   $TDACL_PRECISION=exact|tf32|bf16 replaces it for every call */
 } tdacl_attention_desc;
 
@@ -552,6 +556,7 @@ typedef struct tdacl_peak {
     double launch_us;        /* empty-kernel launch-to-completion latency */
     double mma_bf16_gflops;  /* measured bf16 mma.sync rate (f32 accumulation); 0 on devices
                                 whose matrix units the library does not drive */
+    double mma_tf32_gflops;  /* measured tf32 mma.sync rate (f32 accumulation); 0 likewise */
 } tdacl_peak;
 
 /* Runs short probe kernels (a fraction of a second on a GPU, a few seconds on a CPU). */

@@ -63,10 +63,21 @@ static double rng_normal(rng *r)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-/* x rounded to a storage dtype, so the reference sees exactly what the device stores. */
+/* The value grid of f32 inputs computed in tf32 (test-only; not a tdacl_dtype). */
+#define GRID_TF32 ((tdacl_dtype)100)
+
+/* x rounded to a storage dtype, so the reference sees exactly what the device stores; or to
+ * tf32 (10 mantissa bits), the grid the matrix units take at precision tf32. */
 static double to_storage(tdacl_dtype dt, double x)
 {
     float f = (float)x;
+    if (dt == GRID_TF32) {
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        u = (u + 0x1000u) & 0xffffe000u; /* nearest, ties away (finite normal values here) */
+        memcpy(&f, &u, 4);
+        return f;
+    }
     if (dt == TDACL_BF16) return tdacl_bf16_to_f32(tdacl_f32_to_bf16(f));
     if (dt == TDACL_F16) return tdacl_f16_to_f32(tdacl_f32_to_f16(f));
     return f;
@@ -138,12 +149,14 @@ typedef struct attn_case {
     tdacl_precision precision; /* desc.precision; bf16 with f32 storage draws bf16-exact inputs */
 } attn_case;
 
-/* The dtype the inputs q, k, v are drawn in: the storage dtype, or bf16 for f32 storage
- * computed in bf16 (so the kernel's rounding as it stages them is exact and the reference
- * sees what the matrix units take). */
+/* The dtype the inputs q, k, v are drawn in: the storage dtype, or bf16 / tf32 for f32
+ * storage computed in bf16 / tf32 (so the kernel's rounding of them is exact and the
+ * reference sees what the matrix units take). */
 static tdacl_dtype input_values(const attn_case *c)
 {
-    return c->dtype == TDACL_F32 && c->precision == TDACL_PRECISION_BF16 ? TDACL_BF16 : c->dtype;
+    if (c->dtype == TDACL_F32 && c->precision == TDACL_PRECISION_BF16) return TDACL_BF16;
+    if (c->dtype == TDACL_F32 && c->precision == TDACL_PRECISION_TF32) return GRID_TF32;
+    return c->dtype;
 }
 
 static const char *kind_name(tdacl_attention_kind k)
@@ -391,6 +404,7 @@ static double bits_to_double(tdacl_dtype dt, const void *bits, size_t i)
  * u_in * sum_j |a_ij| |v_jc| (= u_in * mag) to the error model; and whether a test expects
  * that variant to have run. */
 static int g_variant, g_expect_mma;
+static int g_expect_mma_decode; /* decode calls must run on the tensor-core decode too */
 /* run each call a second time without statistics and compare (the mma-f32 part) */
 static int g_also_without_stats;
 
@@ -571,7 +585,7 @@ static void dev_run(tdacl_context *ctx, const attn_case *c, const dev_problem *d
         CHECK_OK(ctx, tdacl_attention(ctx, &desc, &ts, stats));
     }
     g_variant = stats->variant;
-    if (g_expect_mma && path == TDACL_PATH_PREFILL && stats->variant != 1) {
+    if (g_expect_mma && (path == TDACL_PATH_PREFILL || g_expect_mma_decode) && stats->variant != 1) {
         char cs[512];
         case_str(c, cs, sizeof cs);
         fail_msg("the tensor-core variant did not run [%s] (TDACL_LOG=debug says why)", cs);
@@ -615,8 +629,10 @@ static void dev_run(tdacl_context *ctx, const attn_case *c, const dev_problem *d
 static void tolerance(const attn_case *c, int Tq, const ref_out *r, const double *gain, double *tol)
 {
     const int dv = c->dv, rows = c->B * c->H * Tq;
-    /* the matrix units take bf16 (bf16 storage, and f32 storage at precision bf16) or f16 */
-    const double u_in = g_variant != 1 ? 0.0 : c->dtype == TDACL_F16 ? 0x1p-11 : 0x1p-8;
+    /* the matrix units take bf16 (bf16 storage, and f32 storage at precision bf16), f16 or
+     * tf32 (f32 storage at precision tf32): the weights are rounded to it, half an ulp */
+    const int tf32 = c->dtype == TDACL_F32 && c->precision == TDACL_PRECISION_TF32;
+    const double u_in = g_variant != 1 ? 0.0 : (c->dtype == TDACL_F16 || tf32) ? 0x1p-11 : 0x1p-8;
     const double eps_acc = (c->Tk + 32.0) * U32 + u_in, eps_s = eps_score(c->d);
     const double u_out = c->odtype == TDACL_BF16 ? 0x1p-8 : c->odtype == TDACL_F16 ? 0x1p-11 : 0.0;
     double *tx = xcalloc((size_t)dv, sizeof(double));
@@ -917,6 +933,9 @@ static void test_variant_d_f16_d128_two_views(void **state) { sweep_kinds(state,
 
 /* ---- the tensor-core variant ------------------------------------------------------------------ */
 
+/* the precision the f32 shapes of mma_shapes run at */
+static tdacl_precision g_f32_precision = TDACL_PRECISION_BF16;
+
 /* Every kind through cl/attention_mma.cl: natively on NVIDIA sm_80+, through the portable
  * fragment body with TDACL_MMA_EMULATE=1 (CI, PoCL); on other devices the SIMT variant
  * answers the same cases.  Shapes straddle the 16-row warp slices, the 64-row blocks and the
@@ -934,8 +953,9 @@ static void mma_shapes(void **state, int first, int count, int alternate)
         {32, 32, 40, 150, 110, LAYOUT_BTHD, TDACL_F16},  /* rows at the end: whole tiles with no mask, padded out rows */
         {128, 128, 33, 33, -1, LAYOUT_BHTD, TDACL_BF16}, /* 32-key tiles */
         {96, 40, 20, 70, 5, LAYOUT_FUSED, TDACL_BF16},   /* keys 25..69 seen by no row; element loads */
-        {64, 64, 40, 40, -1, LAYOUT_BTHD, TDACL_F32},    /* f32 storage at precision bf16: float4 staging */
+        {64, 64, 40, 40, -1, LAYOUT_BTHD, TDACL_F32},    /* f32 storage at precision bf16 / tf32: aligned staging */
         {40, 24, 19, 37, -1, LAYOUT_FUSED, TDACL_F32},   /* ... and element staging */
+        {128, 72, 70, 70, -1, LAYOUT_BHTD, TDACL_F32},   /* tf32 at d 128, keys past a 64-key tile */
     };
     for (int ki = 0; ki < 5; ki++)
         for (int s = first; s < first + count; s++) {
@@ -943,7 +963,7 @@ static void mma_shapes(void **state, int first, int count, int alternate)
             attn_case c = make_case(KINDS[ki], VAR_TINY_BF16, shapes[s].Tq, shapes[s].Tk, shapes[s].off);
             c.d = shapes[s].d, c.dv = shapes[s].dv, c.lay = shapes[s].lay;
             c.dtype = c.odtype = shapes[s].dt;
-            if (c.dtype == TDACL_F32) c.precision = TDACL_PRECISION_BF16;
+            if (c.dtype == TDACL_F32) c.precision = g_f32_precision;
             c.B = 1, c.H = 2;
             c.seed += 77 * (uint64_t)s;
             /* two shapes take their K tiles three stages deep (loads two tiles ahead) */
@@ -965,6 +985,50 @@ static void test_mma_f32_bf16(void **state)
     mma_shapes(state, 4, 2, 1);
     g_also_without_stats = 0;
 }
+/* fp32 storage on the matrix units as tf32 (desc.precision tf32): every kind on three
+ * shapes (aligned and element staging, d 32..128) */
+static void test_mma_f32_tf32(void **state)
+{
+    g_f32_precision = TDACL_PRECISION_TF32;
+    mma_shapes(state, 4, 3, 0);
+    g_f32_precision = TDACL_PRECISION_BF16;
+}
+
+/* The tensor-core decode (the split form of cl/attention_mma.cl, one warp of 16 query rows per
+ * split of the keys, attention_decode_reduce combining the splits, the key norms of tra and
+ * tda computed from the tiles): 2..16 query rows (4..16 for tra and tda) against
+ * a few hundred keys (several splits, a partial last tile), every kind, bf16, f16 and f32 at
+ * precision tf32, against the reference (and, for one case per kind, the prefill rows of the
+ * same inputs); one case per kind on other tiles (16 or 32 keys, three K stages, other split
+ * counts). */
+static void test_mma_decode(void **state)
+{
+    tdacl_device_info info;
+    CHECK_OK(ctx_of(state), tdacl_context_get_info(ctx_of(state), &info));
+    const char *emu = getenv("TDACL_MMA_EMULATE");
+    g_expect_mma = g_expect_mma_decode = info.nv_cc_major >= 8 || (emu && *emu && strcmp(emu, "0"));
+    static const struct { int tq, T, d, dv; layout lay; tdacl_dtype dt; const char *force; } cases[] = {
+        {2, 300, 64, 64, LAYOUT_BHTD, TDACL_BF16, NULL},
+        {16, 200, 32, 40, LAYOUT_BTHD, TDACL_F16, "BN=32 KSTAGES=3 WAVES=2"},
+        {5, 150, 64, 24, LAYOUT_FUSED, TDACL_F32, "BN=16 KSTAGES=2 WAVES=32"}, /* tf32; element loads */
+    };
+    for (int ki = 0; ki < 5; ki++)
+        for (int s = 0; s < 3; s++) {
+            if (s == 2 - ki % 2 && ki != 2) continue; /* two cases per kind (all three for tra) */
+            attn_case c = make_case(KINDS[ki], VAR_TINY_BF16, cases[s].T, cases[s].T, -1);
+            c.d = cases[s].d, c.dv = cases[s].dv, c.lay = cases[s].lay;
+            c.dtype = c.odtype = cases[s].dt;
+            if (c.dtype == TDACL_F32) c.precision = TDACL_PRECISION_TF32;
+            c.B = 1, c.H = 2;
+            c.seed += 31 * (uint64_t)s;
+            apply_pset(&c, &PSETS[(ki + s + 2) % 6]);
+            /* the threshold kinds take the matrix units from 4 rows (test_registry) */
+            const int threshold = KINDS[ki] == TDACL_ATTN_TRA || KINDS[ki] == TDACL_ATTN_TDA;
+            const int tq = threshold && cases[s].tq < 4 ? 4 : cases[s].tq;
+            check_decode_rows(state, &c, tq, (ki + s) % 2, g_expect_mma ? cases[s].force : NULL, s == 0);
+        }
+    g_expect_mma = g_expect_mma_decode = 0;
+}
 
 /* The AMD and Intel bodies of the fragment layer (cl/mma_units.cl) with their instructions
  * emulated from the vendors' documented lane layouts: every kind through each body, on the
@@ -982,10 +1046,12 @@ static void test_mma_units(void **state)
 }
 
 /* The smallest mma case per kind, for the Oclgrind runs of the portable fragment body and
- * of the emulated AMD/Intel bodies (TDACL_MMA_EMULATE names the body). */
+ * of the emulated AMD/Intel bodies (TDACL_MMA_EMULATE names the body); f32 inputs when
+ * TDACL_PRECISION=tf32 (fp32 tiles). */
 static void test_mma_tiny(void **state)
 {
-    const char *emu = getenv("TDACL_MMA_EMULATE");
+    const char *emu = getenv("TDACL_MMA_EMULATE"), *prec = getenv("TDACL_PRECISION");
+    const int tf32 = prec && !strcmp(prec, "tf32");
     g_expect_mma = emu && *emu && strcmp(emu, "0");
     /* each kind in a context of its own: under Oclgrind, a launch of one mma program followed
      * by another in the same context (rela, then tra) draws "uninitialized value" reports in
@@ -996,6 +1062,7 @@ static void test_mma_tiny(void **state)
         void *own_state = own;
         attn_case c = make_case(KINDS[ki], VAR_TINY_BF16, 17, 17, -1);
         c.d = 32, c.dv = 32, c.B = 1, c.H = 1;
+        if (tf32) c.dtype = c.odtype = TDACL_F32, c.precision = TDACL_PRECISION_TF32;
         apply_pset(&c, &PSETS[(ki + 1) % 6]);
         check_case(&own_state, &c, TDACL_PATH_PREFILL);
         tdacl_context_destroy(own);
@@ -1439,6 +1506,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_mma_variant_wide),
         cmocka_unit_test(test_mma_units),
         cmocka_unit_test(test_mma_f32_bf16),
+        cmocka_unit_test(test_mma_f32_tf32),
+        cmocka_unit_test(test_mma_decode),
         cmocka_unit_test(test_mma_tiny),
         cmocka_unit_test(test_class_tiles),
     };
@@ -1455,7 +1524,7 @@ int main(int argc, char **argv)
         {"basics", 0, 4}, {"layouts", 4, 1}, {"layouts-bf16", 5, 1}, {"layouts-f16", 6, 1}, {"layouts-f16-tra", 7, 1},
         {"layouts-f16-two-views", 8, 1}, {"decode", 9, 2}, {"forced-big", 11, 1}, {"semantics", 12, 1},
         {"ladder-ends", 13, 1}, {"semantics-edge", 14, 3}, {"mma", 17, 1}, {"mma-wide", 18, 1}, {"mma-units", 19, 1},
-        {"mma-f32", 20, 1}, {"mma-tiny", 21, 1}, {"class-tiles", 22, 1},
+        {"mma-f32", 20, 1}, {"mma-tf32", 21, 1}, {"mma-decode", 22, 1}, {"mma-tiny", 23, 1}, {"class-tiles", 24, 1},
     };
     int first = 0, count = (int)(sizeof full / sizeof full[0]);
     if (part) {
@@ -1463,7 +1532,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
             if (!strcmp(part, parts[i].name)) first = parts[i].first, count = parts[i].count, found = 1;
         if (!found) {
-            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-tra, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-units, mma-f32, mma-tiny, class-tiles)\n", part);
+            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-tra, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-units, mma-f32, mma-tf32, mma-decode, mma-tiny, class-tiles)\n", part);
             return 2;
         }
     }

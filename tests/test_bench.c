@@ -538,6 +538,13 @@ static void test_options(void **state)
     assert_near(o.measure.min_ms, 5, 0); assert_int_equal(o.measure.min_samples, 3);
     assert_string_equal(o.json, "a.json"); assert_string_equal(o.compare, "b.json");
 
+    /* tf32 attention rows, decode steps of several query rows, decode rows only */
+    assert_int_equal(PARSE(&o, err, "--dtype", "tf32,f32", "--decode-Tq", "8", "--no-prefill"), 0);
+    assert_int_equal(o.ndtypes, 2); assert_string_equal(o.dtypes[0], "tf32");
+    assert_int_equal(o.decode_Tq, 8); assert_true(o.no_prefill);
+    assert_int_equal(PARSE(&o, err, "--decode-Tq", "17"), 2);
+    assert_contains(err, "bad value '17' for --decode-Tq");
+
     assert_int_equal(PARSE(&o, err, "--help"), 1);
     assert_contains(err, "usage: tdacl-bench");
     assert_int_equal(PARSE(&o, err, "--suite", "peak,bogus"), 2);

@@ -84,17 +84,21 @@ static void test_space_defaults_match_sources(void **state)
     for (int i = 0; tdacl__variant_at(i); i++) {
         const tdacl_variant_def *row = tdacl__variant_at(i);
         if (!row->space) continue;
-        /* the kernel file is the program's last source */
-        int last = 0;
-        while (last + 1 < (int)TDACL_ARRAY_LEN(row->program.files) && row->program.files[last + 1]) last++;
-        const tdacl_embedded_source *src = tdacl__find_source(row->program.files[last]);
-        assert_non_null(src);
+        int nfiles = 0;
+        while (nfiles < (int)TDACL_ARRAY_LEN(row->program.files) && row->program.files[nfiles]) nfiles++;
         for (int p = 0; p < row->space->nparams; p++) {
             const tdacl_tunable *t = &row->space->params[p];
             if (!t->is_macro) continue;
-            int def = source_default(src->text, t->name, 0);
+            /* the last of the program's sources that gives the macro a default */
+            int def = -1000;
+            const char *where = "no source";
+            for (int f = nfiles - 1; f >= 0 && def == -1000; f--) {
+                const tdacl_embedded_source *src = tdacl__find_source(row->program.files[f]);
+                assert_non_null(src);
+                def = source_default(src->text, t->name, 0), where = src->name;
+            }
             if (def != t->def)
-                fail_msg("%s: %s defaults to %d in the space but %d in %s", row->name, t->name, t->def, def, src->name);
+                fail_msg("%s: %s defaults to %d in the space but %d in %s", row->name, t->name, t->def, def, where);
             checked++;
         }
     }
@@ -206,12 +210,14 @@ static void check_attention_local(tdacl_context *ctx, tdacl_attention_kind kind,
 {
     attn_bufs b;
     make_bufs(ctx, kind, dt, d, tq, 300, &b);
+    setenv("TDACL_VARIANT", variant, 1); /* the row under test, wherever the device would prefer another */
     tdacl_attention_desc desc;
     tdacl_attention_desc_init(&desc);
     desc.kind = kind;
     desc.path = tq > 16 ? TDACL_PATH_PREFILL : TDACL_PATH_DECODE;
     tdacl_attention_plan plan;
     assert_ok(ctx, tdacl__attention_plan(ctx, &desc, &b.t, &plan));
+    unsetenv("TDACL_VARIANT");
     assert_string_equal(plan.row->name, variant);
     const tdacl_kernel_space *ks = plan.row->space;
     tdacl_param_values v;
@@ -222,8 +228,9 @@ static void check_attention_local(tdacl_context *ctx, tdacl_attention_kind kind,
     plan.row->problem(ctx, &call, &p);
     tdacl_strbuf opts = {0};
     tdacl__attention_options(&plan, &v, &opts);
-    const char *kernel = plan.row->matrix_units ? "attention_mma_fwd"
-                         : desc.path == TDACL_PATH_DECODE ? "attention_decode_part" : "attention_fwd";
+    const int decode = desc.path == TDACL_PATH_DECODE;
+    const char *kernel = plan.row->matrix_units ? (decode ? "attention_mma_split" : "attention_mma_fwd")
+                         : decode ? "attention_decode_part" : "attention_fwd";
     char what[128];
     snprintf(what, sizeof what, "%s %s %s d=%d %s", variant, tdacl_attention_kind_name(kind), tdacl_dtype_name(dt), d, params);
     expect_local(what, ks->local_bytes(ks, &p, &v), compiled_local(ctx, plan.row, opts.data, kernel));
@@ -249,7 +256,20 @@ static void test_local_memory_formulas(void **state)
     setenv("TDACL_MMA_EMULATE", "1", 1);
     check_attention_local(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 64, "attention.mma", "BN=32 NWARPS=4 MT=1");
     check_attention_local(ctx, TDACL_ATTN_SOFTMAX, TDACL_BF16, 32, 64, "attention.mma", "BN=16 NWARPS=2 MT=2");
+    /* the decode form (one warp, its K and V stages) */
+    check_attention_local(ctx, TDACL_ATTN_DIFF_SOFTMAX, TDACL_BF16, 64, 5, "attention_decode.mma", "BN=32 KSTAGES=3");
+    /* fp32 storage at precision tf32: 4-byte tiles */
+    setenv("TDACL_PRECISION", "tf32", 1);
+    check_attention_local(ctx, TDACL_ATTN_TRA, TDACL_F32, 64, 64, "attention.mma", "BN=32 NWARPS=4 MT=1");
     unsetenv("TDACL_MMA_EMULATE");
+    /* natively on NVIDIA sm_80+: the register body stages Q through the K buffer */
+    if (ctx->info.nv_cc_major >= 8) {
+        check_attention_local(ctx, TDACL_ATTN_TDA, TDACL_F32, 64, 64, "attention.mma", "BN=16 NWARPS=4 MT=2 KSTAGES=3");
+        check_attention_local(ctx, TDACL_ATTN_SOFTMAX, TDACL_F32, 128, 64, "attention.mma", "BN=32 NWARPS=2 MT=1");
+        unsetenv("TDACL_PRECISION");
+        check_attention_local(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 64, "attention.mma", "BN=64 NWARPS=4 MT=2 KSTAGES=3");
+    }
+    unsetenv("TDACL_PRECISION");
     /* GEMM */
     const tdacl_variant_def *gemm = tdacl__variant("gemm.simt");
     int64_t as[2] = {40, 24}, ws[2] = {24, 40};
@@ -392,7 +412,7 @@ static void test_dispatch(void **state)
     assert_ok(ctx, plan_of(ctx, TDACL_ATTN_SOFTMAX, TDACL_BF16, 160, 64, &plan));
     assert_string_equal(plan.row->name, "attention.simt");
     assert_contains(plan.variant_why, "d=160");
-    /* fp32 storage reaches the matrix units only at precision bf16; tf32 has no kernel yet */
+    /* fp32 storage reaches the matrix units at precision bf16 (rounded as staged) and tf32 */
     g_precision = TDACL_PRECISION_BF16;
     assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_F32, 64, 64, &plan));
     assert_string_equal(plan.row->name, "attention.mma");
@@ -406,8 +426,17 @@ static void test_dispatch(void **state)
     tdacl__sb_free(&opts);
     g_precision = TDACL_PRECISION_TF32;
     assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_F32, 64, 64, &plan));
+    assert_string_equal(plan.row->name, "attention.mma");
+    tdacl__attention_options(&plan, &pv, &opts);
+    assert_contains(opts.data, "-DDT=0 ");
+    assert_contains(opts.data, "-DMMA_IN=3 ");
+    tdacl__sb_free(&opts);
+    /* tf32 has the mma.sync and portable bodies only; an AMD/Intel body says so */
+    setenv("TDACL_MMA_EMULATE", "mfma", 1);
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_F32, 64, 64, &plan));
     assert_string_equal(plan.row->name, "attention.simt");
-    assert_contains(plan.variant_why, "precision tf32 runs exact");
+    assert_contains(plan.variant_why, "precision tf32 runs on mma.sync only");
+    setenv("TDACL_MMA_EMULATE", "1", 1);
     g_precision = (tdacl_precision)7;
     assert_status(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_F32, 64, 64, &plan), TDACL_ERR_INVALID_ARGUMENT);
     assert_contains(tdacl_last_error(ctx), "desc.precision 7");
@@ -419,16 +448,35 @@ static void test_dispatch(void **state)
     assert_status(ctx, plan_of(ctx, TDACL_ATTN_TDA, TDACL_F32, 64, 64, &plan), TDACL_ERR_INVALID_ARGUMENT);
     assert_contains(tdacl_last_error(ctx), "TDACL_PRECISION='half'");
     unsetenv("TDACL_PRECISION");
-    /* decode has one variant */
-    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 2, &plan));
+    /* decode: 2..16 query rows on the matrix units (the threshold kinds from 4), one row on
+     * the FP32 lanes (with why) */
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 4, &plan));
+    assert_string_equal(plan.row->name, "attention_decode.mma");
+    assert_int_equal(plan.row->matrix_units, 1);
+    assert_int_equal(tdacl__params_parse(plan.row->space, "", &pv, pwhy, sizeof pwhy), 0);
+    tdacl__attention_options(&plan, &pv, &opts);
+    assert_contains(opts.data, "-DSPLIT=1 ");
+    assert_contains(opts.data, "-DTQP=16 ");
+    tdacl__sb_free(&opts);
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 1, &plan));
     assert_string_equal(plan.row->name, "attention_decode.simt");
+    assert_contains(plan.variant_why, "attention_decode.mma: Tq=1: one query row");
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TDA, TDACL_BF16, 64, 3, &plan));
+    assert_string_equal(plan.row->name, "attention_decode.simt");
+    assert_contains(plan.variant_why, "Tq=3: the threshold kinds' FP32-lane decode");
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_SOFTMAX, TDACL_BF16, 64, 2, &plan));
+    assert_string_equal(plan.row->name, "attention_decode.mma");
+    unsetenv("TDACL_MMA_EMULATE");
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 4, &plan));
+    assert_string_equal(plan.row->name, native ? "attention_decode.mma" : "attention_decode.simt");
+    setenv("TDACL_MMA_EMULATE", "1", 1);
     /* TDACL_VARIANT restricts the choice to the rows it names, per operation */
     setenv("TDACL_VARIANT", "attention.simt,gemm.simt", 1);
     assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 64, &plan));
     assert_string_equal(plan.row->name, "attention.simt");
     assert_contains(plan.variant_why, "attention.mma: excluded by TDACL_VARIANT");
-    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 2, &plan)); /* names no decode row: free */
-    assert_string_equal(plan.row->name, "attention_decode.simt");
+    assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 4, &plan)); /* names no decode row: free */
+    assert_string_equal(plan.row->name, "attention_decode.mma");
     /* naming only a row that cannot run the call is an error, not a silent fallback */
     unsetenv("TDACL_MMA_EMULATE");
     setenv("TDACL_VARIANT", "attention.mma", 1);

@@ -50,7 +50,7 @@ static tdacl_context *make_ctx(const char *file, int use_db, tu_log *log)
     return ctx;
 }
 
-static const tdacl_problem PROBLEM = {TDACL_ATTN_TRA, TDACL_F32, 64, 64, 128, 1, 0, 0, 0};
+static const tdacl_problem PROBLEM = {TDACL_ATTN_TRA, TDACL_F32, 64, 64, 128, 1, 0, 0, 0, 0};
 
 static const tdacl_kernel_space *space(const char *kernel)
 {
@@ -296,9 +296,9 @@ static int pidx(const tdacl_kernel_space *ks, const char *name)
 
 /* The problems every value set used below must suit. */
 static const tdacl_problem LOOKUP_PROBLEMS[] = {
-    {TDACL_ATTN_TRA, TDACL_F32, 64, 64, 128, 1, 0, 0, 0},
-    {TDACL_ATTN_TRA, TDACL_F32, 128, 128, 128, 1, 0, 0, 0},
-    {TDACL_ATTN_SOFTMAX, TDACL_F32, 64, 64, 128, 1, 0, 0, 0},
+    {TDACL_ATTN_TRA, TDACL_F32, 64, 64, 128, 1, 0, 0, 0, 0},
+    {TDACL_ATTN_TRA, TDACL_F32, 128, 128, 128, 1, 0, 0, 0, 0},
+    {TDACL_ATTN_SOFTMAX, TDACL_F32, 64, 64, 128, 1, 0, 0, 0, 0},
 };
 
 static int valid_for_all(const tdacl_kernel_space *ks, const tdacl_device_info *d, const int *v)
@@ -365,6 +365,42 @@ static tdacl_tuned fallback_for(const char *kernel, const tdacl_problem *p)
     tdacl_context_destroy(ctx);
     assert_true(t.source != TDACL_TUNED_USER);
     return t;
+}
+
+/* "dtype=tf32" keys fp32 storage on the matrix units as tf32 (4-byte tiles): it applies to
+ * such problems only, and an f32 entry only to the others; both survive format -> parse. */
+static void test_lookup_tf32_key(void **state)
+{
+    (void)state;
+    char path[1024], text[1024];
+    snprintf(path, sizeof path, "%s/tf32.tdb", dir);
+    snprintf(text, sizeof text,
+             "attention_mma class=%s kind=tra dtype=tf32 d=64 dv=64 : BN=16 NWARPS=2 MT=1 KSTAGES=3\n"
+             "attention_mma class=%s kind=tra dtype=f32 d=64 dv=64 : BN=32 NWARPS=8 MT=1 KSTAGES=2\n",
+             dev.arch, dev.arch);
+    write_text(path, text);
+    tdacl_context *ctx = make_ctx(path, 1, NULL);
+    const tdacl_kernel_space *ks = space("attention_mma");
+    tdacl_problem tf32 = {.kind = TDACL_ATTN_TRA, .dtype = TDACL_F32, .d = 64, .dv = 64, .t = 4096, .tq = 1,
+                          .mma_regs = 1, .tile_bytes = 4};
+    tdacl_problem bf16c = tf32;
+    bf16c.tile_bytes = 2; /* f32 storage computed in bf16 */
+    tdacl_tuned a = lookup(ctx, "attention_mma", &tf32), b = lookup(ctx, "attention_mma", &bf16c);
+    assert_int_equal(a.source, TDACL_TUNED_USER);
+    assert_int_equal(b.source, TDACL_TUNED_USER);
+    char pa[128], pb[128];
+    tdacl__params_text(ks, &a.values, pa, sizeof pa);
+    tdacl__params_text(ks, &b.values, pb, sizeof pb);
+    assert_string_equal(pa, "BN=16 NWARPS=2 MT=1 KSTAGES=3");
+    assert_string_equal(pb, "BN=32 NWARPS=8 MT=1 KSTAGES=2");
+    tdacl_context_destroy(ctx);
+    tdacl_tdb db;
+    assert_ok(NULL, tdacl__tdb_parse(NULL, text, strlen(text), "tf32.tdb", &db));
+    assert_int_equal(db.entries[0].dtype, TDACL_KEY_TF32);
+    char line[512];
+    tdacl__tdb_format(&db.entries[0], line, sizeof line);
+    assert_non_null(strstr(line, " dtype=tf32 "));
+    tdacl__tdb_free(&db);
 }
 
 static void test_lookup_user_entry(void **state)
@@ -598,7 +634,7 @@ static void test_defaults_always_valid(void **state)
             for (int kind = 0; kind <= TDACL_ATTN_DIFF_SOFTMAX; kind++)
                 for (int d = 32; d <= 256; d *= 2)
                     for (int tq = 1; tq <= 16; tq *= 4) {
-                        tdacl_problem p = {kind, TDACL_F32, d, d, 4096, tq, 0, 0, 0};
+                        tdacl_problem p = {kind, TDACL_F32, d, d, 4096, tq, 0, 0, 0, 0};
                         tdacl_tuned t = lookup(ctx, kernels[kn], &p);
                         char why[200] = "";
                         if (chk(ks, &ctx->info, &p, t.values.v, why, sizeof why))
@@ -704,7 +740,7 @@ static void test_constraints(void **state)
     const tdacl_kernel_space *dk = space("attention_decode");
     int ntd = pidx(dk, "NTD");
     d = roomy();
-    tdacl_problem q = {TDACL_ATTN_TRA, TDACL_F32, 128, 128, 4096, 1, 0, 0, 0};
+    tdacl_problem q = {TDACL_ATTN_TRA, TDACL_F32, 128, 128, 4096, 1, 0, 0, 0, 0};
     tdacl_tuned dt;
     tdacl_context *ctx = make_ctx(NULL, 0, NULL);
     dt = lookup(ctx, "attention_decode", &q);
@@ -998,6 +1034,7 @@ int main(void)
         cmocka_unit_test(test_parse_bad_lines),
         cmocka_unit_test(test_format_roundtrip),
         cmocka_unit_test(test_lookup_user_entry),
+        cmocka_unit_test(test_lookup_tf32_key),
         cmocka_unit_test(test_lookup_invalid_entries_fall_back),
         cmocka_unit_test(test_use_tuning_db_off),
         cmocka_unit_test(test_defaults_always_valid),

@@ -83,6 +83,18 @@ def test_layouts_and_dtypes(ctx):
     np.testing.assert_allclose(got, want, rtol=0.05, atol=0.05)
 
 
+def test_precision_tf32(ctx, monkeypatch):
+    # fp32 storage on the tensor-core kernel as tf32 (here its portable body): within tf32's
+    # rounding of the exact result; an unknown precision is refused
+    monkeypatch.setenv("TDACL_MMA_EMULATE", "1")
+    rng = np.random.default_rng(9)
+    q, k, v = (rng.standard_normal((1, 2, 19, 32)).astype(np.float32) for _ in range(3))
+    want = reference("softmax", q.astype(np.float64), k.astype(np.float64), v.astype(np.float64))
+    np.testing.assert_allclose(ctx.attention(q, k, v, "softmax", precision="tf32"), want, rtol=5e-3, atol=5e-3)
+    with pytest.raises(ValueError, match="precision"):
+        ctx.attention(q, k, v, "softmax", precision="fp8")
+
+
 def bf16_round(x):
     """x rounded to bfloat16 (nearest even), as float64."""
     b = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)

@@ -31,8 +31,9 @@ static void print_record(const tdacl_device_info *i, int verbose)
     tdacl_mma_choice m;
     tdacl__mma_choose(i, &m);
     if (m.body == TDACL_MMA_PTX)
-        printf("    matrix units: mma.sync bf16/f16 (sm_%d%d), used by attention prefill with bf16/f16 inputs and f32 at\n"
-               "                  precision bf16, and by the GEMM with bf16 weights; tf32 not used\n",
+        printf("    matrix units: mma.sync bf16/f16/tf32 (sm_%d%d), used by attention prefill and decode steps of 2..16\n"
+               "                  rows with bf16/f16 inputs and f32 at precision tf32 or bf16, and by the GEMM with\n"
+               "                  bf16 weights\n",
                i->nv_cc_major, i->nv_cc_minor);
     else if (m.hardware)
         printf("    matrix units: %s bf16/f16, EXPERIMENTAL (TDACL_EXPERIMENTAL_MATRIX=1): compiled, not yet run on\n"
@@ -167,6 +168,7 @@ int cmd_devices(int argc, char **argv)
             printf("    measured peak: FP32 %.1f GFLOP/s, read bandwidth %.1f GB/s, launch latency %.1f us", pk.fp32_gflops,
                    pk.bandwidth_gbs, pk.launch_us);
             if (pk.mma_bf16_gflops > 0) printf(", mma.sync bf16 %.1f GFLOP/s", pk.mma_bf16_gflops);
+            if (pk.mma_tf32_gflops > 0) printf(", mma.sync tf32 %.1f GFLOP/s", pk.mma_tf32_gflops);
             printf("\n");
         }
         tdacl_context_destroy(ctx);

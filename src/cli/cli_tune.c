@@ -126,7 +126,8 @@ static void usage(FILE *f)
             "(timing stays sequential).  Ctrl-C stops at once and keeps the best found.  --import-clblast\n"
             "stores a CLBlast tuner result (clblast-utils) as a clblast_* entry, which contexts then\n"
             "apply through CLBlastOverrideParameters.  Kinds: %s.  attention_mma tunes the tensor-core\n"
-            "variant (bf16/f16; NVIDIA sm_80+, or its portable body with TDACL_MMA_EMULATE=1).\n",
+            "variant (bf16/f16, and tf32: f32 storage at precision tf32, entries keyed dtype=tf32; NVIDIA\n"
+            "sm_80+, or its portable body with TDACL_MMA_EMULATE=1).\n",
             kernels, kinds);
 }
 
@@ -176,7 +177,7 @@ int cmd_tune(int argc, char **argv)
             for (int k = 0; !bad && k < nkinds; k++) bad = tdacl__kind_from_name(kinds[k]) < 0;
         } else if (!strcmp(o, "--dtype")) {
             bad = (ndtypes = split(v, dtypes, 4)) < 0;
-            for (int k = 0; !bad && k < ndtypes; k++) bad = tdacl__dtype_from_name(dtypes[k]) < 0;
+            for (int k = 0; !bad && k < ndtypes; k++) bad = strcmp(dtypes[k], "tf32") && tdacl__dtype_from_name(dtypes[k]) < 0;
         } else if (!strcmp(o, "--d")) bad = cli_long(v, &n) || n < 1 || n > 256, d = (int)n;
         else if (!strcmp(o, "--T")) bad = cli_long(v, &T) || T < 1;
         else if (!strcmp(o, "--B")) bad = cli_long(v, &B) || B < 1;
@@ -226,7 +227,7 @@ int cmd_tune(int argc, char **argv)
     int gpu = ctx->info.type == TDACL_DEVICE_GPU, rc = 0;
     printf("tuning on %s (%s) -> %s\n", ctx->info.name, ctx->info.arch, path);
     for (int ki = 0; ki < nkernels && !stop_flag; ki++) {
-        int decode = !strcmp(kernels[ki], "attention_decode"), gemm = !strncmp(kernels[ki], "gemm", 4);
+        int decode = !strncmp(kernels[ki], "attention_decode", 16), gemm = !strncmp(kernels[ki], "gemm", 4);
         /* a short and a long representative length per problem (gemm: rows = tokens) */
         long long lengths[2] = {decode ? 2048 : 1024, decode ? (gpu ? 32768 : 8192) : (gpu ? 8192 : 2048)};
         int nlen = T ? 1 : 2;
@@ -240,8 +241,13 @@ int cmd_tune(int argc, char **argv)
                     job.kind = gemm ? -1 : tdacl__kind_from_name(kinds[kk]);
                     job.N = N;
                     job.K = K;
-                    job.dtype = (tdacl_dtype)tdacl__dtype_from_name(dtypes[di]);
+                    /* tf32: f32 storage on the matrix units as tf32 (attention_mma) */
+                    const int tf32 = !strcmp(dtypes[di], "tf32");
+                    job.dtype = tf32 ? TDACL_F32 : (tdacl_dtype)tdacl__dtype_from_name(dtypes[di]);
+                    job.precision = tf32 ? TDACL_PRECISION_TF32 : TDACL_PRECISION_EXACT;
                     job.d = d;
+                    /* the tensor-core decode serves 2..16 query rows: tuned at 8 */
+                    job.tq = !strcmp(kernels[ki], "attention_decode_mma") ? 8 : 1;
                     job.B = decode ? 2 * B : B;
                     job.H = decode ? 2 * H : H;
                     job.T = lengths[li];

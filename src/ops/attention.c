@@ -346,7 +346,7 @@ void tdacl__attention_decode_call_options(const void *call, tdacl_strbuf *sb)
 {
     const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
     tdacl__attention_call_options(call, sb);
-    tdacl__sb_printf(sb, " -DTQP=%d -DNR=%d", tdacl__decode_tqp(p->Tq), p->dvpad >= 64 ? 64 : p->dvpad);
+    tdacl__sb_printf(sb, " -DTQP=%d -DRED_NT=%d", tdacl__decode_tqp(p->Tq), tdacl__reduce_nt(p));
     /* 16-bit keys on 16-byte rows move 8 elements per load (cl/attention_decode.cl) */
     if (p->problem.wide16) tdacl__sb_printf(sb, " -DALIGNED16");
 }
@@ -400,6 +400,66 @@ static tdacl_status read_stats(tdacl_context *ctx, const tdacl_attention_plan *p
     return TDACL_SUCCESS;
 }
 
+/* Inverse norms of q, k (and q2, k2) for the normalised kinds, into sub-buffers subs[0..3]
+ * (q, k, q2, k2) of one scratch allocation; nothing for the others, and for the keys only
+ * with `keys` (the tensor-core decode computes them from its tiles).  The caller releases
+ * the sub-buffers and the events. */
+static tdacl_status prepare_norms(tdacl_context *ctx, const tdacl_attention_plan *p, const tdacl_attention_tensors *t,
+                                  int keys, cl_mem subs[4], cl_event evs[4])
+{
+    const tdacl_attention_desc *d = &p->desc;
+    if (!(d->normalize && tdacl__kind_threshold(d->kind))) return TDACL_SUCCESS;
+    const int64_t bh = p->B * p->H;
+    const size_t nq = (size_t)(bh * p->Tq), nk = (size_t)(bh * p->Tk);
+    const int nviews = tdacl__kind_views(d->kind);
+    /* offsets stay aligned to the device's base alignment by rounding each region up */
+    size_t align = ctx->info.mem_base_align_bits ? ctx->info.mem_base_align_bits / 8 : 128;
+    size_t sizes[4] = {4 * nq, keys ? 4 * nk : 0, 4 * nq, keys ? 4 * nk : 0}, off = 0, need = 0;
+    for (int i = 0; i < 2 * nviews; i++) need += (sizes[i] + align - 1) / align * align;
+    cl_mem norms = NULL;
+    tdacl_status st = tdacl__scratch(ctx, TDACL_SCRATCH_NORMS, need, &norms);
+    if (st) return st;
+    for (int i = 0; i < 2 * nviews; i++) {
+        if (!sizes[i]) continue;
+        cl_buffer_region reg = {off, sizes[i] ? sizes[i] : 4};
+        cl_int err;
+        subs[i] = clCreateSubBuffer(norms, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &reg, &err);
+        if (!subs[i]) return tdacl__fail_cl(ctx, err, "clCreateSubBuffer(norms)");
+        off += (sizes[i] + align - 1) / align * align;
+    }
+    const tdacl_tensor *src[4] = {t->q, t->k, t->q2, t->k2};
+    int64_t rows[4] = {p->Tq, p->Tk, p->Tq, p->Tk};
+    for (int i = 0; i < 2 * nviews && !st; i++)
+        if (subs[i]) st = inv_norms(ctx, p, src[i], rows[i], subs[i], &evs[i]);
+    return st;
+}
+
+/* The argument list the prefill kernels share (attention_fwd, attention_mma_fwd, and the
+ * first PREFILL_NARGS of attention_mma_split). */
+#define PREFILL_NARGS 41
+static tdacl_status set_prefill_args(tdacl_context *ctx, cl_kernel k, const char *name, const tdacl_attention_plan *p,
+                                     const tdacl_attention_tensors *t, cl_mem subs[4], cl_mem stats_mem, int want)
+{
+    const tdacl_attention_desc *d = &p->desc;
+    launch_args a;
+    launch_args_of(p, t, &a);
+    cl_mem qinv = subs[0], kinv = subs[1], q2inv = subs[2], k2inv = subs[3];
+    cl_int H = (cl_int)p->H, dd = p->d, dv = p->dv, pmode = p->pmode, norm = d->norm == TDACL_NORM_RMS, want_i = want;
+    cl_long Tq = p->Tq, Tk = p->Tk, offset = p->offset;
+    return tdacl__set_args(ctx, k, name, sizeof a.qm, &a.qm, sizeof a.km, &a.km, sizeof a.vm, &a.vm,
+                           sizeof a.q2m, &a.q2m, sizeof a.k2m, &a.k2m, sizeof qinv, &qinv, sizeof kinv, &kinv,
+                           sizeof q2inv, &q2inv, sizeof k2inv, &k2inv, sizeof a.gm, &a.gm, sizeof a.lm, &a.lm, sizeof a.om, &a.om,
+                           sizeof stats_mem, &stats_mem, sizeof a.qs, &a.qs, sizeof a.ks, &a.ks, sizeof a.vs, &a.vs,
+                           sizeof a.q2s, &a.q2s, sizeof a.k2s, &a.k2s, sizeof a.os, &a.os, sizeof a.qo, &a.qo,
+                           sizeof a.ko, &a.ko, sizeof a.vo, &a.vo, sizeof a.q2o, &a.q2o, sizeof a.k2o, &a.k2o,
+                           sizeof a.oo, &a.oo, sizeof H, &H, sizeof Tq, &Tq, sizeof Tk, &Tk,
+                           sizeof offset, &offset, sizeof dd, &dd, sizeof dv, &dv, sizeof a.scale, &a.scale,
+                           sizeof a.beta, &a.beta, sizeof a.kappa, &a.kappa, sizeof pmode, &pmode,
+                           sizeof a.power, &a.power, sizeof a.lambda, &a.lambda, sizeof norm, &norm,
+                           sizeof a.eps, &a.eps, sizeof a.out_scale, &a.out_scale, sizeof want_i, &want_i,
+                           (size_t)0);
+}
+
 /* Both prefill variants take the same arguments; they differ in program, work-group size
  * and tile, which follow from their named parameters. */
 tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
@@ -422,6 +482,7 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
     tdacl_strbuf opts = {0};
     tdacl__variant_options(row, call, v, &opts);
     int64_t bh = p->B * p->H, nqb = (p->Tq + bm - 1) / bm;
+    cl_int err;
     cl_kernel k;
     tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
                                : tdacl__variant_kernel(ctx, row, opts.data, kernel_name, &k);
@@ -429,41 +490,11 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
     if (st) return st;
 
     /* inverse norms of q, k (and q2, k2) for normalised kinds */
-    int normalize = d->normalize && tdacl__kind_threshold(d->kind);
-    cl_mem norms = NULL;
-    size_t nq = (size_t)(bh * p->Tq), nk = (size_t)(bh * p->Tk);
-    int nviews = tdacl__kind_views(d->kind);
     cl_event evs[4] = {0};
-    cl_mem qinv = NULL, kinv = NULL, q2inv = NULL, k2inv = NULL;
-    cl_buffer_region reg;
-    cl_int err;
     cl_mem subs[4] = {0};
-    if (normalize) {
-        /* sub-buffers of one scratch allocation; offsets stay aligned to the device's base
-         * alignment by rounding each region up */
-        size_t align = ctx->info.mem_base_align_bits ? ctx->info.mem_base_align_bits / 8 : 128;
-        size_t sizes[4] = {4 * nq, 4 * nk, 4 * nq, 4 * nk}, off = 0;
-        size_t need = 0;
-        for (int i = 0; i < 2 * nviews; i++) need += (sizes[i] + align - 1) / align * align;
-        if ((st = tdacl__scratch(ctx, TDACL_SCRATCH_NORMS, need, &norms))) return st;
-        for (int i = 0; i < 2 * nviews; i++) {
-            reg.origin = off;
-            reg.size = sizes[i] ? sizes[i] : 4;
-            subs[i] = clCreateSubBuffer(norms, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &reg, &err);
-            if (!subs[i]) {
-                for (int j = 0; j < i; j++) clReleaseMemObject(subs[j]);
-                return tdacl__fail_cl(ctx, err, "clCreateSubBuffer(norms)");
-            }
-            off += (sizes[i] + align - 1) / align * align;
-        }
-        qinv = subs[0], kinv = subs[1];
-        if (nviews == 2) q2inv = subs[2], k2inv = subs[3];
-        const tdacl_tensor *src[4] = {t->q, t->k, t->q2, t->k2};
-        int64_t rows[4] = {p->Tq, p->Tk, p->Tq, p->Tk};
-        for (int i = 0; i < 2 * nviews && !st; i++) st = inv_norms(ctx, p, src[i], rows[i], subs[i], &evs[i]);
-    }
+    st = prepare_norms(ctx, p, t, 1, subs, evs);
     cl_mem stats_mem = NULL;
-    int want = call->stats != NULL && d->want_stats;
+    const int want = call->stats != NULL && d->want_stats;
     if (!st && want) {
         if ((st = tdacl__scratch(ctx, TDACL_SCRATCH_STATS, (size_t)(bh * nqb) * 16, &stats_mem)) == 0) {
             cl_uint zero = 0;
@@ -473,23 +504,7 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
     }
     cl_event ev = NULL;
     if (!st) {
-        launch_args a;
-        launch_args_of(p, t, &a);
-        cl_int H = (cl_int)p->H, dd = p->d, dv = p->dv, pmode = p->pmode, norm = d->norm == TDACL_NORM_RMS,
-               want_i = want;
-        cl_long Tq = p->Tq, Tk = p->Tk, offset = p->offset;
-        st = tdacl__set_args(ctx, k, kernel_name, sizeof a.qm, &a.qm, sizeof a.km, &a.km, sizeof a.vm, &a.vm,
-                             sizeof a.q2m, &a.q2m, sizeof a.k2m, &a.k2m, sizeof qinv, &qinv, sizeof kinv, &kinv,
-                             sizeof q2inv, &q2inv, sizeof k2inv, &k2inv, sizeof a.gm, &a.gm, sizeof a.lm, &a.lm, sizeof a.om, &a.om,
-                             sizeof stats_mem, &stats_mem, sizeof a.qs, &a.qs, sizeof a.ks, &a.ks, sizeof a.vs, &a.vs,
-                             sizeof a.q2s, &a.q2s, sizeof a.k2s, &a.k2s, sizeof a.os, &a.os, sizeof a.qo, &a.qo,
-                             sizeof a.ko, &a.ko, sizeof a.vo, &a.vo, sizeof a.q2o, &a.q2o, sizeof a.k2o, &a.k2o,
-                             sizeof a.oo, &a.oo, sizeof H, &H, sizeof Tq, &Tq, sizeof Tk, &Tk,
-                             sizeof offset, &offset, sizeof dd, &dd, sizeof dv, &dv, sizeof a.scale, &a.scale,
-                             sizeof a.beta, &a.beta, sizeof a.kappa, &a.kappa, sizeof pmode, &pmode,
-                             sizeof a.power, &a.power, sizeof a.lambda, &a.lambda, sizeof norm, &norm,
-                             sizeof a.eps, &a.eps, sizeof a.out_scale, &a.out_scale, sizeof want_i, &want_i,
-                             (size_t)0);
+        st = set_prefill_args(ctx, k, kernel_name, p, t, subs, stats_mem, want);
         if (!st) {
             size_t global[3] = {(size_t)nt, (size_t)bh, (size_t)nqb}, local[3] = {(size_t)nt, 1, 1};
             st = tdacl__launch(ctx, k, 3, global, local, &ev, kernel_name);
@@ -520,6 +535,75 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
     return st;
 }
 
+/* How a decode splits its visible keys [0, kend) over work-groups: about `waves` work-groups
+ * per compute unit in all, splits of a multiple of `unit` keys, none empty. */
+static void split_keys(const tdacl_context *ctx, int64_t kend, int unit, int waves, int64_t bh, int64_t *nsplit,
+                       int64_t *split_len)
+{
+    int64_t chunks = (kend + unit - 1) / unit;
+    int64_t target = (int64_t)waves * (ctx->info.compute_units ? ctx->info.compute_units : 1);
+    int64_t n = (target + bh - 1) / bh;
+    if (n > chunks) n = chunks;
+    if (n < 1) n = 1;
+    *split_len = ((kend + n - 1) / n + unit - 1) / unit * unit;
+    *nsplit = (kend + *split_len - 1) / *split_len;
+}
+
+/* The two kernels of a decode row's program: the split kernel `part` and the reduction. */
+static tdacl_status decode_kernels(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_attention_call *call,
+                                   const tdacl_param_values *v, const char *part, cl_kernel *kp, cl_kernel *kr)
+{
+    tdacl_strbuf opts = {0};
+    tdacl__variant_options(row, call, v, &opts);
+    tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
+                               : tdacl__variant_kernel(ctx, row, opts.data, part, kp);
+    if (!st) st = tdacl__variant_kernel(ctx, row, opts.data, "attention_decode_reduce", kr);
+    tdacl__sb_free(&opts);
+    return st;
+}
+
+/* Tiles of `unit` keys the splits of one (batch, head) visit together. */
+static uint64_t split_tiles(int64_t kend, int64_t nsplit, int64_t split_len, int64_t unit)
+{
+    uint64_t tiles = 0;
+    for (int64_t s = 0; s < nsplit; s++) {
+        int64_t lo = s * split_len, hi = lo + split_len < kend ? lo + split_len : kend;
+        tiles += (uint64_t)((hi - lo + unit - 1) / unit);
+    }
+    return tiles;
+}
+
+/* Scratch for the splits' partials (attention_reduce.cl's layout, tqp rows per split). */
+static tdacl_status partial_buffers(tdacl_context *ctx, const tdacl_attention_plan *p, size_t slots, int tqp,
+                                    cl_mem *opart, cl_mem *mlpart)
+{
+    const int nw = tdacl__kind_weight_sets(p->desc.kind), nv = tdacl__kind_views(p->desc.kind);
+    tdacl_status st = tdacl__scratch(ctx, TDACL_SCRATCH_PARTIAL, slots * (size_t)nw * (size_t)tqp * (size_t)p->dvpad * 4, opart);
+    if (!st) st = tdacl__scratch(ctx, TDACL_SCRATCH_ML, slots * (size_t)nv * (size_t)tqp * 8, mlpart);
+    return st;
+}
+
+/* attention_decode_reduce over nsplit splits: one work-group per (batch*head, query row). */
+static tdacl_status launch_reduce(tdacl_context *ctx, cl_kernel kr, const tdacl_attention_plan *p,
+                                  const tdacl_attention_tensors *t, cl_mem opart, cl_mem mlpart, int64_t nsplit,
+                                  cl_event *ev)
+{
+    launch_args a;
+    launch_args_of(p, t, &a);
+    cl_int H = (cl_int)p->H, dv = p->dv, norm = p->desc.norm == TDACL_NORM_RMS, ns = (cl_int)nsplit;
+    tdacl_status st = tdacl__set_args(ctx, kr, "attention_decode_reduce", sizeof opart, &opart, sizeof mlpart, &mlpart,
+                                      sizeof a.gm, &a.gm, sizeof a.lm, &a.lm, sizeof a.om, &a.om, sizeof a.os, &a.os,
+                                      sizeof a.oo, &a.oo, sizeof H, &H, sizeof ns, &ns, sizeof dv, &dv, sizeof a.lambda,
+                                      &a.lambda, sizeof norm, &norm, sizeof a.eps, &a.eps, sizeof a.out_scale,
+                                      &a.out_scale, (size_t)0);
+    if (st) return st;
+    const size_t nr = (size_t)tdacl__reduce_nt(p);
+    size_t g[3] = {nr, (size_t)(p->B * p->H), (size_t)p->Tq}, l[3] = {nr, 1, 1};
+    return tdacl__launch(ctx, kr, 3, g, l, ev, "attention_decode_reduce");
+}
+
+int tdacl__reduce_nt(const tdacl_attention_plan *p) { return p->dvpad >= 64 ? 64 : p->dvpad; }
+
 tdacl_status tdacl__attention_decode_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
                                             const tdacl_param_values *v)
 {
@@ -529,37 +613,23 @@ tdacl_status tdacl__attention_decode_launch(tdacl_context *ctx, const tdacl_vari
     const int ntd = tdacl__param(row->space, v, "NTD"), waves = tdacl__param(row->space, v, "WAVES");
     int64_t bh = p->B * p->H;
     int64_t kend = p->offset + p->Tq < p->Tk ? p->offset + p->Tq : p->Tk;
-    int64_t chunks = (kend + ntd - 1) / ntd;
-    int64_t target = (int64_t)waves * (ctx->info.compute_units ? ctx->info.compute_units : 1);
-    int64_t nsplit = (target + bh - 1) / bh;
-    if (nsplit > chunks) nsplit = chunks;
-    if (nsplit < 1) nsplit = 1;
-    int64_t split_len = ((kend + nsplit - 1) / nsplit + ntd - 1) / ntd * ntd;
-    nsplit = (kend + split_len - 1) / split_len;
-    const int nw = tdacl__kind_weight_sets(d->kind), nv = tdacl__kind_views(d->kind);
-    int nr = p->dvpad >= 64 ? 64 : p->dvpad;
+    int64_t nsplit, split_len;
+    split_keys(ctx, kend, ntd, waves, bh, &nsplit, &split_len);
 
     const int tqp = tdacl__decode_tqp(p->Tq);
-    tdacl_strbuf opts = {0};
-    tdacl__variant_options(row, call, v, &opts);
     cl_kernel kp, kr;
-    tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
-                               : tdacl__variant_kernel(ctx, row, opts.data, "attention_decode_part", &kp);
-    if (!st) st = tdacl__variant_kernel(ctx, row, opts.data, "attention_decode_reduce", &kr);
-    tdacl__sb_free(&opts);
+    tdacl_status st = decode_kernels(ctx, row, call, v, "attention_decode_part", &kp, &kr);
     if (st) return st;
 
     cl_mem opart, mlpart, stats_mem = NULL;
     size_t slots = (size_t)(bh * nsplit);
-    if ((st = tdacl__scratch(ctx, TDACL_SCRATCH_PARTIAL, slots * (size_t)nw * (size_t)tqp * (size_t)p->dvpad * 4, &opart))) return st;
-    if ((st = tdacl__scratch(ctx, TDACL_SCRATCH_ML, slots * (size_t)nv * (size_t)tqp * 8, &mlpart))) return st;
+    if ((st = partial_buffers(ctx, p, slots, tqp, &opart, &mlpart))) return st;
     int want = call->stats != NULL && d->want_stats;
     if (want && (st = tdacl__scratch(ctx, TDACL_SCRATCH_STATS, slots * 16, &stats_mem))) return st;
     launch_args a;
     launch_args_of(p, call->t, &a);
     cl_int H = (cl_int)p->H, Tq = (cl_int)p->Tq, dd = p->d, dv = p->dv, pmode = p->pmode,
-           normalize = d->normalize && tdacl__kind_threshold(d->kind), want_i = want,
-           norm = d->norm == TDACL_NORM_RMS, ns = (cl_int)nsplit;
+           normalize = d->normalize && tdacl__kind_threshold(d->kind), want_i = want;
     cl_long Tk = p->Tk, offset = p->offset, sl = split_len;
     st = tdacl__set_args(ctx, kp, "attention_decode_part", sizeof a.qm, &a.qm, sizeof a.km, &a.km, sizeof a.vm, &a.vm,
                          sizeof a.q2m, &a.q2m, sizeof a.k2m, &a.k2m, sizeof a.lm, &a.lm, sizeof opart, &opart, sizeof mlpart, &mlpart,
@@ -570,33 +640,76 @@ tdacl_status tdacl__attention_decode_launch(tdacl_context *ctx, const tdacl_vari
                          sizeof a.scale, &a.scale, sizeof a.beta, &a.beta, sizeof a.kappa, &a.kappa, sizeof pmode, &pmode,
                          sizeof a.power, &a.power, sizeof a.lambda, &a.lambda, sizeof normalize, &normalize,
                          sizeof want_i, &want_i, (size_t)0);
-    if (!st)
-        st = tdacl__set_args(ctx, kr, "attention_decode_reduce", sizeof opart, &opart, sizeof mlpart, &mlpart,
-                             sizeof a.gm, &a.gm, sizeof a.lm, &a.lm, sizeof a.om, &a.om, sizeof a.os, &a.os, sizeof a.oo, &a.oo, sizeof H, &H,
-                             sizeof ns, &ns, sizeof dv, &dv, sizeof a.lambda, &a.lambda, sizeof norm, &norm,
-                             sizeof a.eps, &a.eps, sizeof a.out_scale, &a.out_scale, (size_t)0);
     cl_event e1 = NULL, e2 = NULL;
     if (!st) {
         size_t g[3] = {(size_t)ntd, (size_t)bh, (size_t)nsplit}, l[3] = {(size_t)ntd, 1, 1};
         st = tdacl__launch(ctx, kp, 3, g, l, &e1, "attention_decode_part");
     }
-    if (!st) {
-        size_t g[3] = {(size_t)nr, (size_t)bh, (size_t)p->Tq}, l[3] = {(size_t)nr, 1, 1};
-        st = tdacl__launch(ctx, kr, 3, g, l, &e2, "attention_decode_reduce");
-    }
+    if (!st) st = launch_reduce(ctx, kr, p, call->t, opart, mlpart, nsplit, &e2);
     tdacl_status s2 = add_event_ms(ctx, e1, call->ms);
     if (!st) st = s2;
     s2 = add_event_ms(ctx, e2, call->ms);
     if (!st) st = s2;
     if (!st && call->stats) {
         /* the kernel counts rounds of LIST keys, not NTD chunks (tdacl__decode_list) */
-        const int64_t list = tdacl__decode_list(ntd, tqp);
-        uint64_t per_split_chunks = 0;
-        for (int64_t s = 0; s < nsplit; s++) {
-            int64_t lo = s * split_len, hi = lo + split_len < kend ? lo + split_len : kend;
-            per_split_chunks += (uint64_t)((hi - lo + list - 1) / list);
-        }
-        call->stats->tiles_visited = per_split_chunks * (uint64_t)bh;
+        call->stats->tiles_visited = split_tiles(kend, nsplit, split_len, tdacl__decode_list(ntd, tqp)) * (uint64_t)bh;
+        if (want) st = read_stats(ctx, p, stats_mem, slots, call->stats);
+    }
+    return st;
+}
+
+/* The decode on the matrix units: the split form of attention_mma.cl (one warp of TQP = 16
+ * query rows per work-group, BN-key tiles) writes each split's partials, which
+ * attention_decode_reduce combines as for the SIMT decode. */
+tdacl_status tdacl__attention_decode_mma_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
+                                                const tdacl_param_values *v)
+{
+    const tdacl_attention_call *call = callp;
+    const tdacl_attention_plan *p = call->plan;
+    const tdacl_attention_tensors *t = call->t;
+    const int bn = tdacl__param(row->space, v, "BN"), waves = tdacl__param(row->space, v, "WAVES");
+    const int64_t bh = p->B * p->H, kend = p->offset + p->Tq < p->Tk ? p->offset + p->Tq : p->Tk;
+    int64_t nsplit, split_len;
+    split_keys(ctx, kend, bn, waves, bh, &nsplit, &split_len);
+
+    cl_kernel k, kr;
+    tdacl_status st = decode_kernels(ctx, row, call, v, "attention_mma_split", &k, &kr);
+    if (st) return st;
+
+    const size_t slots = (size_t)(bh * nsplit);
+    cl_mem opart, mlpart, stats_mem = NULL;
+    if ((st = partial_buffers(ctx, p, slots, TDACL_DECODE_MMA_ROWS, &opart, &mlpart))) return st;
+    const int want = call->stats != NULL && p->desc.want_stats;
+    if (want && (st = tdacl__scratch(ctx, TDACL_SCRATCH_STATS, slots * 16, &stats_mem))) return st;
+    if (want) {
+        cl_uint zero = 0;
+        cl_int err = clEnqueueFillBuffer(ctx->queue, stats_mem, &zero, sizeof zero, 0, slots * 16, 0, NULL, NULL);
+        if (err) return tdacl__fail_cl(ctx, err, "clEnqueueFillBuffer(stats)");
+    }
+    cl_event evs[4] = {0}, e1 = NULL, e2 = NULL;
+    cl_mem subs[4] = {0};
+    st = prepare_norms(ctx, p, t, 0, subs, evs);
+    if (!st) st = set_prefill_args(ctx, k, "attention_mma_split", p, t, subs, stats_mem, want);
+    cl_long sl = split_len;
+    cl_int err = CL_SUCCESS;
+    if (!st && ((err = clSetKernelArg(k, PREFILL_NARGS, sizeof opart, &opart)) ||
+                (err = clSetKernelArg(k, PREFILL_NARGS + 1, sizeof mlpart, &mlpart)) ||
+                (err = clSetKernelArg(k, PREFILL_NARGS + 2, sizeof sl, &sl))))
+        st = tdacl__fail_cl(ctx, err, "clSetKernelArg(attention_mma_split, split arguments)");
+    if (!st) {
+        size_t g[3] = {32, (size_t)bh, (size_t)nsplit}, l[3] = {32, 1, 1};
+        st = tdacl__launch(ctx, k, 3, g, l, &e1, "attention_mma_split");
+    }
+    if (!st) st = launch_reduce(ctx, kr, p, t, opart, mlpart, nsplit, &e2);
+    cl_event all[6] = {evs[0], evs[1], evs[2], evs[3], e1, e2};
+    for (int i = 0; i < 6; i++) {
+        tdacl_status s2 = add_event_ms(ctx, all[i], call->ms);
+        if (!st) st = s2;
+    }
+    for (int i = 0; i < 4; i++)
+        if (subs[i]) clReleaseMemObject(subs[i]);
+    if (!st && call->stats) {
+        call->stats->tiles_visited = split_tiles(kend, nsplit, split_len, bn) * (uint64_t)bh;
         if (want) st = read_stats(ctx, p, stats_mem, slots, call->stats);
     }
     return st;

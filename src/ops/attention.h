@@ -54,9 +54,16 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
                                              const tdacl_param_values *v);
 tdacl_status tdacl__attention_decode_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *call,
                                             const tdacl_param_values *v);
+tdacl_status tdacl__attention_decode_mma_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *call,
+                                                const tdacl_param_values *v);
+/* work-items per row of attention_decode_reduce (RED_NT) */
+int tdacl__reduce_nt(const tdacl_attention_plan *p);
 /* attention_mma.c */
 int tdacl__attention_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n);
+int tdacl__attention_mma_in(const tdacl_attention_plan *p);
 void tdacl__attention_mma_problem(const tdacl_context *ctx, const void *call, tdacl_problem *p);
 void tdacl__attention_mma_call_options(const void *call, tdacl_strbuf *sb);
+int tdacl__attention_decode_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n);
+void tdacl__attention_decode_mma_call_options(const void *call, tdacl_strbuf *sb);
 
 #endif

@@ -20,14 +20,50 @@ int tdacl__attention_mma_supports(const tdacl_context *ctx, const void *call, ch
     if (p->mma.hardware && tdacl__kind_views(p->desc.kind) == 2 &&
         (p->mma.body == TDACL_MMA_WMMA || (p->mma.body == TDACL_MMA_DPAS && p->mma.sg == 16)))
         return snprintf(why, n, "%s: two-view kinds spill registers in this body (the FP32 lanes run them)", p->mma.name), 1;
-    if (p->dtype == TDACL_F32 && p->desc.precision == TDACL_PRECISION_TF32)
-        return snprintf(why, n, "f32 storage with precision tf32 runs exact on the FP32 lanes (no tf32 kernel yet; "
-                        "precision bf16 takes the matrix units)"), 1;
-    if (p->dtype == TDACL_F32 && p->desc.precision != TDACL_PRECISION_BF16)
-        return snprintf(why, n, "f32 storage runs exact on the FP32 lanes (precision bf16 takes the matrix units)"), 1;
+    if (p->dtype == TDACL_F32 && p->desc.precision == TDACL_PRECISION_EXACT)
+        return snprintf(why, n, "f32 storage runs exact on the FP32 lanes (precision tf32 or bf16 takes the matrix "
+                        "units)"), 1;
+    if (tdacl__attention_mma_in(p) == 3 && p->mma.body != TDACL_MMA_PTX && p->mma.body != TDACL_MMA_PORTABLE)
+        return snprintf(why, n, "%s: precision tf32 runs on mma.sync only (precision bf16 takes these units)", p->mma.name), 1;
     if (p->dpad > 128 || p->dvpad > 128)
         return snprintf(why, n, "head dims d=%d dv=%d: the mma variant takes up to 128", p->d, p->dv), 1;
     return 0;
+}
+
+/* The operand type on the matrix units (cl/mma.cl MMA_IN): 1 bf16, 2 f16, 3 tf32.  fp32
+ * storage arrives as tf32 or bf16, as the call's precision says. */
+int tdacl__attention_mma_in(const tdacl_attention_plan *p)
+{
+    if (p->dtype != TDACL_F32) return (int)p->dtype;
+    return p->desc.precision == TDACL_PRECISION_TF32 ? 3 : (int)TDACL_BF16;
+}
+
+/* The decode row (the split form of the same kernel): where the query rows make the matrix
+ * units pay.  One query row is a matrix-vector product the FP32 lanes run at the bandwidth
+ * bound; the threshold kinds' FP32-lane decode stays at it up to 3 rows (H100, B8 H16
+ * Tk=32768 bf16, bench/results/decode-mma-h100/: tra 0.204 ms there against 0.226 on the
+ * matrix units, at 4 rows 0.218 against 0.229, at 8 rows 0.431 against 0.227). */
+#define DECODE_MMA_MIN_ROWS_THRESHOLD_KINDS 4
+int tdacl__attention_decode_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
+{
+    const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
+    if (p->Tq < 2)
+        return snprintf(why, n, "Tq=1: one query row is a matrix-vector product (the FP32 lanes read the keys at the "
+                        "bandwidth bound)"), 1;
+    if (tdacl__kind_threshold(p->desc.kind) && p->Tq < DECODE_MMA_MIN_ROWS_THRESHOLD_KINDS)
+        return snprintf(why, n, "Tq=%lld: the threshold kinds' FP32-lane decode reads the keys at the bandwidth bound up "
+                        "to %d rows", (long long)p->Tq, DECODE_MMA_MIN_ROWS_THRESHOLD_KINDS - 1), 1;
+    if (p->Tq > TDACL_DECODE_MMA_ROWS)
+        return snprintf(why, n, "Tq=%lld exceeds the %d rows of its warp", (long long)p->Tq, TDACL_DECODE_MMA_ROWS), 1;
+    return tdacl__attention_mma_supports(ctx, call, why, n);
+}
+
+void tdacl__attention_decode_mma_call_options(const void *callp, tdacl_strbuf *sb)
+{
+    const tdacl_attention_plan *p = ((const tdacl_attention_call *)callp)->plan;
+    tdacl__attention_mma_call_options(callp, sb);
+    /* one warp of one m-tile holds every query row; the reduce kernel's rows follow */
+    tdacl__sb_printf(sb, " -DSPLIT=1 -DNWARPS=1 -DMT=1 -DTQP=%d -DRED_NT=%d", TDACL_DECODE_MMA_ROWS, tdacl__reduce_nt(p));
 }
 
 void tdacl__attention_mma_problem(const tdacl_context *ctx, const void *call, tdacl_problem *p)
@@ -36,6 +72,7 @@ void tdacl__attention_mma_problem(const tdacl_context *ctx, const void *call, td
     *p = plan->problem;
     p->native = plan->mma.hardware;
     p->mma_regs = plan->mma.body == TDACL_MMA_PTX;
+    p->tile_bytes = tdacl__attention_mma_in(plan) == 3 ? 4 : 2;
 }
 
 void tdacl__attention_mma_call_options(const void *callp, tdacl_strbuf *sb)
@@ -50,12 +87,12 @@ void tdacl__attention_mma_call_options(const void *callp, tdacl_strbuf *sb)
     if (p->mma.body == TDACL_MMA_DPAS && p->mma.sg == 16 && !tdacl__kind_softmax(p->desc.kind))
         stats = 1;
     /* the power is a compile-time constant for the threshold kinds; the others use 2.
-     * MMA_IN: the type the matrix units take (fp32 storage arrives as bf16) */
+     * MMA_IN: the type the matrix units take */
     const int pmode = tdacl__kind_threshold(p->desc.kind) ? p->pmode : 2;
     /* KINV: the scores are scaled by inverse norms (row_inv_norm runs first) */
     const int kinv = p->desc.normalize && tdacl__kind_threshold(p->desc.kind);
     tdacl__mma_options(&p->mma, sb);
     tdacl__sb_printf(sb, " -DKIND=%d -DDT=%d -DODT=%d -DGDT=%d -DD=%d -DDV=%d -DMMA_IN=%d -DPMODE=%d -DSTATS=%d -DKINV=%d%s",
-                     (int)p->desc.kind, (int)p->dtype, (int)p->odtype, (int)p->gdtype, p->dpad, p->dvpad, p->dtype == TDACL_F32 ? (int)TDACL_BF16 : (int)p->dtype, pmode,
+                     (int)p->desc.kind, (int)p->dtype, (int)p->odtype, (int)p->gdtype, p->dpad, p->dvpad, tdacl__attention_mma_in(p), pmode,
                      stats, kinv, p->aligned16 ? " -DALIGNED16" : "");
 }

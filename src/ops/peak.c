@@ -133,9 +133,10 @@ static tdacl_status launch_latency(tdacl_context *ctx, double *us)
     return TDACL_SUCCESS;
 }
 
-/* bf16 mma.sync rate: four warps per work-group, eight per compute unit's worth of
- * work-groups, MMA_ITERS calibrated to about 20 ms. */
-static tdacl_status mma_rate(tdacl_context *ctx, double *gflops)
+/* mma.sync rate of operand type mma_in (cl/mma.cl MMA_IN: 1 bf16, 3 tf32): four warps per
+ * work-group, eight per compute unit's worth of work-groups, MMA_ITERS calibrated to about
+ * 20 ms for bf16. */
+static tdacl_status mma_rate(tdacl_context *ctx, int mma_in, double *gflops)
 {
     const tdacl_variant_def *row = tdacl__variant("peak.mma");
     char why[160];
@@ -146,7 +147,7 @@ static tdacl_status mma_rate(tdacl_context *ctx, double *gflops)
     }
     const int iters = 2048;
     char opts[64];
-    snprintf(opts, sizeof opts, "-DMMA_NATIVE=1 -DMMA_IN=1 -DMMA_ITERS=%d", iters);
+    snprintf(opts, sizeof opts, "-DMMA_NATIVE=1 -DMMA_IN=%d -DMMA_ITERS=%d", mma_in, iters);
     cl_kernel k;
     tdacl_status st = tdacl__variant_kernel(ctx, row, opts, "mma_peak", &k);
     if (st) return st;
@@ -170,6 +171,7 @@ tdacl_status tdacl_measure_peak(tdacl_context *ctx, tdacl_peak *peak)
     tdacl_status st = fma_rate(ctx, &peak->fp32_gflops);
     if (!st) st = read_bandwidth(ctx, &peak->bandwidth_gbs);
     if (!st) st = launch_latency(ctx, &peak->launch_us);
-    if (!st) st = mma_rate(ctx, &peak->mma_bf16_gflops);
+    if (!st) st = mma_rate(ctx, 1, &peak->mma_bf16_gflops);
+    if (!st) st = mma_rate(ctx, 3, &peak->mma_tf32_gflops);
     return st;
 }

@@ -112,25 +112,32 @@ static const tdacl_tunable mma_params[] = {
     {"KSTAGES", 1, 2, {2, 3, TDACL_END}, "K tiles in local memory (3: loads run two tiles ahead)"},
 };
 
-/* As the __local declarations of attention_mma_fwd. */
-static size_t mma_local(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *v)
+/* As the __local declarations of attention_mma_fwd (and of its split form). */
+static size_t mma_local_bytes(const tdacl_problem *p, int bn, int nwarps, int mt, int kstages)
 {
-    const int bn = P("BN"), nwarps = P("NWARPS"), mt = P("MT"), bm = 16 * mt * nwarps, kstages = P("KSTAGES");
+    const int bm = 16 * mt * nwarps;
     const int softmax = tdacl__kind_softmax(p->kind);
     const size_t nv = (size_t)tdacl__kind_views(p->kind), nw = (size_t)tdacl__kind_weight_sets(p->kind);
-    const size_t ldk = (size_t)p->d + 8, ldv = (size_t)p->dv + 8;
+    /* tile elements of es bytes (4: tf32), rows padded by 16 bytes */
+    const size_t es = p->tile_bytes == 4 ? 4 : 2, pad = 16 / es;
+    const size_t ldk = (size_t)p->d + pad, ldv = (size_t)p->dv + pad;
     size_t k_rows = (size_t)kstages * nv * (size_t)bn;
     /* V: softmax kinds load it with K; the sparse kinds keep two tiles (one ahead) */
-    size_t bytes = (size_t)(softmax ? kstages : 2) * (size_t)bn * ldv * 2 + 2 * sizeof(int) +
+    size_t bytes = (size_t)(softmax ? kstages : 2) * (size_t)bn * ldv * es + 2 * sizeof(int) +
                    4 * sizeof(unsigned) + (tdacl__kind_threshold(p->kind) ? k_rows * sizeof(float) : 0);
     if (p->mma_regs) {
         if (k_rows < nv * (size_t)bm) k_rows = nv * (size_t)bm; /* Q is staged through the K buffer */
-        return bytes + k_rows * ldk * 2;
+        return bytes + k_rows * ldk * es;
     }
     /* the portable body also keeps Q, the weight fragments and a lane exchange in local memory */
-    return bytes + k_rows * ldk * 2 + nv * (size_t)bm * ldk * 2 +
-           (size_t)(softmax ? 1 : 2) * (size_t)nwarps * nw * (size_t)mt * 16 * (size_t)(bn + 8) * 2 +
+    return bytes + k_rows * ldk * es + nv * (size_t)bm * ldk * es +
+           (size_t)(softmax ? 1 : 2) * (size_t)nwarps * nw * (size_t)mt * 16 * (size_t)(bn + 8) * es +
            (size_t)(32 * nwarps) * sizeof(float);
+}
+
+static size_t mma_local(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *v)
+{
+    return mma_local_bytes(p, P("BN"), P("NWARPS"), P("MT"), P("KSTAGES"));
 }
 
 static int mma_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
@@ -174,6 +181,39 @@ static const char *const mma_ladder[] = {"BN=32 NWARPS=4 MT=1", "BN=16 NWARPS=4 
 const tdacl_kernel_space tdacl__attention_mma_space = {
     "attention_mma", mma_params, (int)TDACL_ARRAY_LEN(mma_params), mma_check, mma_local,
     mma_classes, mma_ladder, (int)TDACL_ARRAY_LEN(mma_ladder)};
+
+/* ---- attention decode on the matrix units: the split form of cl/attention_mma.cl ---- */
+
+static const tdacl_tunable decode_mma_params[] = {
+    {"BN", 1, 64, {16, 32, 64, TDACL_END}, "keys per tile (a split is a multiple)"},
+    {"KSTAGES", 1, 2, {2, 3, TDACL_END}, "K tiles in local memory"},
+    {"WAVES", 0, 8, {2, 4, 8, 16, 32, TDACL_END}, "target work-groups (one warp each) per compute unit: the split count"},
+};
+
+/* one warp of one m-tile per work-group (cl/attention_mma.cl SPLIT) */
+static size_t decode_mma_local(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *v)
+{
+    return mma_local_bytes(p, P("BN"), 1, 1, P("KSTAGES"));
+}
+
+static int decode_mma_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
+                            const tdacl_param_values *v, char *why, size_t n)
+{
+    const int bn = P("BN");
+    if (bn != 16 && bn != 32 && bn != 64) return snprintf(why, n, "BN=%d is not 16, 32 or 64", bn), 1;
+    if (P("KSTAGES") != 2 && P("KSTAGES") != 3) return snprintf(why, n, "KSTAGES=%d is not 2 or 3", P("KSTAGES")), 1;
+    if (P("WAVES") <= 0) return snprintf(why, n, "WAVES must be positive"), 1;
+    if (p->d > 128 || p->dv > 128) return snprintf(why, n, "head dims d=%d dv=%d exceed 128", p->d, p->dv), 1;
+    return work_group_fits(dev, 32, why, n) ? 0 : 1;
+}
+
+static const tdacl_class_default decode_mma_classes[] = {{NULL, -1, 0, NULL, 0}};
+
+static const char *const decode_mma_ladder[] = {"BN=64 KSTAGES=2", "BN=32 KSTAGES=2", "BN=16 KSTAGES=2"};
+
+const tdacl_kernel_space tdacl__decode_mma_space = {
+    "attention_decode_mma", decode_mma_params, (int)TDACL_ARRAY_LEN(decode_mma_params), decode_mma_check,
+    decode_mma_local, decode_mma_classes, decode_mma_ladder, (int)TDACL_ARRAY_LEN(decode_mma_ladder)};
 
 /* ---- attention decode, cl/attention_decode.cl ---- */
 

@@ -7,6 +7,10 @@
 extern const tdacl_kernel_space tdacl__attention_space;     /* cl/attention.cl */
 extern const tdacl_kernel_space tdacl__attention_mma_space; /* cl/attention_mma.cl */
 extern const tdacl_kernel_space tdacl__decode_space;        /* cl/attention_decode.cl */
+extern const tdacl_kernel_space tdacl__decode_mma_space;    /* cl/attention_mma.cl, SPLIT 1 */
+
+/* Query rows of the tensor-core decode: one warp's m-tile (TQP of its split form). */
+#define TDACL_DECODE_MMA_ROWS 16
 extern const tdacl_kernel_space tdacl__gemm_space;          /* cl/layers.cl gemm */
 extern const tdacl_kernel_space tdacl__gemm_mma_space;      /* cl/gemm_mma.cl */
 

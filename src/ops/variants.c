@@ -18,7 +18,12 @@ static const tdacl_variant_def rows[] = {
     {"attention.simt", TDACL_OP_ATTENTION_PREFILL, {"attention", {ATTENTION_SOURCES, "attention.cl"}},
      &tdacl__attention_space, 0, NULL, tdacl__attention_problem, tdacl__attention_call_options,
      tdacl__attention_prefill_launch},
-    {"attention_decode.simt", TDACL_OP_ATTENTION_DECODE, {"attention_decode", {ATTENTION_SOURCES, "attention_decode.cl"}},
+    /* attention decode: the matrix units for 2..16 query rows, the FP32 lanes everywhere */
+    {"attention_decode.mma", TDACL_OP_ATTENTION_DECODE,
+     {"attention_mma_decode", {ATTENTION_SOURCES, "mma.cl", "mma_units.cl", "attention_mma.cl", "attention_reduce.cl"}},
+     &tdacl__decode_mma_space, 1, tdacl__attention_decode_mma_supports, tdacl__attention_mma_problem,
+     tdacl__attention_decode_mma_call_options, tdacl__attention_decode_mma_launch},
+    {"attention_decode.simt", TDACL_OP_ATTENTION_DECODE, {"attention_decode", {ATTENTION_SOURCES, "attention_decode.cl", "attention_reduce.cl"}},
      &tdacl__decode_space, 0, NULL, tdacl__attention_problem, tdacl__attention_decode_call_options,
      tdacl__attention_decode_launch},
     {"attention_prep", TDACL_OP_ATTENTION_PREP, {"attention_prep", {"common.cl", "attention_prep.cl"}}, NULL, 0, NULL, NULL, NULL, NULL},

@@ -57,7 +57,7 @@ const tdacl_embedded_source *tdacl__find_source(const char *name);
  * layer's variant registry holds these; the runtime only builds what it is given. */
 typedef struct tdacl_program_def {
     const char *name;
-    const char *files[5];
+    const char *files[8];
 } tdacl_program_def;
 
 /* Build (or fetch from the context registry / the disk cache) program `def` with the

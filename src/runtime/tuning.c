@@ -21,6 +21,11 @@
 #include "base/kinds.h"
 #include "runtime/tuning.h"
 
+int tdacl__problem_key_dtype(const tdacl_problem *p)
+{
+    return p->tile_bytes == 4 && p->dtype == TDACL_F32 ? TDACL_KEY_TF32 : (int)p->dtype;
+}
+
 const char *tdacl__t_bucket(int64_t t) { return t <= 1024 ? "short" : "long"; }
 
 const char *tdacl__tuned_source_name(tdacl_tuned_source s)
@@ -203,7 +208,8 @@ static tdacl_status parse_line(const char *line, tdacl_tdb_entry *e, char *why, 
         else if (!strcmp(key, "kind")) {
             if ((e->kind = tdacl__kind_from_name(val)) < -1) { snprintf(why, wn, "unknown kind '%s'", val); return TDACL_ERR_FORMAT; }
         } else if (!strcmp(key, "dtype")) {
-            if ((e->dtype = tdacl__dtype_from_name(val)) < -1) { snprintf(why, wn, "unknown dtype '%s'", val); return TDACL_ERR_FORMAT; }
+            if (!strcmp(val, "tf32")) e->dtype = TDACL_KEY_TF32;
+            else if ((e->dtype = tdacl__dtype_from_name(val)) < -1) { snprintf(why, wn, "unknown dtype '%s'", val); return TDACL_ERR_FORMAT; }
         } else if (!strcmp(key, "d") || !strcmp(key, "dv") || !strcmp(key, "tq")) {
             int x;
             if (parse_int(val, &x) || x <= 0 || x > 4096) { snprintf(why, wn, "%s=%s is not a positive integer", key, val); return TDACL_ERR_FORMAT; }
@@ -303,7 +309,7 @@ void tdacl__tdb_format(const tdacl_tdb_entry *e, char *buf, size_t n)
     if (e->driver[0]) ADD(" driver=\"%s\"", e->driver);
     if (e->arch[0]) ADD(" class=%s", e->arch);
     if (e->kind >= 0) ADD(" kind=%s", tdacl__kind_name(e->kind));
-    if (e->dtype >= 0) ADD(" dtype=%s", tdacl_dtype_name((tdacl_dtype)e->dtype));
+    if (e->dtype >= 0) ADD(" dtype=%s", e->dtype == TDACL_KEY_TF32 ? "tf32" : tdacl_dtype_name((tdacl_dtype)e->dtype));
     if (e->d) ADD(" d=%d", e->d);
     if (e->dv) ADD(" dv=%d", e->dv);
     if (e->tbucket[0]) ADD(" t=%s", e->tbucket);
@@ -455,7 +461,7 @@ static int entry_score(const tdacl_tdb_entry *e, const tdacl_device_info *dev, c
     }
     if (!e->device[0] && !e->arch[0]) return -1; /* an entry must name a device or a class */
     if (e->kind >= 0) { if (e->kind != p->kind) return -1; score += 1; }
-    if (e->dtype >= 0) { if (e->dtype != (int)p->dtype) return -1; score += 1; }
+    if (e->dtype >= 0) { if (e->dtype != tdacl__problem_key_dtype(p)) return -1; score += 1; }
     if (e->d) { if (e->d != p->d) return -1; score += 1; }
     if (e->dv) { if (e->dv != p->dv) return -1; score += 1; }
     if (e->tbucket[0]) { if (strcmp(e->tbucket, tdacl__t_bucket(p->t))) return -1; score += 1; }
@@ -527,7 +533,8 @@ static int from_db(tdacl_context *ctx, const tdacl_kernel_space *ks, const tdacl
 static int same_problem(const tdacl_problem *a, const tdacl_problem *b)
 {
     return a->kind == b->kind && a->dtype == b->dtype && a->d == b->d && a->dv == b->dv &&
-           !strcmp(tdacl__t_bucket(a->t), tdacl__t_bucket(b->t)) && a->tq == b->tq && a->native == b->native;
+           !strcmp(tdacl__t_bucket(a->t), tdacl__t_bucket(b->t)) && a->tq == b->tq && a->native == b->native &&
+           a->mma_regs == b->mma_regs && a->wide16 == b->wide16 && a->tile_bytes == b->tile_bytes;
 }
 
 static tdacl_status tuned_uncached(tdacl_context *ctx, const tdacl_kernel_space *ks, const tdacl_problem *p,

@@ -33,6 +33,7 @@ typedef struct tdacl_problem {
     int native;        /* 1: the variant runs on the device's matrix units (not their portable body) */
     int mma_regs;      /* the matrix-unit body keeps fragments in registers (mma.sync), not local memory */
     int wide16;        /* 16-bit rows loaded 16 bytes at a time (the decode kernel's ALIGNED16) */
+    int tile_bytes;    /* bytes per element of the matrix-unit variants' local tiles: 2, or 4 (tf32) */
 } tdacl_problem;
 
 typedef struct tdacl_param_values {
@@ -91,6 +92,10 @@ int tdacl__params_parse(const tdacl_kernel_space *ks, const char *text, tdacl_pa
 int tdacl__params_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
                         const tdacl_param_values *v, char *why, size_t n);
 const char *tdacl__t_bucket(int64_t t);
+/* The dtype a database entry is keyed on: the storage dtype, or TDACL_KEY_TF32 ("dtype=tf32")
+ * for fp32 storage on the matrix units as tf32, whose tiles differ from the 16-bit ones. */
+#define TDACL_KEY_TF32 3
+int tdacl__problem_key_dtype(const tdacl_problem *p);
 
 /* Parameters of space ks for this context's device and problem: user database, shipped
  * database, class default, generic ladder (the first that passes tdacl__params_check). */

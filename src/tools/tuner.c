@@ -124,7 +124,9 @@ static tdacl_status attn_make(tdacl_context *ctx, const tdacl_tune_job *job, int
         tdacl_attention_desc_init(&desc);
         desc.kind = (tdacl_attention_kind)job->kind;
         desc.beta = beta;
-        desc.path = strcmp(job->kernel, "attention_decode") ? TDACL_PATH_PREFILL : TDACL_PATH_DECODE;
+        desc.path = tdacl__variant_of_space(job->kernel)->op == TDACL_OP_ATTENTION_DECODE ? TDACL_PATH_DECODE
+                                                                                           : TDACL_PATH_PREFILL;
+        desc.precision = job->precision;
         st = tdacl__attention_plan(ctx, &desc, &p->t, &p->plan);
     }
     /* the plan took the preferred variant; the tuner times the one it tunes */
@@ -138,7 +140,9 @@ static tdacl_status attn_make(tdacl_context *ctx, const tdacl_tune_job *job, int
     return st;
 }
 
-static int attn_decode(const target *t) { return !strcmp(t->job->kernel, "attention_decode"); }
+static int attn_decode(const target *t) { return t->row->op == TDACL_OP_ATTENTION_DECODE; }
+/* query rows of a decode job */
+static int64_t decode_rows(const tdacl_tune_job *job) { return job->tq > 1 ? job->tq : 1; }
 
 static tdacl_status attn_setup(target *t, tdacl_context *ctx)
 {
@@ -146,9 +150,9 @@ static tdacl_status attn_setup(target *t, tdacl_context *ctx)
     attn_state *s = t->state;
     int decode = attn_decode(t);
     /* a small, awkward check problem; beta 0.5 keeps a fraction of weights non-zero.  Decode
-     * checks the timing shape's one query row: local memory grows with the rows, and a
+     * checks the timing shape's query rows: local memory grows with the rows, and a
      * candidate that fits the timed problem must not fail on the check */
-    int64_t sTq = decode ? 1 : 77, sTk = decode ? 333 : 77;
+    int64_t sTq = decode ? decode_rows(job) : 77, sTk = decode ? 333 : 77;
     float *host[5] = {0};
     tdacl_status st = attn_make(ctx, job, 1, 2, sTq, sTk, 0.5f, host, &s->small);
     if (!st && !t->want) {
@@ -160,7 +164,7 @@ static tdacl_status attn_setup(target *t, tdacl_context *ctx)
                            host[3], host[4], t->want);
     }
     for (int i = 0; i < 5; i++) free(host[i]);
-    if (!st) st = attn_make(ctx, job, job->B, job->H, decode ? 1 : job->T, job->T, 1.0f, NULL, &s->big);
+    if (!st) st = attn_make(ctx, job, job->B, job->H, decode ? decode_rows(job) : job->T, job->T, 1.0f, NULL, &s->big);
     /* the lookup key as the variant sees it (the mma row adds whether it runs natively) */
     const tdacl_attention_call call = {&s->big.plan, &s->big.t, NULL, NULL};
     if (!st) t->row->problem(ctx, &call, &t->problem);
@@ -592,7 +596,7 @@ void tdacl__tune_entry(const tdacl_context *ctx, const tdacl_tune_job *job, cons
     }
     snprintf(e->arch, sizeof e->arch, "%s", ctx->info.arch);
     e->kind = gemm ? -1 : job->kind;
-    e->dtype = (int)job->dtype;
+    e->dtype = gemm ? (int)job->dtype : tdacl__problem_key_dtype(&res->problem);
     e->d = gemm ? 0 : res->problem.d;
     e->dv = gemm ? 0 : res->problem.dv;
     snprintf(e->tbucket, sizeof e->tbucket, "%s", tdacl__t_bucket(job->T));

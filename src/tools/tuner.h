@@ -32,7 +32,9 @@ typedef struct tdacl_tune_job {
     const char *kernel;     /* "attention", "attention_decode" or "gemm" */
     int kind;               /* attention kind */
     tdacl_dtype dtype;      /* attention: q/k/v storage; gemm: weight storage */
+    tdacl_precision precision; /* attention: desc.precision (tf32: f32 storage as tf32) */
     int d;                  /* attention: head dim (= dv) */
+    int tq;                 /* decode: query rows (0: 1) */
     int64_t B, H, T;        /* attention timing shape: prefill Tq = Tk = T; decode Tq = 1, Tk = T;
                                gemm: M = T rows */
     int64_t N, K;           /* gemm timing shape: C[T, N] = A[T, K] W[K, N] */
