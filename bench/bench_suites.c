@@ -362,8 +362,9 @@ int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev)
                     if (!tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &call, &row, why, sizeof why) &&
                         !tdacl__variant_params(ctx, row, &call, NULL, &used)) {
                         snprintf(r->variant, sizeof r->variant, "%s", row->name);
-                        /* matrix-unit rows are measured against the mma.sync peak */
+                        /* matrix-unit rows are measured against the mma.sync peak (f32 weights: tf32) */
                         if (row->matrix_units) snprintf(r->impl, sizeof r->impl, "tdacl-mma");
+                        if (row->matrix_units && wdt == TDACL_F32) snprintf(r->dtype, sizeof r->dtype, "tf32");
                         if (row->space) tdacl__params_text(row->space, &used.values, r->params, sizeof r->params);
                         snprintf(r->params_source, sizeof r->params_source, "%s", tdacl__tuned_source_name(used.source));
                         snprintf(r->params_origin, sizeof r->params_origin, "%s", used.origin);

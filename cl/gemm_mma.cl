@@ -1,6 +1,8 @@
 /* Tensor-core GEMM: c[M,N] = epilogue(a[M,K] @ B) on the m16n8k16 fragments of mma.cl, for
  * 16-bit weights B (bf16, MMA_IN 1) with a in fp32 rounded to the weights' type as it is
- * staged (the caller's precision allows it); products accumulate in fp32.  B is b[K,N] or,
+ * staged, or fp32 weights as tf32 (MMA_IN 3: a and B staged as they are, both rounded to
+ * tf32 as fragments are formed) -- as the caller's precision allows; products accumulate in
+ * fp32.  B is b[K,N] or,
  * with TRANS_B, b[N,K] (the tied LM head).  A work-group of GMM_WM x GMM_WN warps owns a
  * GMM_BM x GMM_BN tile of c; per GMM_BK-wide K step, A is read into registers one step ahead and
  * stored rounded, B is copied by cp.async into the other of two local stages, so both
@@ -31,14 +33,16 @@
 #define WTN (GMM_BN / GMM_WN) /* a warp's columns */
 #define MTI (WTM / 16)   /* its m-tiles */
 #define NBI (WTN / 8)    /* its n-blocks */
-#define LDAS (GMM_BK + 8) /* padded rows: ldmatrix row addresses fall in distinct banks */
+#define LDAS (GMM_BK + MMA_PAD) /* rows padded by 16 bytes: ldmatrix row addresses fall in distinct banks */
 #if TRANS_B
-#define LDBS (GMM_BK + 8) /* B staged n-major: Bs[n][k] */
+#define LDBS (GMM_BK + MMA_PAD) /* B staged n-major: Bs[n][k] */
 #define B_STAGE (GMM_BN * LDBS)
 #else
-#define LDBS (GMM_BN + 8) /* B staged k-major: Bs[k][n] */
+#define LDBS (GMM_BN + 8) /* B staged k-major: Bs[k][n]; 8 elements of padding also put tf32's
+                             one-value B reads (rows t, t + 4) in distinct banks */
 #define B_STAGE (GMM_BK * LDBS)
 #endif
+#define GVEC (16 / (int)sizeof(mma_t)) /* elements per 16-byte chunk of B */
 #define A_STAGE (GMM_BM * LDAS)
 #define A_CHUNKS (GMM_BM * GMM_BK / 4 / GMM_NT) /* float4 chunks of a step per thread */
 #if MMA_HW
@@ -73,38 +77,42 @@ inline void gmm_load_a(float4 ar[A_CHUNKS], __global const float *a, int M, int 
     }
 }
 
-inline void gmm_store_a(__local ushort *As, const float4 ar[A_CHUNKS], int tid)
+inline void gmm_store_a(__local mma_t *As, const float4 ar[A_CHUNKS], int tid)
 {
     UNROLL for (int i = 0; i < A_CHUNKS; i++) {
         const int idx = tid + i * GMM_NT, r = idx / (GMM_BK / 4), c = (idx % (GMM_BK / 4)) * 4;
+#if MMA_TF32
+        vstore4(ar[i], 0, As + r * LDAS + c); /* rounded to tf32 by the fragment loads */
+#else
         /* two packed roundings and one 8-byte store per chunk */
         *(__local uint2 *)(As + r * LDAS + c) = (uint2)(mma_pack2(ar[i].s0, ar[i].s1), mma_pack2(ar[i].s2, ar[i].s3));
+#endif
     }
 }
 
 /* B's step k0 into a local stage: 16-byte copies (cp.async on NVIDIA) when rows are
  * 16-byte aligned, zero-filled past K and N; element copies otherwise. */
-inline void gmm_load_b(__local ushort *Bs, __global const ushort *b, int N, int K, int ldb, int n0, int k0, int tid)
+inline void gmm_load_b(__local mma_t *Bs, __global const mma_t *b, int N, int K, int ldb, int n0, int k0, int tid)
 {
 #if TRANS_B
-    const int rows = GMM_BN, chunks = GMM_BK / 8; /* row n, 8 k per chunk */
+    const int rows = GMM_BN, chunks = GMM_BK / GVEC; /* row n, GVEC k per chunk */
 #else
-    const int rows = GMM_BK, chunks = GMM_BN / 8; /* row k, 8 n per chunk */
+    const int rows = GMM_BK, chunks = GMM_BN / GVEC; /* row k, GVEC n per chunk */
 #endif
     for (int idx = tid; idx < rows * chunks; idx += GMM_NT) {
-        const int r = idx / chunks, c = (idx % chunks) * 8;
+        const int r = idx / chunks, c = (idx % chunks) * GVEC;
 #if TRANS_B
         const int row = n0 + r, col = k0 + c, nrows = N, ncols = K;
 #else
         const int row = k0 + r, col = n0 + c, nrows = K, ncols = N;
 #endif
-        __local ushort *to = Bs + r * LDBS + c;
-        __global const ushort *from = b + (long)row * ldb + col;
+        __local mma_t *to = Bs + r * LDBS + c;
+        __global const mma_t *from = b + (long)row * ldb + col;
 #ifdef ALIGNED_B
-        const int bytes = row < nrows ? 2 * clamp(ncols - col, 0, 8) : 0;
+        const int bytes = row < nrows ? (int)sizeof(mma_t) * clamp(ncols - col, 0, GVEC) : 0;
         mma_copy16(to, bytes ? from : b, bytes);
 #else
-        for (int e = 0; e < 8; e++) to[e] = (row < nrows && col + e < ncols) ? from[e] : (ushort)0;
+        for (int e = 0; e < GVEC; e++) to[e] = (row < nrows && col + e < ncols) ? from[e] : (mma_t)0;
 #endif
     }
 }
@@ -113,9 +121,9 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
     __global float *c, __global const float *a, __global const void *bv, __global const float *bias,
     __global const float *res, int M, int N, int K, int lda, int ldb, int ldc, int flags)
 {
-    __local ushort As[2 * A_STAGE] __attribute__((aligned(16)));
-    __local ushort Bs[2 * B_STAGE] __attribute__((aligned(16)));
-    __global const ushort *b = (__global const ushort *)bv;
+    __local mma_t As[2 * A_STAGE] __attribute__((aligned(16)));
+    __local mma_t Bs[2 * B_STAGE] __attribute__((aligned(16)));
+    __global const mma_t *b = (__global const mma_t *)bv;
     const int tid = get_local_id(0), warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int wm = warp / GMM_WN, wn = warp % GMM_WN;
     const int m0 = get_group_id(1) * GMM_BM, n0 = get_group_id(0) * GMM_BN;
@@ -141,11 +149,11 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
             gmm_load_b(Bs + (cur ^ 1) * B_STAGE, b, N, K, ldb, n0, (kt + 1) * GMM_BK, tid);
         }
         mma_copy_commit();
-        __local const ushort *At = As + cur * A_STAGE + wm * WTM * LDAS;
+        __local const mma_t *At = As + cur * A_STAGE + wm * WTM * LDAS;
 #if TRANS_B
-        __local const ushort *Bt = Bs + cur * B_STAGE + wn * WTN * LDBS;
+        __local const mma_t *Bt = Bs + cur * B_STAGE + wn * WTN * LDBS;
 #else
-        __local const ushort *Bt = Bs + cur * B_STAGE + wn * WTN;
+        __local const mma_t *Bt = Bs + cur * B_STAGE + wn * WTN;
 #endif
         UNROLL for (int kk = 0; kk < GMM_BK / 16; kk++) {
             frag_a af[MTI];

@@ -347,9 +347,10 @@ typedef enum tdacl_attention_path {
  * allow_tf32, made a per-call setting).  16-bit storage goes to the matrix units as it is. */
 typedef enum tdacl_precision {
     TDACL_PRECISION_EXACT = 0, /* fp32 storage computes in fp32 on the FP32 lanes (default) */
-    TDACL_PRECISION_TF32 = 1,  /* tf32 (10-bit mantissa) allowed: attention prefill on NVIDIA
-                                  sm_80+ takes fp32 tiles to mma.sync tf32, each operand and weight
-                                  rounded to tf32 (nearest, ties away); matmul runs exact */
+    TDACL_PRECISION_TF32 = 1,  /* tf32 (10-bit mantissa) allowed: attention (prefill, and decode
+                                  of 2..16 rows) and matmul with f32 b on NVIDIA sm_80+ take fp32
+                                  tiles to mma.sync tf32, each operand and attention weight rounded
+                                  to tf32 (nearest, ties away) */
     TDACL_PRECISION_BF16 = 2   /* bf16 (7-bit mantissa) allowed: fp32 inputs are rounded to bf16
                                   as they are staged for the tensor-core kernel */
 } tdacl_precision;
@@ -441,7 +442,9 @@ typedef struct tdacl_matmul_desc {
     int transpose_b;    /* 0: b is [K, N]; 1: b is [N, K] (a tied LM head) */
     unsigned epilogue;  /* tdacl_epilogue flags, or 0 */
     tdacl_precision precision; /* TDACL_PRECISION_BF16 with bf16 b: a is rounded to bf16 for
-                                  the matrix units (default exact); $TDACL_PRECISION replaces it */
+                                  the matrix units; TDACL_PRECISION_TF32 with f32 b: a and b are
+                                  rounded to tf32 there (default exact); $TDACL_PRECISION
+                                  replaces it */
 } tdacl_matmul_desc;
 
 TDACL_API void tdacl_matmul_desc_init(tdacl_matmul_desc *desc);
@@ -452,7 +455,8 @@ TDACL_API void tdacl_matmul_desc_init(tdacl_matmul_desc *desc);
  * contiguous; residual has c's shape and row stride and may be c itself; c must not overlap
  * a, b or bias.  M, N, K >= 1 and below 2^31.  Few rows (M <= 8) run the GEMV variant, more
  * the tiled GEMM: on NVIDIA tensor cores (compute capability >= 8.0) for bf16 b at precision
- * bf16, on the FP32 lanes otherwise (TDACL_LOG=debug says which and why); each tuned per
+ * bf16 and f32 b at precision tf32, on the FP32 lanes otherwise (TDACL_LOG=debug says which
+ * and why); each tuned per
  * device; asynchronous like tdacl_attention without stats. */
 typedef struct tdacl_matmul_tensors {
     const tdacl_tensor *a, *b;

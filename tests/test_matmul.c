@@ -39,6 +39,17 @@ static float stored(float x, tdacl_dtype dt)
     return x;
 }
 
+/* x rounded to tf32 (10 mantissa bits, to nearest, ties away: PTX cvt.rna), as the tensor-core
+ * GEMM takes fp32 operands at precision tf32 */
+static float tf32(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
 static double gelu(double x) { return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
 
 /* A [rows, cols] tensor with row stride ld (>= cols) holding host[r * cols + c]. */
@@ -62,7 +73,8 @@ typedef struct mm_case {
     tdacl_dtype wdt;
     unsigned epi;
     int residual_is_c, lda_pad;
-    tdacl_precision precision; /* BF16: the tensor-core GEMM, a rounded to bf16 */
+    tdacl_precision precision; /* BF16 (bf16 weights) / TF32 (f32 weights): the tensor-core GEMM,
+                                  a rounded to bf16 / a and b to tf32 */
 } mm_case;
 
 static void check_case(const mm_case *c)
@@ -70,12 +82,15 @@ static void check_case(const mm_case *c)
     const int M = c->M, N = c->N, K = c->K, lda = K + c->lda_pad;
     float *a = malloc((size_t)M * K * 4), *b = malloc((size_t)K * N * 4), *bias = malloc((size_t)N * 4);
     float *res = malloc((size_t)M * N * 4), *got = malloc((size_t)M * N * 4);
-    /* at precision bf16 the reference takes a rounded as the kernel stages it; the products
-     * of two bf16 values are exact in f32, so the f32 accumulation bound below still holds */
+    /* at precision bf16 the reference takes a rounded as the kernel stages it, at tf32 a and b
+     * rounded as the kernel's fragments take them; the products of two bf16 or two tf32 values
+     * are exact in f32, so the f32 accumulation bound below still holds */
+    const int mma = c->precision != TDACL_PRECISION_EXACT, tf = c->precision == TDACL_PRECISION_TF32;
     for (int i = 0; i < M * K; i++) a[i] = (float)uniform();
-    float *a_used = malloc((size_t)M * K * 4);
-    for (int i = 0; i < M * K; i++) a_used[i] = c->precision == TDACL_PRECISION_BF16 ? stored(a[i], TDACL_BF16) : a[i];
-    for (int i = 0; i < K * N; i++) b[i] = stored((float)uniform(), c->wdt);
+    float *a_used = malloc((size_t)M * K * 4), *b_used = malloc((size_t)K * N * 4);
+    for (int i = 0; i < M * K; i++)
+        a_used[i] = c->precision == TDACL_PRECISION_BF16 ? stored(a[i], TDACL_BF16) : tf ? tf32(a[i]) : a[i];
+    for (int i = 0; i < K * N; i++) b[i] = stored((float)uniform(), c->wdt), b_used[i] = tf ? tf32(b[i]) : b[i];
     for (int i = 0; i < N; i++) bias[i] = (float)uniform();
     for (int i = 0; i < M * N; i++) res[i] = (float)uniform();
     tdacl_tensor *ta = upload_2d(TDACL_F32, M, K, lda, a);
@@ -94,7 +109,7 @@ static void check_case(const mm_case *c)
     tdacl_matmul_tensors t = {ta, tb, tbias, tres, tc};
     /* the tensor-core cases pin that row: a call it cannot run fails instead of passing on
      * the FP32 lanes */
-    if (c->precision == TDACL_PRECISION_BF16) setenv("TDACL_VARIANT", "gemm.mma", 1);
+    if (mma) setenv("TDACL_VARIANT", "gemm.mma", 1);
     tdacl_status st = tdacl_matmul(g_ctx, &desc, &t);
     unsetenv("TDACL_VARIANT");
     assert_ok(g_ctx, st);
@@ -107,7 +122,7 @@ static void check_case(const mm_case *c)
         for (int n = 0; n < N; n++) {
             double acc = 0, mag = 0;
             for (int k = 0; k < K; k++) {
-                double bv = c->trans ? b[(size_t)n * K + k] : b[(size_t)k * N + n];
+                double bv = c->trans ? b_used[(size_t)n * K + k] : b_used[(size_t)k * N + n];
                 acc += (double)a_used[(size_t)m * K + k] * bv, mag += fabs((double)a_used[(size_t)m * K + k] * bv);
             }
             if (c->epi & TDACL_EPILOGUE_BIAS) acc += bias[n], mag += fabs(bias[n]);
@@ -120,10 +135,10 @@ static void check_case(const mm_case *c)
             if (err / tol > worst) worst = err / tol;
         }
     print_message("matmul M%-3d N%-3d K%-3d trans%d %-4s epi%u%s: worst error %.2f of the bound\n", M, N, K, c->trans,
-                  tdacl_dtype_name(c->wdt), c->epi, c->precision == TDACL_PRECISION_BF16 ? " mma" : "", worst);
+                  tdacl_dtype_name(c->wdt), c->epi, tf ? " mma tf32" : mma ? " mma" : "", worst);
     tdacl_tensor_destroy(ta), tdacl_tensor_destroy(tb), tdacl_tensor_destroy(tc), tdacl_tensor_destroy(tbias);
     if (tres && tres != tc) tdacl_tensor_destroy(tres);
-    free(a), free(a_used), free(b), free(bias), free(res), free(got);
+    free(a), free(a_used), free(b), free(b_used), free(bias), free(res), free(got);
 }
 
 static void test_matmul_values(void **state)
@@ -147,6 +162,10 @@ static void test_matmul_values(void **state)
         {130, 136, 72, 0, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_BF16},
         {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 1, 0, TDACL_PRECISION_BF16},
         {65, 64, 64, 1, TDACL_BF16, 7, 0, 4, TDACL_PRECISION_BF16},
+        /* f32 weights at precision tf32 (fp32 tiles): element and 16-byte loads, both layouts */
+        {77, 67, 129, 0, TDACL_F32, 7, 0, 5, TDACL_PRECISION_TF32},
+        {130, 136, 72, 0, TDACL_F32, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_TF32},
+        {40, 50, 70, 1, TDACL_F32, TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 1, 0, TDACL_PRECISION_TF32},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         mm_case c = cases[i];

@@ -514,10 +514,22 @@ static void test_dispatch(void **state)
     setenv("TDACL_MMA_EMULATE", "1", 1);
     assert_ok(ctx, tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &nine_bf16, &row, why, sizeof why));
     assert_string_equal(row->name, "gemm.mma");
-    nine_bf16.w = x9; /* f32 weights stay on the FP32 lanes */
+    nine_bf16.w = x9; /* f32 weights take the matrix units only as tf32 */
     assert_ok(ctx, tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &nine_bf16, &row, why, sizeof why));
     assert_string_equal(row->name, "gemm.simt");
-    assert_contains(why, "weights are f32: the tensor-core GEMM takes bf16 weights");
+    assert_contains(why, "gemm.mma: f32 weights reach the matrix units only at precision tf32");
+    tdacl_matmul_call nine_tf32 = nine_bf16;
+    nine_tf32.precision = TDACL_PRECISION_TF32;
+    assert_ok(ctx, tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &nine_tf32, &row, why, sizeof why));
+    assert_string_equal(row->name, "gemm.mma");
+    tdacl_problem gp;
+    row->problem(ctx, &nine_tf32, &gp);
+    assert_int_equal(gp.tile_bytes, 4);
+    assert_int_equal(tdacl__problem_key_dtype(&gp), TDACL_KEY_TF32);
+    setenv("TDACL_MMA_EMULATE", "wmma", 1); /* the AMD/Intel bodies have no tf32 */
+    assert_ok(ctx, tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &nine_tf32, &row, why, sizeof why));
+    assert_string_equal(row->name, "gemm.simt");
+    assert_contains(why, "precision tf32 runs on mma.sync only");
     unsetenv("TDACL_MMA_EMULATE");
     tdacl_tensor_destroy(w), tdacl_tensor_destroy(x1), tdacl_tensor_destroy(x9);
     /* the matrix-unit peak probe is a row of its own, taken only where mma.sync exists */

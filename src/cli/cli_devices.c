@@ -33,7 +33,7 @@ static void print_record(const tdacl_device_info *i, int verbose)
     if (m.body == TDACL_MMA_PTX)
         printf("    matrix units: mma.sync bf16/f16/tf32 (sm_%d%d), used by attention prefill and decode steps of 2..16\n"
                "                  rows with bf16/f16 inputs and f32 at precision tf32 or bf16, and by the GEMM with\n"
-               "                  bf16 weights\n",
+               "                  bf16 weights (f32 weights at precision tf32)\n",
                i->nv_cc_major, i->nv_cc_minor);
     else if (m.hardware)
         printf("    matrix units: %s bf16/f16, EXPERIMENTAL (TDACL_EXPERIMENTAL_MATRIX=1): compiled, not yet run on\n"

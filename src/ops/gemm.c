@@ -1,5 +1,6 @@
 /* Dispatch of the matmul kernels of cl/layers.cl through the variant registry. */
 #include <stdio.h>
+#include <string.h>
 
 #include "ops/gemm.h"
 
@@ -85,6 +86,7 @@ tdacl_status tdacl__gemv_launch(tdacl_context *ctx, const tdacl_variant_def *row
 void tdacl__gemm_problem(const tdacl_context *ctx, const void *call, tdacl_problem *p)
 {
     const tdacl_matmul_call *c = call;
+    memset(p, 0, sizeof *p);
     p->kind = -1;
     p->dtype = c->w->dtype;
     p->t = c->M;
@@ -136,8 +138,17 @@ int tdacl__gemm_mma_supports(const tdacl_context *ctx, const void *call, char *w
     tdacl_mma_choice m;
     tdacl__mma_choose(&ctx->info, &m);
     if (m.body < 0) return snprintf(why, n, "%s", m.why), 1;
+    if (c->w->dtype == TDACL_F32) {
+        if (c->precision != TDACL_PRECISION_TF32)
+            return snprintf(why, n, "f32 weights reach the matrix units only at precision tf32 (desc.precision, "
+                            "TDACL_PRECISION)"), 1;
+        if (m.body != TDACL_MMA_PTX && m.body != TDACL_MMA_PORTABLE)
+            return snprintf(why, n, "%s: precision tf32 runs on mma.sync only", m.name), 1;
+        return 0;
+    }
     if (c->w->dtype != TDACL_BF16)
-        return snprintf(why, n, "weights are %s: the tensor-core GEMM takes bf16 weights", tdacl_dtype_name(c->w->dtype)), 1;
+        return snprintf(why, n, "weights are %s: the tensor-core GEMM takes bf16 weights (or f32 at precision tf32)",
+                        tdacl_dtype_name(c->w->dtype)), 1;
     if (c->precision != TDACL_PRECISION_BF16)
         return snprintf(why, n, "f32 activations meet bf16 weights on the matrix units only at precision bf16 "
                         "(desc.precision, TDACL_PRECISION)"), 1;
@@ -151,6 +162,7 @@ void tdacl__gemm_mma_problem(const tdacl_context *ctx, const void *call, tdacl_p
     tdacl__mma_choose(&ctx->info, &m);
     p->native = m.hardware;
     p->mma_regs = m.body == TDACL_MMA_PTX;
+    p->tile_bytes = ((const tdacl_matmul_call *)call)->w->dtype == TDACL_F32 ? 4 : 2; /* tf32: f32 tiles */
 }
 
 void tdacl__gemm_mma_call_options(const void *call, tdacl_strbuf *sb)
@@ -161,7 +173,8 @@ void tdacl__gemm_mma_call_options(const void *call, tdacl_strbuf *sb)
     tdacl_mma_choice m;
     tdacl__mma_choose(&c->c->ctx->info, &m);
     tdacl__mma_options(&m, sb);
-    tdacl__sb_printf(sb, " -DTRANS_B=%d -DMMA_IN=1%s%s", c->trans,
+    /* MMA_IN: bf16 weights meet a rounded to bf16; f32 weights run as tf32 */
+    tdacl__sb_printf(sb, " -DTRANS_B=%d -DMMA_IN=%d%s%s", c->trans, c->w->dtype == TDACL_F32 ? 3 : 1,
                      c->a->strides[0] % 4 == 0 ? " -DALIGNED_A" : "", c->w->strides[0] % 8 == 0 ? " -DALIGNED_B" : "");
 }
 

@@ -314,16 +314,18 @@ static const tdacl_tunable gemm_mma_params[] = {
     {"GMM_BN", 1, 128, {64, 128, 256, TDACL_END}, "columns of c per work-group"},
     {"GMM_WM", 1, 2, {1, 2, 4, TDACL_END}, "warps along M (each owns GMM_BM / GMM_WM rows)"},
     {"GMM_WN", 1, 2, {1, 2, 4, TDACL_END}, "warps along N (each owns GMM_BN / GMM_WN columns)"},
-    {"GMM_BK", 1, 32, {32, 64, TDACL_END}, "K per step (two local stages)"},
+    {"GMM_BK", 1, 32, {16, 32, 64, TDACL_END}, "K per step (two local stages)"},
 };
 
-/* Two stages of A (GMM_BM rows of GMM_BK + 8 halves) and of B, at the larger of its layouts
- * (transposed: GMM_BN rows of GMM_BK + 8; else GMM_BK rows of GMM_BN + 8). */
+/* Two stages of A (GMM_BM rows of GMM_BK elements + 16 bytes) and of B, at the larger of its
+ * layouts (transposed: GMM_BN rows of GMM_BK + 16 bytes; else GMM_BK rows of GMM_BN + 8
+ * elements); elements of 2 bytes, 4 for tf32. */
 static size_t gemm_mma_local(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *v)
 {
     const size_t bm = (size_t)P("GMM_BM"), bn = (size_t)P("GMM_BN"), bk = (size_t)P("GMM_BK");
-    const size_t bt = bn * (bk + 8), bkn = bk * (bn + 8);
-    return 2 * (bm * (bk + 8) + (bt > bkn ? bt : bkn)) * 2;
+    const size_t es = p->tile_bytes == 4 ? 4 : 2, pad = 16 / es;
+    const size_t bt = bn * (bk + pad), bkn = bk * (bn + 8);
+    return 2 * (bm * (bk + pad) + (bt > bkn ? bt : bkn)) * es;
 }
 
 static int gemm_mma_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
@@ -354,8 +356,11 @@ static const tdacl_class_default gemm_mma_classes[] = {
     {NULL, -1, 0, NULL, 0},
 };
 
+/* the 16-deep K step fits tf32's 4-byte tiles in 48 KB of local memory */
 static const char *const gemm_mma_ladder[] = {"GMM_BM=128 GMM_BN=128 GMM_WM=2 GMM_WN=2 GMM_BK=32",
-                                               "GMM_BM=64 GMM_BN=64 GMM_WM=2 GMM_WN=2 GMM_BK=32"};
+                                               "GMM_BM=128 GMM_BN=128 GMM_WM=2 GMM_WN=2 GMM_BK=16",
+                                               "GMM_BM=64 GMM_BN=64 GMM_WM=2 GMM_WN=2 GMM_BK=32",
+                                               "GMM_BM=64 GMM_BN=64 GMM_WM=2 GMM_WN=2 GMM_BK=16"};
 
 const tdacl_kernel_space tdacl__gemm_mma_space = {
     "gemm_mma", gemm_mma_params, (int)TDACL_ARRAY_LEN(gemm_mma_params), gemm_mma_check, gemm_mma_local,

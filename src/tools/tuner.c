@@ -220,10 +220,12 @@ static tdacl_status gemm_tensor(tdacl_context *ctx, tdacl_dtype dt, int64_t r, i
     return st;
 }
 
-/* the tensor-core row rounds a to bf16: it runs only at precision bf16 */
+/* the tensor-core row takes bf16 weights at precision bf16 (a rounded to bf16) and f32 weights
+ * at precision tf32 */
 static tdacl_precision gemm_precision(const target *t)
 {
-    return t->row->matrix_units ? TDACL_PRECISION_BF16 : TDACL_PRECISION_EXACT;
+    if (!t->row->matrix_units) return TDACL_PRECISION_EXACT;
+    return t->job->dtype == TDACL_F32 ? TDACL_PRECISION_TF32 : TDACL_PRECISION_BF16;
 }
 
 static tdacl_status gemm_setup(target *t, tdacl_context *ctx)
@@ -596,7 +598,7 @@ void tdacl__tune_entry(const tdacl_context *ctx, const tdacl_tune_job *job, cons
     }
     snprintf(e->arch, sizeof e->arch, "%s", ctx->info.arch);
     e->kind = gemm ? -1 : job->kind;
-    e->dtype = gemm ? (int)job->dtype : tdacl__problem_key_dtype(&res->problem);
+    e->dtype = tdacl__problem_key_dtype(&res->problem);
     e->d = gemm ? 0 : res->problem.d;
     e->dv = gemm ? 0 : res->problem.dv;
     snprintf(e->tbucket, sizeof e->tbucket, "%s", tdacl__t_bucket(job->T));
