@@ -338,7 +338,8 @@ static tdacl_status inv_norms(tdacl_context *ctx, const tdacl_attention_plan *p,
     st = tdacl__set_args(ctx, k, "row_inv_norm", sizeof xm, &xm, sizeof xs, &xs, sizeof xo, &xo, sizeof H, &H,
                          sizeof cT, &cT, sizeof d, &d, sizeof out, &out, (size_t)0);
     if (st) return st;
-    size_t global[2] = {(size_t)T, (size_t)(p->B * p->H)}, local[2] = {64, 1};
+    /* 64 work-items per work-group, 8 per row (cl/attention_prep.cl) */
+    size_t global[2] = {(size_t)((T + 7) / 8) * 64, (size_t)(p->B * p->H)}, local[2] = {64, 1};
     return tdacl__launch(ctx, k, 2, global, local, ev, "row_inv_norm");
 }
 
