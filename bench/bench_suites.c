@@ -303,6 +303,18 @@ typedef struct own_gemm_job {
 static tdacl_status own_gemm_once(void *user, double *ms)
 {
     own_gemm_job *j = user;
+    if (j->m <= TDACL_GEMV_MAX_ROWS) {
+        /* the GEMV runs two kernels and returns the last one's event: the wall clock around
+         * a drained queue, as for CLBlast's calls */
+        cl_int err = clFinish(j->ctx->queue);
+        double t0 = tdacl__now();
+        tdacl_status st = tdacl__gemm(j->ctx, j->c, j->a, j->w, j->bias, NULL, TDACL_EPI_BIAS, j->m, j->n, j->k, 0,
+                                      j->precision, NULL, NULL, NULL);
+        if (!st && !err) err = clFinish(j->ctx->queue);
+        if (!st && err) st = tdacl__fail_cl(j->ctx, err, "clFinish after the GEMV");
+        *ms = (tdacl__now() - t0) * 1e3;
+        return st;
+    }
     cl_event ev = NULL;
     tdacl_status st = tdacl__gemm(j->ctx, j->c, j->a, j->w, j->bias, NULL, TDACL_EPI_BIAS, j->m, j->n, j->k, 0,
                                   j->precision, NULL, NULL, &ev);
@@ -315,13 +327,16 @@ int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev)
 {
     const bench_options *o = &run->opt;
     int gpu = run->devices[dev].info.type == TDACL_DEVICE_GPU;
-    /* GPT-2 small projections: qkv (C -> 3C), attention out (C -> C), MLP up (C -> 4C), down */
-    static const size_t nk[4][2] = {{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}};
-    size_t ms_gpu[2] = {1024, 8192}, ms_cpu[2] = {256, 1024};
-    int nm = o->quick ? 1 : 2, nshapes = o->quick ? 1 : 4;
+    /* GPT-2 small projections: qkv (C -> 3C), attention out (C -> C), MLP up (C -> 4C), down;
+     * on GPUs also one row (a decode step: the GEMV, read against the bandwidth), with the LM
+     * head's 50257 columns */
+    static const size_t nk[5][2] = {{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}, {50257, 768}};
+    size_t ms_gpu[3] = {1024, 8192, 1}, ms_cpu[2] = {256, 1024};
+    int nm = o->quick ? 1 : gpu ? 3 : 2;
     int failures = 0;
     for (int mi = 0; mi < nm; mi++) {
         size_t m = gpu ? ms_gpu[mi] : ms_cpu[mi];
+        const int nshapes = o->quick ? 1 : m == 1 ? 5 : 4;
         for (int si = 0; si < nshapes; si++) {
             size_t n = nk[si][0], k = nk[si][1];
             /* CLBlast SGEMM, then our own GEMM (+bias epilogue) with f32 and bf16 weights */
