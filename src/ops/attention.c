@@ -401,6 +401,16 @@ static tdacl_status read_stats(tdacl_context *ctx, const tdacl_attention_plan *p
     return TDACL_SUCCESS;
 }
 
+/* The counters of `groups` work-groups (4 each, written by stats_flush), zeroed first. */
+static tdacl_status zeroed_stats(tdacl_context *ctx, size_t groups, cl_mem *mem)
+{
+    tdacl_status st = tdacl__scratch(ctx, TDACL_SCRATCH_STATS, groups * 16, mem);
+    if (st) return st;
+    cl_uint zero = 0;
+    cl_int err = clEnqueueFillBuffer(ctx->queue, *mem, &zero, sizeof zero, 0, groups * 16, 0, NULL, NULL);
+    return err ? tdacl__fail_cl(ctx, err, "clEnqueueFillBuffer(stats)") : TDACL_SUCCESS;
+}
+
 /* Inverse norms of q, k (and q2, k2) for the normalised kinds, into sub-buffers subs[0..3]
  * (q, k, q2, k2) of one scratch allocation; nothing for the others, and for the keys only
  * with `keys` (the tensor-core decode computes them from its tiles).  The caller releases
@@ -483,7 +493,6 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
     tdacl_strbuf opts = {0};
     tdacl__variant_options(row, call, v, &opts);
     int64_t bh = p->B * p->H, nqb = (p->Tq + bm - 1) / bm;
-    cl_int err;
     cl_kernel k;
     tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
                                : tdacl__variant_kernel(ctx, row, opts.data, kernel_name, &k);
@@ -496,13 +505,7 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
     st = prepare_norms(ctx, p, t, 1, subs, evs);
     cl_mem stats_mem = NULL;
     const int want = call->stats != NULL && d->want_stats;
-    if (!st && want) {
-        if ((st = tdacl__scratch(ctx, TDACL_SCRATCH_STATS, (size_t)(bh * nqb) * 16, &stats_mem)) == 0) {
-            cl_uint zero = 0;
-            err = clEnqueueFillBuffer(ctx->queue, stats_mem, &zero, sizeof zero, 0, (size_t)(bh * nqb) * 16, 0, NULL, NULL);
-            if (err) st = tdacl__fail_cl(ctx, err, "clEnqueueFillBuffer(stats)");
-        }
-    }
+    if (!st && want) st = zeroed_stats(ctx, (size_t)(bh * nqb), &stats_mem);
     cl_event ev = NULL;
     if (!st) {
         st = set_prefill_args(ctx, k, kernel_name, p, t, subs, stats_mem, want);
@@ -681,12 +684,7 @@ tdacl_status tdacl__attention_decode_mma_launch(tdacl_context *ctx, const tdacl_
     cl_mem opart, mlpart, stats_mem = NULL;
     if ((st = partial_buffers(ctx, p, slots, TDACL_DECODE_MMA_ROWS, &opart, &mlpart))) return st;
     const int want = call->stats != NULL && p->desc.want_stats;
-    if (want && (st = tdacl__scratch(ctx, TDACL_SCRATCH_STATS, slots * 16, &stats_mem))) return st;
-    if (want) {
-        cl_uint zero = 0;
-        cl_int err = clEnqueueFillBuffer(ctx->queue, stats_mem, &zero, sizeof zero, 0, slots * 16, 0, NULL, NULL);
-        if (err) return tdacl__fail_cl(ctx, err, "clEnqueueFillBuffer(stats)");
-    }
+    if (want && (st = zeroed_stats(ctx, slots, &stats_mem))) return st;
     cl_event evs[4] = {0}, e1 = NULL, e2 = NULL;
     cl_mem subs[4] = {0};
     st = prepare_norms(ctx, p, t, 0, subs, evs);
