@@ -5,7 +5,8 @@
 #    that `tdacl devices --verbose` reports) for a few seconds into a fresh user database;
 # 2. the file must hold one well-formed attention_decode entry for this device;
 # 3. a new process (`tdacl devices --verbose`) must report that entry, from that file,
-#    instead of the shipped or class default.
+#    instead of the shipped or class default;
+# 4. (below) the tensor-core rows' tuners write their own keys.
 set -euo pipefail
 TDACL="$1"
 WORK="$2"
@@ -45,3 +46,21 @@ case "$line" in
     exit 1
     ;;
 esac
+
+# 4. the tensor-core rows through their portable body: tf32 prefill tiles are written under
+#    their own key (dtype=tf32), the tensor-core decode under attention_decode_mma
+for run in "attention_mma tf32 64 dtype=tf32" "attention_decode_mma bf16 256 dtype=bf16"; do
+    set -- $run
+    TDACL_MMA_EMULATE=1 "$TDACL" tune --kernel "$1" --kinds tra --dtype "$2" --d 32 --T "$3" --B 1 --H 1 \
+        --budget 15 --strategy random --seed 7 --quiet --out "$WORK/mma.tdb" 2>"$WORK/tune-$1.log" || {
+        cat "$WORK/tune-$1.log"
+        echo "FAIL: tdacl tune --kernel $1 --dtype $2 exited non-zero"
+        exit 1
+    }
+    if ! grep -qE "^$1 .* kind=tra $4 d=32 " "$WORK/mma.tdb"; then
+        echo "FAIL: no '$1 ... $4' entry in $WORK/mma.tdb"
+        cat "$WORK/mma.tdb" "$WORK/tune-$1.log"
+        exit 1
+    fi
+    echo "PASS: $1 --dtype $2 wrote a $4 entry"
+done
