@@ -27,7 +27,7 @@ static void usage(FILE *f)
             "  --decode-B N --decode-H N --decode-Tk N   decode shape (default 8, 16, 32768|4096)\n"
             "  --decode-Tq N      query rows per decode step, 1..16 (default 1; 2..16 take the tensor-core decode)\n"
             "  --no-decode        skip decode rows\n"
-            "  --no-prefill       skip attention prefill rows\n"
+            "  --no-prefill       skip prefill rows (attention and forward suites)\n"
             "  --vs-generic       also time the generic default parameters (tuning gain)\n"
             "  --min-samples N --min-ms X   sampling (default 10 samples and 100 ms per row)\n"
             "  --json FILE --csv FILE (rewritten after every row)  --plot FILE.png|.svg|.pdf\n"

@@ -51,6 +51,7 @@ typedef struct fwd_job {
     int batch, len, context;
     int32_t *tokens;
     int decode;
+    uint64_t launches; /* kernels the last decode step enqueued */
 } fwd_job;
 
 static tdacl_status fwd_once(void *user, double *ms)
@@ -70,7 +71,9 @@ static tdacl_status fwd_once(void *user, double *ms)
         }
         if ((st = tdacl_finish(j->ctx))) return st;
         t0 = tdacl__now();
+        uint64_t before = j->ctx->launches;
         st = tdacl_model_decode(j->model, j->batch, j->tokens);
+        j->launches = j->ctx->launches - before;
     } else {
         if ((st = tdacl_finish(j->ctx))) return st;
         t0 = tdacl__now();
@@ -118,7 +121,7 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtyp
         if (run->planning) {
             for (int pi = 0; pi < nprefill + ncontexts; pi++) {
                 int decode = pi >= nprefill;
-                if (!decode && (prefill[pi][0] > max_ctx || prefill[pi][1] > max_batch)) continue;
+                if (!decode && (o->no_prefill || prefill[pi][0] > max_ctx || prefill[pi][1] > max_batch)) continue;
                 if (decode && contexts[pi - nprefill] > max_ctx) continue;
                 bench_count_only(run);
             }
@@ -162,7 +165,8 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtyp
         for (int pi = 0; pi < nprefill + ncontexts; pi++) {
             int decode = pi >= nprefill;
             fwd_job j = {ctx, m, decode ? 1 : prefill[pi][1], decode ? 1 : prefill[pi][0],
-                         decode ? contexts[pi - nprefill] : 0, tokens, decode};
+                         decode ? contexts[pi - nprefill] : 0, tokens, decode, 0};
+            if (!decode && o->no_prefill) continue;
             if (j.len > max_ctx || j.context > max_ctx || j.batch > max_batch || bench_stop_requested()) continue;
             bench_row *r = bench_add_row(run);
             if (!r) break;
@@ -190,6 +194,13 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtyp
             bench_finish_row(run, r);
             r->value = tokens_run / (r->s.median * 1e-3);
             snprintf(r->unit, sizeof r->unit, "tokens/s");
+            if (decode) { /* which decode ran: fused (five kernels a layer) or layer by layer, and why */
+                char why[200], note[sizeof r->note];
+                const int fused = tdacl__model_decode_fused(m, j.batch, why, sizeof why);
+                snprintf(note, sizeof note, "%s%s%s; %llu kernels a step", r->note, r->note[0] ? "; " : "",
+                         fused ? "fused decode" : why, (unsigned long long)j.launches);
+                snprintf(r->note, sizeof r->note, "%s", note);
+            }
             if (decode && bd->have_peak && bd->peak.bandwidth_gbs > 0) {
                 /* every weight once, plus the KV cache the new token attends to */
                 double kv = (double)info.n_layer * (info.attention == TDACL_ATTN_TDA ? 3.0 : 2.0) * (double)j.context *

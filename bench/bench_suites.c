@@ -370,7 +370,7 @@ int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev)
                     own_gemm_job j = {ctx, ta, tb, tbias, tc, (int)m, (int)n, (int)k, TDACL_PRECISION_EXACT};
                     st = tdacl__precision_env(ctx, "tdacl-bench gemm", &j.precision);
                     const tdacl_matmul_call call = {tc, ta, tb, tbias, NULL, TDACL_EPI_BIAS, (int)m, (int)n, (int)k, 0, NULL,
-                                                    j.precision};
+                                                    j.precision, NULL};
                     const tdacl_variant_def *row;
                     tdacl_tuned used;
                     char why[256];

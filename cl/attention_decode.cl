@@ -2,14 +2,22 @@
  * The visible keys are split over work-groups along grid dim 2; each work-group walks its
  * split in chunks of NTD keys, one key per work-item, then accumulates weight x V.
  * Sparse kinds (rela, tra, tda) compact the surviving keys of a chunk into a local list
- * and read only those V rows.  attention_decode_reduce (attention_reduce.cl) combines the
- * splits, applies the Norm epilogue and stores the output.  Same kinds and dtype macros as attention.cl. */
+ * and read only those V rows.  The last split of a (batch, head) to finish combines the
+ * splits (combine_row, attention_reduce.cl), applies the Norm epilogue and stores the output:
+ * one launch (FUSED_COMBINE=0, a class option: attention_decode_reduce does it).  Same kinds and dtype macros as attention.cl. */
 
 #ifndef TQP
 #define TQP 1 /* query rows padded to 1, 2, 4, 8 or 16 */
 #endif
 #ifndef NTD
 #define NTD 128 /* work-items per work-group = keys per chunk */
+#endif
+#ifndef RED_NT
+#define RED_NT 64 /* work-items per row of the split reduction (attention_reduce.cl) */
+#endif
+#define COMBINE_NT (NTD < RED_NT ? NTD : RED_NT)
+#ifndef FUSED_COMBINE
+#define FUSED_COMBINE 1 /* 0: attention_decode_reduce combines the splits in a second launch */
 #endif
 
 #define TWO_VIEWS (KIND == 3 || KIND == 4)
@@ -121,10 +129,16 @@ UNROLL
         }
 }
 
+void combine_row(__global volatile const float *opart, __global volatile const float *mlpart,
+                 __global const void *gain, __global void *out, long4 os, long o_off, int b, int h, int bh, int i,
+                 int nsplit, int dv, float lambda, int norm, float norm_eps, float out_scale, __local float *red);
+
 __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) TDACL_SUBGROUP_ATTR void attention_decode_part(
     __global const void *q, __global const void *k, __global const void *v,
     __global const void *q2, __global const void *k2,
     __global const float *lambdas, __global float *opart, __global float *mlpart, __global uint *stats,
+    __global uint *arrivals, __global const void *gain, __global void *out, long4 os, long o_off, int norm,
+    float norm_eps, float out_scale,
     long4 qs, long4 ks, long4 vs, long4 q2s, long4 k2s,
     long q_off, long k_off, long v_off, long q2_off, long k2_off,
     int H, int Tq, long Tk, long offset, int d, int dv, long split_len,
@@ -143,6 +157,8 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) TDACL_SUBGROUP_ATTR vo
     __local uint cnt;
     __local int tmax[NV * TQP];
     __local uint counters[4];
+    __local float cred[COMBINE_NT];
+    __local int last;
 
     const int tid = get_local_id(0);
     ATTENTION_HEAD(H, lambdas, lambda);
@@ -471,4 +487,20 @@ UNROLL
     if (want_stats) {
         stats_flush(counters, stats, slot, nz1, nz2, nzc, vchunks, tid);
     }
+#if FUSED_COMBINE
+    /* The last split of (b, h) to arrive combines them all.  Each work-item's partials are
+     * made visible device-wide before the arrival is counted; the counter goes back to 0 for
+     * the next launch.  No work-group waits on another, so any schedule completes. */
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    if (tid == 0) last = atomic_inc(arrivals + bh) == (uint)(nsplit - 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (last) {
+        if (tid == 0) arrivals[bh] = 0;
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+        for (int i = 0; i < Tq; i++)
+            combine_row(opart, mlpart, gain, out, os, o_off, b, h, bh, i, nsplit, dv, lambda, norm, norm_eps, out_scale,
+                        cred);
+    }
+#endif
 }

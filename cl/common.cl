@@ -47,3 +47,19 @@ inline void st_2(__global void *p, long i, float v) { vstore_half_rte(v, (size_t
 /* LOAD(dtype, p, i) with a compile-time dtype macro. */
 #define LOAD(dt, p, i) TDACL_CAT(ld_, dt)(p, i)
 #define STORE(dt, p, i, v) TDACL_CAT(st_, dt)(p, i, v)
+
+/* sum_{i < n} p[i * stride], read as volatile (partials other work-groups of the same launch
+ * wrote: the one-launch split reductions) eight loads at a time: a volatile load is not
+ * moved past the previous one's use, so one at a time would wait out n memory round trips. */
+inline float sum_volatile(__global volatile const float *p, long stride, int n)
+{
+    float sum = 0.0f;
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        float x0 = p[i * stride], x1 = p[(i + 1) * stride], x2 = p[(i + 2) * stride], x3 = p[(i + 3) * stride];
+        float x4 = p[(i + 4) * stride], x5 = p[(i + 5) * stride], x6 = p[(i + 6) * stride], x7 = p[(i + 7) * stride];
+        sum += ((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7));
+    }
+    for (; i < n; i++) sum += p[i * stride];
+    return sum;
+}

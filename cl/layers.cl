@@ -197,23 +197,96 @@ UNROLL
 }
 
 /* ---- GEMV for decode: C[m, n] for m < GV_M rows of A, B [K, N] not transposed ----
- * Two passes.  gemv_part: work-group (column block, K chunk) covers GV_COLS columns and
- * k0 <= k < k1; its work-items split the chunk into GV_WG / GV_COLS interleaved rows, so
- * each weight row segment is read coalesced and once for all GV_M rows.  Splitting K over
- * work-groups as well is what keeps enough loads in flight for a narrow layer (N = 768 is
- * 12 column blocks).  gemv_reduce sums the chunks' partials [KSPLIT][GV_M][N] and applies
- * the epilogue. */
+ * One launch.  Work-group (column block, K chunk) covers GV_COLS columns and k0 <= k < k1;
+ * its work-items split the chunk into GV_WG / GV_COLS interleaved rows, so each weight row
+ * segment is read coalesced and once for all GV_M rows.  Splitting K over work-groups as
+ * well is what keeps enough loads in flight for a narrow layer (N = 768 is 12 column
+ * blocks).  Each work-group writes its partial sums to part [nchunks][GV_M][N]; the last of
+ * a column block's work-groups to arrive (a counter per block, put back to 0 by that
+ * work-group) sums the chunks and applies the epilogue.
+ * GV_NORM: the rows of A are LayerNorm'ed (rms = 0) or RMSNorm'ed with gain nw and bias nb
+ *   over all K columns first; every work-group computes the statistics of its rows itself.
+ * GV_SCATTER (the QKV projection of a decode step): RoPE (cos_t != NULL) turns the head
+ *   pairs of the views starting at rope_cols (-1: none) within the block (GV_COLS % d == 0),
+ *   and the columns of the views at cache_cols (k, k2, v; -1: none) also go to the KV caches
+ *   kc, k2c, vc: row m at [m * cache_ld + pos * C + column - view start]. */
+#ifndef GV_COLS
 #define GV_COLS 64
+#endif
+#ifndef GV_NORM
+#define GV_NORM 0
+#endif
+#ifndef GV_SCATTER
+#define GV_SCATTER 0
+#endif
 #define GV_KS (GV_WG / GV_COLS)
 
-__kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv_part(
-    __global float *part, __global const float *a, __global const void *b, int M, int N, int K, int lda, int ldb,
-    int kchunk)
+#if GV_NORM
+#define A_AT(m, k) ((a[(long)(m) * lda + (k)] - nmean[m]) * ninv[m] * nw[k] + (nb ? nb[k] : 0.0f))
+#else
+#define A_AT(m, k) a[(long)(m) * lda + (k)]
+#endif
+
+/* mean (LayerNorm) and 1 / rms of the deviations of the M rows, over K columns */
+inline void row_stats(__global const float *a, int lda, int M, int K, int rms, float eps, __local float *red,
+                      float *nmean, float *ninv)
+{
+    const int tid = get_local_id(0);
+    for (int pass = 0; pass < 2; pass++) {
+        float acc[GV_M];
+UNROLL
+        for (int m = 0; m < GV_M; m++) {
+            acc[m] = 0.0f;
+            if (m < M && (pass || !rms))
+                for (int k = tid; k < K; k += GV_WG) {
+                    float x = a[(long)m * lda + k] - (pass ? nmean[m] : 0.0f);
+                    acc[m] = pass ? fma(x, x, acc[m]) : acc[m] + x;
+                }
+            red[m * GV_WG + tid] = acc[m];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int s = GV_WG / 2; s > 0; s >>= 1) {
+            if (tid < s)
+UNROLL
+                for (int m = 0; m < GV_M; m++) red[m * GV_WG + tid] += red[m * GV_WG + tid + s];
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+UNROLL
+        for (int m = 0; m < GV_M; m++) {
+            if (pass) ninv[m] = rsqrt(red[m * GV_WG] / (float)K + eps);
+            else nmean[m] = rms ? 0.0f : red[m * GV_WG] / (float)K;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+/* the view of column n among up to four views of width C starting at cols (-1: none) */
+inline int view_of(int n, int4 cols, int C)
+{
+    return (cols.s0 >= 0 && n >= cols.s0 && n < cols.s0 + C) ? 0 : (cols.s1 >= 0 && n >= cols.s1 && n < cols.s1 + C) ? 1
+         : (cols.s2 >= 0 && n >= cols.s2 && n < cols.s2 + C) ? 2 : (cols.s3 >= 0 && n >= cols.s3 && n < cols.s3 + C) ? 3
+         : -1;
+}
+
+inline int col_of(int4 cols, int v) { return v == 0 ? cols.s0 : v == 1 ? cols.s1 : v == 2 ? cols.s2 : cols.s3; }
+
+__kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
+    __global float *c, __global const float *a, __global const void *b, __global const float *bias,
+    __global const float *res, __global float *part, __global uint *arrivals, int M, int N, int K, int lda, int ldb,
+    int ldc, int flags, int kchunk, int nchunks,
+    __global const float *nw, __global const float *nb, float eps, int rms,
+    __global float *kc, __global float *k2c, __global float *vc, long cache_ld, int pos, int C, int d,
+    int4 rope_cols, int4 cache_cols, __global const float *cos_t, __global const float *sin_t)
 {
     __local float red[GV_KS][GV_M][GV_COLS];
+    __local int last;
     const int tid = get_local_id(0), col = tid % GV_COLS, ks = tid / GV_COLS;
-    const int n = get_group_id(0) * GV_COLS + col, chunk = get_group_id(1);
+    const int cb = get_group_id(0), n = cb * GV_COLS + col, chunk = get_group_id(1);
     const int k0 = chunk * kchunk, k1 = min(K, k0 + kchunk);
+#if GV_NORM
+    float nmean[GV_M], ninv[GV_M];
+    row_stats(a, lda, M, K, rms, eps, &red[0][0][0], nmean, ninv);
+#endif
     float acc[GV_M];
 UNROLL
     for (int m = 0; m < GV_M; m++) acc[m] = 0.0f;
@@ -226,42 +299,76 @@ UNROLL
 UNROLL
             for (int m = 0; m < GV_M; m++)
                 if (m < M) {
-                    __global const float *am = a + (long)m * lda + k;
-                    acc[m] = fma(am[0], w0, acc[m]);
-                    acc[m] = fma(am[GV_KS], w1, acc[m]);
-                    acc[m] = fma(am[2 * GV_KS], w2, acc[m]);
-                    acc[m] = fma(am[3 * GV_KS], w3, acc[m]);
+                    acc[m] = fma(A_AT(m, k), w0, acc[m]);
+                    acc[m] = fma(A_AT(m, k + GV_KS), w1, acc[m]);
+                    acc[m] = fma(A_AT(m, k + 2 * GV_KS), w2, acc[m]);
+                    acc[m] = fma(A_AT(m, k + 3 * GV_KS), w3, acc[m]);
                 }
         }
         for (; k < k1; k += GV_KS) {
             float w = LOAD(WDT, b, (long)k * ldb + n);
 UNROLL
             for (int m = 0; m < GV_M; m++)
-                if (m < M) acc[m] = fma(a[(long)m * lda + k], w, acc[m]);
+                if (m < M) acc[m] = fma(A_AT(m, k), w, acc[m]);
         }
     }
 UNROLL
     for (int m = 0; m < GV_M; m++) red[ks][m][col] = acc[m];
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int i = tid; i < GV_M * GV_COLS; i += GV_WG) {
-        const int m = i / GV_COLS, cc = i % GV_COLS, nn = get_group_id(0) * GV_COLS + cc;
+        const int m = i / GV_COLS, cc = i % GV_COLS, nn = cb * GV_COLS + cc;
         if (m < M && nn < N) {
             float sum = 0.0f;
             for (int s2 = 0; s2 < GV_KS; s2++) sum += red[s2][m][cc];
             part[((long)chunk * GV_M + m) * N + nn] = sum;
         }
     }
-}
-
-__kernel void gemv_reduce(__global float *c, __global const float *part, __global const float *bias,
-                          __global const float *res, int M, int N, int ldc, int flags, int nchunks)
-{
-    const int n = get_global_id(0), m = get_global_id(1);
-    if (n >= N || m >= M) return;
-    float sum = 0.0f;
-    for (int s = 0; s < nchunks; s++) sum += part[((long)s * GV_M + m) * N + n];
-    long idx = (long)m * ldc + n;
-    c[idx] = epilogue(sum, flags, bias, n, res, idx);
+    /* the last chunk of this column block to arrive sums them all (see attention_decode.cl) */
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    if (tid == 0) last = atomic_inc(arrivals + cb) == (uint)(nchunks - 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (!last) return;
+    if (tid == 0) arrivals[cb] = 0;
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    __global volatile const float *vpart = part;
+    __local float *outv = &red[0][0][0]; /* [GV_M][GV_COLS] */
+    for (int i = tid; i < GV_M * GV_COLS; i += GV_WG) {
+        const int m = i / GV_COLS, cc = i % GV_COLS, nn = cb * GV_COLS + cc;
+        if (m < M && nn < N) {
+            const float sum = sum_volatile(vpart + (long)m * N + nn, (long)GV_M * N, nchunks);
+            long idx = (long)m * ldc + nn;
+            outv[i] = epilogue(sum, flags, bias, nn, res, idx);
+        }
+    }
+#if GV_SCATTER
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int hd = d / 2;
+    for (int i = tid; i < GV_M * GV_COLS; i += GV_WG) {
+        const int m = i / GV_COLS, cc = i % GV_COLS, nn = cb * GV_COLS + cc;
+        if (m >= M || nn >= N) continue;
+        float val = outv[i];
+        const int rv = cos_t ? view_of(nn, rope_cols, C) : -1;
+        if (rv >= 0) {
+            /* rotate-half within the head: element j < d/2 pairs with j + d/2 (cl/layers.cl rope) */
+            const int j = (nn - col_of(rope_cols, rv)) % d, jj = j < hd ? j : j - hd;
+            const float x1 = outv[j < hd ? i : i - hd], x2 = outv[j < hd ? i + hd : i];
+            const float cs = cos_t[(long)pos * hd + jj], sn = sin_t[(long)pos * hd + jj];
+            val = j < hd ? x1 * cs - x2 * sn : x2 * cs + x1 * sn;
+        }
+        c[(long)m * ldc + nn] = val;
+        const int cv = view_of(nn, cache_cols, C);
+        if (cv >= 0) {
+            __global float *dst = cv == 0 ? kc : cv == 1 ? k2c : vc;
+            dst[(long)m * cache_ld + (long)pos * C + (nn - col_of(cache_cols, cv))] = val;
+        }
+    }
+#else
+    for (int i = tid; i < GV_M * GV_COLS; i += GV_WG) {
+        const int m = i / GV_COLS, cc = i % GV_COLS, nn = cb * GV_COLS + cc;
+        if (m < M && nn < N) c[(long)m * ldc + nn] = outv[i];
+    }
+#endif
 }
 
 /* ---- GEMV with transposed B (the tied LM head: logits[m, n] = <a[m], wte[n]>) ----
@@ -294,5 +401,174 @@ UNROLL
     if (tid < GV_M && tid < M) {
         long idx = (long)tid * ldc + n;
         c[idx] = epilogue(red[tid][0], flags, bias, n, res, idx);
+    }
+}
+
+/* ---- sampling on the device (tdacl_model_sample; docs/spec.md §4.2) ----
+ * One work-group per sequence b draws from its row of logits (row0 + b * row_stride):
+ * greedy (temperature 0 or k = 1): the first largest logit.  Otherwise p_i proportional to
+ * exp((logit_i - max) / temperature) over the k largest logits (ties to the lower index),
+ * taken best first, or over all V in index order (k >= V); the draw is the first i whose
+ * running sum exceeds u = U x sum, U = the top 24 bits of splitmix64 at state seed +
+ * (b + 1) x 0x9e3779b97f4a7c15, over 2^24.  k <= SAMPLE_KMAX or k >= V (the host checks). */
+#define SAMPLE_WG 256 /* also the radix of the selection below */
+#define SAMPLE_KMAX 256
+
+inline uint ord_key(float x)
+{
+    uint u = as_uint(x);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u); /* larger float, larger key */
+}
+
+inline float draw_u01(ulong seed, int b)
+{
+    ulong z = seed + (ulong)(b + 1) * 0x9e3779b97f4a7c15UL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9UL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebUL;
+    z ^= z >> 31;
+    return (float)(uint)(z >> 40) * 0x1p-24f;
+}
+
+/* a ranks before b: larger logit, then smaller index */
+inline int ranks_before(float la, int ia, float lb, int ib) { return la > lb || (la == lb && ia < ib); }
+
+__kernel __attribute__((reqd_work_group_size(SAMPLE_WG, 1, 1))) void sample_rows(
+    __global int *out, __global const float *logits, long row0, long row_stride, int V, float temperature, int k,
+    ulong seed)
+{
+    __local float fval[SAMPLE_WG];
+    __local int ival[SAMPLE_WG];
+    __local uint hist[SAMPLE_WG];
+    __local float cand_l[SAMPLE_KMAX], sort_l[SAMPLE_KMAX];
+    __local int cand_i[SAMPLE_KMAX], sort_i[SAMPLE_KMAX];
+    __local uint sel_prefix, sel_need, ncand;
+    __local int pick;
+    const int tid = get_local_id(0), b = get_group_id(1);
+    __global const float *l = logits + row0 + b * row_stride;
+    const int chunk = (V + SAMPLE_WG - 1) / SAMPLE_WG, lo = min(V, tid * chunk), hi = min(V, lo + chunk);
+
+    /* the first largest logit */
+    float bv = -INFINITY;
+    int bi = V;
+    for (int j = lo; j < hi; j++)
+        if (l[j] > bv || (l[j] == bv && j < bi)) bv = l[j], bi = j;
+    fval[tid] = bv, ival[tid] = bi;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = SAMPLE_WG / 2; s > 0; s >>= 1) {
+        if (tid < s && ranks_before(fval[tid + s], ival[tid + s], fval[tid], ival[tid]))
+            fval[tid] = fval[tid + s], ival[tid] = ival[tid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const int best = ival[0] < V ? ival[0] : 0; /* none: every logit NaN */
+    if (temperature == 0.0f || k == 1) {
+        if (tid == 0) out[b] = best;
+        return;
+    }
+    const float mx = l[best], U = draw_u01(seed, b);
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    if (k >= V) {
+        /* all V in index order: chunk sums, their prefix, then the chunk holding u */
+        float sum = 0.0f;
+        for (int j = lo; j < hi; j++) sum += exp((l[j] - mx) / temperature);
+        fval[tid] = sum;
+        if (tid == 0) pick = V - 1;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (tid == 0) {
+            float acc = 0.0f;
+            for (int t = 0; t < SAMPLE_WG; t++) {
+                float s = fval[t];
+                fval[t] = acc;
+                acc += s;
+            }
+            hist[0] = as_uint(acc);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const float total = as_float(hist[0]), u = U * total, start = fval[tid];
+        if (u >= start && u < start + sum) {
+            float acc = start;
+            int j = lo;
+            for (; j < hi - 1; j++) {
+                acc += exp((l[j] - mx) / temperature);
+                if (u < acc) break;
+            }
+            pick = j;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (tid == 0) out[b] = pick;
+        return;
+    }
+
+    /* the k largest: the key of the k-th largest by radix selection, 8 bits a round */
+    uint prefix = 0, mask = 0, need = (uint)k;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        hist[tid] = 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int j = tid; j < V; j += SAMPLE_WG) {
+            uint key = ord_key(l[j]);
+            if ((key & mask) == prefix) atomic_inc(&hist[(key >> shift) & 255u]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (tid == 0) {
+            uint above = 0;
+            for (int dg = 255; dg >= 0; dg--) {
+                if (above + hist[dg] >= need) {
+                    sel_prefix = prefix | ((uint)dg << shift);
+                    sel_need = need - above;
+                    break;
+                }
+                above += hist[dg];
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        prefix = sel_prefix, need = sel_need, mask |= 255u << shift;
+    }
+    /* the candidates: every key above it, and the `need` lowest-index ones equal to it */
+    uint equal = 0;
+    for (int j = lo; j < hi; j++) equal += ord_key(l[j]) == prefix;
+    hist[tid] = equal;
+    if (tid == 0) ncand = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid == 0) {
+        uint acc = 0;
+        for (int t = 0; t < SAMPLE_WG; t++) {
+            uint e = hist[t];
+            hist[t] = acc;
+            acc += e;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint rank = hist[tid];
+    for (int j = lo; j < hi; j++) {
+        uint key = ord_key(l[j]);
+        int take = key > prefix;
+        if (key == prefix) take = rank++ < need;
+        if (take) {
+            uint slot = atomic_inc(&ncand);
+            cand_l[slot] = l[j], cand_i[slot] = j;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    /* best first: each candidate's place is the number ranking before it */
+    for (int i = tid; i < k; i += SAMPLE_WG) {
+        int place = 0;
+        for (int j = 0; j < k; j++) place += ranks_before(cand_l[j], cand_i[j], cand_l[i], cand_i[i]);
+        sort_l[place] = cand_l[i], sort_i[place] = cand_i[i];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid == 0) {
+        float sum = 0.0f;
+        for (int i = 0; i < k; i++) sum += exp((sort_l[i] - mx) / temperature);
+        const float u = U * sum;
+        float acc = 0.0f;
+        int p = sort_i[k - 1];
+        for (int i = 0; i < k; i++) {
+            acc += exp((sort_l[i] - mx) / temperature);
+            if (u < acc) {
+                p = sort_i[i];
+                break;
+            }
+        }
+        out[b] = p;
     }
 }

@@ -514,8 +514,21 @@ TDACL_API tdacl_status tdacl_model_get_info(const tdacl_model *model, tdacl_mode
  * become readable with tdacl_model_logits. */
 TDACL_API tdacl_status tdacl_model_prefill(tdacl_model *model, int batch, int len, const int32_t *tokens);
 /* One decode step: appends tokens[b] to each of the `batch` sequences (batch must equal the
- * last prefill's) and computes their next-token logits from the KV cache. */
+ * last prefill's) and computes their next-token logits from the KV cache.  tokens NULL: the
+ * ids the last tdacl_model_sample drew, which never leave the device.  Up to 8 sequences,
+ * a step is five kernels a layer (docs/spec.md section 4.2); the call returns once they are
+ * enqueued. */
 TDACL_API tdacl_status tdacl_model_decode(tdacl_model *model, int batch, const int32_t *tokens);
+/* Draws the next token of each sequence on the device from its last row of logits, by the
+ * rule of tdacl_sample evaluated in fp32 (docs/spec.md section 4.2; top_k must be 0..256 or
+ * at least the vocabulary), *seed advancing as `batch` calls of tdacl_sample would.  Returns
+ * once the draw is enqueued; the ids feed tdacl_model_decode(model, batch, NULL), and
+ * tdacl_model_sampled waits for them.  So a generation loop enqueues step n + 1 before it
+ * reads token n. */
+TDACL_API tdacl_status tdacl_model_sample(tdacl_model *model, float temperature, int top_k, uint64_t *seed);
+/* Waits for the ids of the last tdacl_model_sample (and nothing enqueued after it); count
+ * must equal the batch. */
+TDACL_API tdacl_status tdacl_model_sampled(tdacl_model *model, int32_t *tokens, int64_t count);
 /* Logits of the last prefill ([batch, len, vocab]) or decode step ([batch, 1, vocab]) as
  * float32; count must equal batch * rows * vocab.  rows (may be NULL) receives len or 1. */
 TDACL_API tdacl_status tdacl_model_logits(tdacl_model *model, float *logits, int64_t count, int *rows);

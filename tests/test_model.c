@@ -46,6 +46,8 @@
 #include <sys/stat.h>
 
 #include "model/checkpoint.h"
+#include "model/model.h"
+#include "ops/variants.h"
 #include "common/testutil.h"
 #include "tools/npy.h"
 #include "ref/attention_ref.h"
@@ -1100,8 +1102,6 @@ static void test_sample(void **state)
     assert_int_equal(seed, 5); /* a failed call consumes no randomness */
 }
 
-/* ---- error paths ------------------------------------------------------------------------- */
-
 #define EXPECT_FAIL(call, status, needle)                                                                          \
     do {                                                                                                           \
         tdacl_status st_ = (call);                                                                                 \
@@ -1110,6 +1110,249 @@ static void test_sample(void **state)
                      (int)(status), tdacl_status_str(status), tdacl_last_error(NULL));                           \
         assert_contains(tdacl_last_error(NULL), needle);                                                           \
     } while (0)
+
+/* ---- sampling on the device ---------------------------------------------------------------- */
+
+/* The device's rule (docs/spec.md §4.2) in double: the candidates (the k best by logit desc,
+ * index asc, or all V in index order when k >= V), u = U x sum with U from the top 24 bits of
+ * splitmix64.  *near is set when u lies within 1e-4 x sum of a boundary of the running sum,
+ * where the device's fp32 sums may pick the neighbour; *alt receives that neighbour. */
+static int32_t device_rule(const float *l, int V, float temperature, int k, uint64_t state, int *near, int32_t *alt)
+{
+    int best = 0;
+    for (int i = 1; i < V; i++)
+        if (l[i] > l[best]) best = i;
+    *near = 0, *alt = best;
+    if (temperature == 0.0f || k == 1) return best;
+    if (k <= 0 || k > V) k = V;
+    int *idx = xcalloc((size_t)V, sizeof(int));
+    for (int i = 0; i < V; i++) idx[i] = i;
+    if (k < V)
+        for (int i = 1; i < V; i++) /* insertion sort by (logit desc, index asc) */
+            for (int j = i; j > 0 && (l[idx[j]] > l[idx[j - 1]] || (l[idx[j]] == l[idx[j - 1]] && idx[j] < idx[j - 1])); j--) {
+                int t = idx[j];
+                idx[j] = idx[j - 1], idx[j - 1] = t;
+            }
+    uint64_t z = state + 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    double sum = 0, acc = 0, mx = l[best];
+    for (int i = 0; i < k; i++) sum += exp(((double)l[idx[i]] - mx) / temperature);
+    double u = (double)(z >> 40) / 16777216.0 * sum;
+    int32_t pick = idx[k - 1];
+    for (int i = 0; i < k; i++) {
+        acc += exp(((double)l[idx[i]] - mx) / temperature);
+        if (fabs(u - acc) < 1e-4 * sum) *near = 1, *alt = i + 1 < k ? idx[i + 1] : idx[i];
+        if (u < acc) {
+            pick = idx[i];
+            break;
+        }
+    }
+    free(idx);
+    return pick;
+}
+
+/* sample_rows (cl/layers.cl) on crafted rows: ties at the top-k cut, all-equal rows, -inf,
+ * vocabularies below and above the work-group size; greedy, top-k and all-token draws. */
+static void test_device_sample_kernel(void **state)
+{
+    (void)state;
+    enum { B = 3, V = 3001 };
+    float *rows = xcalloc((size_t)B * V, sizeof(float));
+    rng r = {515};
+    for (int i = 0; i < V; i++) rows[i] = (float)(int)(rng_normal(&r) * 4.0) * 0.25f; /* many ties */
+    for (int i = 0; i < V; i++) rows[V + i] = 1.5f;                                    /* all equal */
+    for (int i = 0; i < V; i++) rows[2 * V + i] = i % 7 ? (float)rng_normal(&r) : -INFINITY;
+    int64_t shape[2] = {B, V}, tshape[1] = {B};
+    tdacl_tensor *lt = NULL, *tt = NULL;
+    assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 2, shape, &lt));
+    assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 1, tshape, &tt)); /* B int32 ids, as raw words */
+    assert_ok(g_ctx, tdacl_tensor_upload(lt, rows, TDACL_F32, (int64_t)B * V));
+    cl_kernel kern;
+    assert_ok(g_ctx, tdacl__variant_kernel(g_ctx, tdacl__variant_of_op(TDACL_OP_LAYERS), "-DWDT=0", "sample_rows", &kern));
+    const float temps[4] = {0.0f, 0.8f, 3.0f, 1e4f};
+    const int ks[6] = {1, 2, 7, 256, 0, V};
+    const int vs[3] = {V, 5, 300}; /* the same rows read as shorter vocabularies */
+    int checked = 0, near_hits = 0;
+    for (int vi = 0; vi < 3; vi++)
+        for (int ti = 0; ti < 4; ti++)
+            for (int ki = 0; ki < 6; ki++)
+                for (int rep = 0; rep < 3; rep++) {
+                    const int nv = vs[vi], k = ks[ki] == 0 || ks[ki] > nv ? nv : ks[ki];
+                    if (k < nv && k > 256) continue;
+                    cl_mem om = tt->storage->mem, lm = lt->storage->mem;
+                    cl_long row0 = 0, stride = V;
+                    cl_int cv = nv, ck = k;
+                    cl_float temp = temps[ti];
+                    cl_ulong seed = 1000003ULL * (uint64_t)(vi * 100 + ti * 10 + ki) + (uint64_t)rep * 77;
+                    assert_ok(g_ctx, tdacl__set_args(g_ctx, kern, "sample_rows", sizeof om, &om, sizeof lm, &lm,
+                                                     sizeof row0, &row0, sizeof stride, &stride, sizeof cv, &cv,
+                                                     sizeof temp, &temp, sizeof ck, &ck, sizeof seed, &seed, (size_t)0));
+                    size_t g[2] = {256, B}, l[2] = {256, 1};
+                    assert_ok(g_ctx, tdacl__launch(g_ctx, kern, 2, g, l, NULL, "sample_rows"));
+                    int32_t got[B];
+                    assert_ok(g_ctx, tdacl_tensor_download(tt, got, TDACL_F32, B)); /* the bits, unconverted */
+                    for (int b = 0; b < B; b++) {
+                        int near;
+                        int32_t alt, want = device_rule(rows + (size_t)b * V, nv, temps[ti], k,
+                                                        seed + (uint64_t)b * 0x9e3779b97f4a7c15ULL, &near, &alt);
+                        if (got[b] != want && !(near && got[b] == alt))
+                            fail_msg("V=%d row %d temperature %g top_k %d seed %llu: device drew %d, the rule %d", nv, b,
+                                     temps[ti], k, (unsigned long long)seed, got[b], want);
+                        checked++, near_hits += near;
+                    }
+                }
+    assert_true(checked > 500 && near_hits < checked / 20);
+    tdacl_tensor_destroy(lt), tdacl_tensor_destroy(tt);
+    free(rows);
+}
+
+/* tdacl_model_sample / tdacl_model_sampled / tdacl_model_decode(NULL): a generation loop
+ * that never sends ids to the device equals one through host logits, token for token
+ * (greedy: exact; temperature: the rule on the read-back logits), batch 2. */
+static void test_device_sample_model(void **state)
+{
+    (void)state;
+    const model_spec *s = spec_by_tag("tra_rope");
+    char *dir = make_checkpoint(s, "device_sample", TDACL_F32, -1);
+    tdacl_model *m = load_device(dir, TDACL_F32, 2, 0);
+    const int V = s->vocab, P = 6, N = 12;
+    int32_t prompt[2 * 6];
+    rng r = {8080};
+    random_tokens(&r, V, 2 * P, prompt);
+    float *logits = xcalloc((size_t)2 * V, sizeof(float));
+    for (int mode = 0; mode < 2; mode++) {
+        const float temp = mode ? 0.9f : 0.0f;
+        const int top_k = mode ? 40 : 0;
+        int32_t dev[2 * 12], host[2 * 12];
+        /* device: ids never leave it but through tdacl_model_sampled */
+        uint64_t seed = 99;
+        assert_ok(g_ctx, tdacl__model_prefill(m, 2, P, prompt, 1));
+        assert_ok(g_ctx, tdacl_model_sample(m, temp, top_k, &seed));
+        for (int i = 0; i < N; i++) {
+            if (i + 1 < N) assert_ok(g_ctx, tdacl_model_decode(m, 2, NULL)); /* step i+1 before token i is read */
+            assert_ok(g_ctx, tdacl_model_sampled(m, dev + 2 * i, 2));
+            if (i + 1 < N) assert_ok(g_ctx, tdacl_model_sample(m, temp, top_k, &seed));
+        }
+        assert_int_equal(seed, mode ? 99 + (uint64_t)2 * N * 0x9e3779b97f4a7c15ULL : 99);
+        /* host: the same tokens fed back, each draw checked against the rule on the logits */
+        uint64_t st = 99;
+        assert_ok(g_ctx, tdacl__model_prefill(m, 2, P, prompt, 1));
+        for (int i = 0; i < N; i++) {
+            assert_ok(g_ctx, tdacl_model_logits(m, logits, (int64_t)2 * V, NULL));
+            for (int b = 0; b < 2; b++) {
+                int near;
+                int32_t alt, want = device_rule(logits + (size_t)b * V, V, temp, top_k, st, &near, &alt);
+                if (mode) st += 0x9e3779b97f4a7c15ULL;
+                if (dev[2 * i + b] != want && !(near && dev[2 * i + b] == alt))
+                    fail_msg("step %d sequence %d (temperature %g): device drew %d, the rule on the logits %d", i, b,
+                             temp, dev[2 * i + b], want);
+                host[2 * i + b] = dev[2 * i + b];
+            }
+            if (i + 1 < N) assert_ok(g_ctx, tdacl_model_decode(m, 2, host + 2 * i));
+        }
+        if (!mode) { /* greedy equals tdacl_sample on the host */
+            assert_ok(g_ctx, tdacl_model_logits(m, logits, (int64_t)2 * V, NULL));
+            int32_t t0;
+            assert_ok(g_ctx, tdacl_sample(logits, V, 0.0f, 0, NULL, &t0));
+            assert_int_equal(t0, dev[2 * (N - 1)]);
+        }
+    }
+    /* errors: nothing drawn, bad top_k, count */
+    int32_t two[2];
+    assert_ok(g_ctx, tdacl__model_prefill(m, 2, P, prompt, 1));
+    EXPECT_FAIL(tdacl_model_decode(m, 2, NULL), TDACL_ERR_INVALID_ARGUMENT, "no tdacl_model_sample draw");
+    EXPECT_FAIL(tdacl_model_sampled(m, two, 2), TDACL_ERR_INVALID_ARGUMENT, "no tdacl_model_sample");
+    uint64_t sd = 1;
+    if (V > 257) EXPECT_FAIL(tdacl_model_sample(m, 1.0f, 257, &sd), TDACL_ERR_INVALID_ARGUMENT, "top_k 257");
+    EXPECT_FAIL(tdacl_model_sample(m, -1.0f, 0, &sd), TDACL_ERR_INVALID_ARGUMENT, "temperature");
+    EXPECT_FAIL(tdacl_model_sample(m, 1.0f, -2, &sd), TDACL_ERR_INVALID_ARGUMENT, "top_k -2");
+    EXPECT_FAIL(tdacl_model_sample(m, 1.0f, 0, NULL), TDACL_ERR_INVALID_ARGUMENT, "seed is NULL");
+    assert_ok(g_ctx, tdacl_model_sample(m, 0.0f, 0, NULL));
+    EXPECT_FAIL(tdacl_model_sampled(m, two, 1), TDACL_ERR_SHAPE, "count 1");
+    assert_ok(g_ctx, tdacl_model_sampled(m, two, 2));
+    assert_ok(g_ctx, tdacl_model_destroy(m));
+    free(logits), free(dir);
+}
+
+/* A fused decode step is at most 5 kernels a layer (plus embedding, final norm, LM head and
+ * the draw); TDACL_DECODE=unfused runs more; a head size whose RoPE pairs do not fit the
+ * fused GEMV's blocks decodes layer by layer and still matches. */
+static void test_decode_launches(void **state)
+{
+    (void)state;
+    const model_spec *s = spec_by_tag("tda_rope");
+    char *dir = make_checkpoint(s, "launches", TDACL_F32, -1);
+    tdacl_model *m = load_device(dir, TDACL_F32, 2, 0);
+    int32_t tok[2 * 4] = {1, 2, 3, 4, 5, 6, 7, 8}, next[2] = {9, 10};
+    uint64_t launches[2];
+    for (int unfused = 0; unfused < 2; unfused++) {
+        if (unfused) setenv("TDACL_DECODE", "unfused", 1);
+        assert_ok(g_ctx, tdacl_model_prefill(m, 2, 4, tok));
+        uint64_t before = g_ctx->launches;
+        assert_ok(g_ctx, tdacl_model_decode(m, 2, next));
+        launches[unfused] = g_ctx->launches - before;
+        unsetenv("TDACL_DECODE");
+    }
+    if (g_verbose) print_message("  decode step launches: fused %llu, unfused %llu (%d layers)\n",
+                                 (unsigned long long)launches[0], (unsigned long long)launches[1], N_LAYER);
+    assert_true(launches[0] <= 5 * N_LAYER + 3);
+    assert_true(launches[1] > launches[0] + N_LAYER);
+    assert_ok(g_ctx, tdacl_model_destroy(m));
+    free(dir);
+}
+
+/* Head sizes for the fused QKV GEMV's RoPE: 64 (pairs 32 apart in a 64-column block), 128
+ * (128-column blocks), and 48, which decodes layer by layer and says why.  Each decodes to
+ * its own prefill's logits (tda: two q/k views, the k2 cache). */
+static void test_decode_head_sizes(void **state)
+{
+    (void)state;
+    const int heads[3] = {2, 1, 2}, embd[3] = {128, 128, 96};
+    for (int c = 0; c < 3; c++) {
+        model_spec sp = *spec_by_tag("tda_rope");
+        sp.n_head = heads[c], sp.n_embd = embd[c];
+        char tag[32];
+        snprintf(tag, sizeof tag, "heads_d%d", embd[c] / heads[c]);
+        char *dir = make_checkpoint(&sp, tag, TDACL_F32, -1);
+        tdacl_model *m = load_device(dir, TDACL_F32, 2, 0);
+        enum { T = 10, P = 6 };
+        const int V = sp.vocab;
+        int32_t tok[2 * T], prompt[2 * P];
+        rng r = {600 + (uint64_t)c};
+        random_tokens(&r, V, 2 * T, tok);
+        for (int b = 0; b < 2; b++) memcpy(prompt + b * P, tok + b * T, sizeof(int32_t) * P);
+        float *full = xcalloc((size_t)2 * T * V, sizeof(float)), *step = xcalloc((size_t)2 * V, sizeof(float));
+        device_prefill(m, 2, T, tok, full, V);
+        assert_ok(g_ctx, tdacl_model_prefill(m, 2, P, prompt));
+        errs e = {0};
+        tu_log lg = {0};
+        for (int t = P; t < T; t++) {
+            int32_t next[2] = {tok[t], tok[T + t]};
+            if (t == P) tdacl_log_set_callback(tu_log_fn, &lg, TDACL_LOG_DEBUG);
+            uint64_t before = g_ctx->launches;
+            assert_ok(g_ctx, tdacl_model_decode(m, 2, next));
+            uint64_t n = g_ctx->launches - before;
+            if (t == P) tdacl_log_set_callback(NULL, NULL, -1);
+            const int fused = embd[c] / heads[c] != 48;
+            if (fused ? n > 5 * N_LAYER + 3 : n <= 5 * N_LAYER + 3)
+                fail_msg("d=%d: %llu launches for a decode step", embd[c] / heads[c], (unsigned long long)n);
+            if (t == P && !fused)
+                assert_true(tu_log_find(&lg, TDACL_LOG_DEBUG, "not fused", "head_dim 48", NULL) >= 0);
+            if (t == P && fused) assert_true(tu_log_find(&lg, -1, "not fused", NULL) < 0);
+            assert_ok(g_ctx, tdacl_model_logits(m, step, (int64_t)2 * V, NULL));
+            for (int b = 0; b < 2; b++) errs_add(&e, step + (size_t)b * V, NULL, full + ((size_t)b * T + t) * V, (size_t)V);
+        }
+        tu_log_clear(&lg);
+        errs_check(&e, NMSE_F32, MAXABS_F32, "decode vs prefill", tag);
+        assert_ok(g_ctx, tdacl_model_destroy(m));
+        free(full), free(step), free(dir);
+    }
+}
+
+/* ---- error paths ------------------------------------------------------------------------- */
+
 
 static void test_errors(void **state)
 {
@@ -1352,6 +1595,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_reference_by_hand),
         cmocka_unit_test(test_reference_attention_agrees),
         cmocka_unit_test(test_sample),
+        cmocka_unit_test(test_device_sample_kernel),
+        cmocka_unit_test(test_device_sample_model),
+        cmocka_unit_test(test_decode_launches),
+        cmocka_unit_test(test_decode_head_sizes),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_nonfinite_and_ownership),
         cmocka_unit_test(test_model_softmax_learned),

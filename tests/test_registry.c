@@ -277,7 +277,7 @@ static void test_local_memory_formulas(void **state)
     assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 2, as, &a));
     assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 2, ws, &w));
     assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 2, as, &c));
-    const tdacl_matmul_call call = {c, a, w, NULL, NULL, 0, 40, 40, 24, 0, NULL, TDACL_PRECISION_EXACT};
+    const tdacl_matmul_call call = {c, a, w, NULL, NULL, 0, 40, 40, 24, 0, NULL, TDACL_PRECISION_EXACT, NULL};
     tdacl_param_values v;
     char why[200];
     assert_int_equal(tdacl__params_parse(gemm->space, "GBM=32 GBN=64 GKC=8", &v, why, sizeof why), 0);
@@ -495,8 +495,8 @@ static void test_dispatch(void **state)
     assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 2, a9, &x9));
     const tdacl_variant_def *row;
     char why[256];
-    const tdacl_matmul_call one = {x1, x1, w, NULL, NULL, 0, 1, 16, 16, 0, NULL, TDACL_PRECISION_BF16},
-                            nine = {x9, x9, w, NULL, NULL, 0, TDACL_GEMV_MAX_ROWS + 1, 16, 16, 0, NULL, TDACL_PRECISION_EXACT};
+    const tdacl_matmul_call one = {x1, x1, w, NULL, NULL, 0, 1, 16, 16, 0, NULL, TDACL_PRECISION_BF16, NULL},
+                            nine = {x9, x9, w, NULL, NULL, 0, TDACL_GEMV_MAX_ROWS + 1, 16, 16, 0, NULL, TDACL_PRECISION_EXACT, NULL};
     assert_ok(ctx, tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &one, &row, why, sizeof why));
     assert_string_equal(row->name, "gemv.simt");
     assert_ok(ctx, tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &nine, &row, why, sizeof why));

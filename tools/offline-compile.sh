@@ -35,6 +35,7 @@ if [ "$intel" = 1 ] && [ -z "${OCLOC:-}" ]; then
 fi
 rm -rf "$OUT"
 mkdir -p "$OUT/logs" "$OUT/bitcode"
+OUT=$(cd "$OUT" && pwd)  # absolute: ocloc runs inside it (IGC drops default.visaasm in its cwd)
 
 # isa_version NNN: the device libraries' __oclc_ISA_version (major * 1000 + minor * 100 + stepping)
 isa_bitcode() {
@@ -73,8 +74,8 @@ intel_target() {
         local log="$OUT/logs/$t-${file%.cl}.txt" dump="$OUT/dump"
         rm -rf "$dump"
         # shellcheck disable=SC2086 # $OCLOC is a command line
-        if ! IGC_ShaderDumpEnable=1 IGC_DumpToCustomDir="$dump" $OCLOC compile -file "$dir/$file" -device "$t" \
-            -options "$opts" -out_dir "$OUT/bin" >"$log" 2>&1; then
+        if ! (cd "$OUT" && IGC_ShaderDumpEnable=1 IGC_DumpToCustomDir="$dump" $OCLOC compile -file "$dir/$file" \
+            -device "$t" -options "$opts" -out_dir "$OUT/bin") >"$log" 2>&1; then
             echo "FAIL $t $label (log: $log)"
             failed=$((failed + 1))
             continue

@@ -196,6 +196,29 @@ def test_model_and_tokenizer(ctx, tmp_path):
     full = m.forward(out)
     for t in range(len(ids), len(out)):
         assert out[t] == int(np.argmax(full[t - 1]))
+    # `tdacl generate` draws on the device (tdacl_model_sample) and feeds the ids back
+    # without the host: the same greedy continuation; --top-k 300 draws on the host, says so
+    cli_ids = subprocess.run([cli, "generate", "--model", str(model_dir), "--tokens", ",".join(map(str, ids)),
+                              "--max-new", "4"], check=True, capture_output=True, text=True).stdout.strip()
+    assert [int(x) for x in cli_ids.split(",")] == out
+    # with 600 ids, --top-k 300 is beyond the device's 256: drawn on the host, as
+    # Model.generate_ids (tdacl_sample) draws, and it says so
+    import json
+
+    config = json.load(open(os.path.join(root, "examples", "models", "tiny-softmax.json")))
+    config["vocab_size"] = 600
+    with open(tmp_path / "v600.json", "w") as f:
+        json.dump(config, f)
+    subprocess.run([cli, "make-model", "--config", str(tmp_path / "v600.json"), "--out", str(tmp_path / "v600"),
+                    "--seed", "6"], check=True, capture_output=True)
+    mb = tdacl.Model.load(str(tmp_path / "v600"), context=ctx)
+    want = mb.generate_ids(ids, max_new_tokens=3, temperature=0.7, top_k=300, seed=11)
+    mb.close()
+    host = subprocess.run([cli, "generate", "--model", str(tmp_path / "v600"), "--tokens", ",".join(map(str, ids)),
+                           "--max-new", "3", "--temperature", "0.7", "--top-k", "300", "--seed", "11"], check=True,
+                          capture_output=True, text=True)
+    assert "drawing on the host" in host.stderr
+    assert [int(x) for x in host.stdout.strip().split(",")] == want
     # no tokenizer in this directory: generate(text) says so
     with pytest.raises(tdacl.TdaclError, match="has no tokenizer"):
         m.generate("hi")

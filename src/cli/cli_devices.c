@@ -102,7 +102,7 @@ static void print_variants(tdacl_context *ctx)
         tdacl_status st = tdacl_tensor_create(ctx, TDACL_F32, 2, as, &a);
         if (!st) st = tdacl_tensor_create(ctx, TDACL_BF16, 2, ws, &w);
         if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 2, as, &c);
-        const tdacl_matmul_call call = {c, a, w, NULL, NULL, 0, rows_of[i], 768, 768, 0, NULL, TDACL_PRECISION_EXACT};
+        const tdacl_matmul_call call = {c, a, w, NULL, NULL, 0, rows_of[i], 768, 768, 0, NULL, TDACL_PRECISION_EXACT, NULL};
         const tdacl_variant_def *row = NULL;
         char why[256] = "", what[96];
         tdacl_tuned tuned;

@@ -115,7 +115,7 @@ static int matmul_programs(tdacl_context *ctx, dump *d)
             if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 2, cs, &c);
             if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 2, bs, &bias);
             const tdacl_matmul_call call = {c,    a,    wt, bias, NULL, TDACL_EPI_BIAS | TDACL_EPI_GELU, rows_of[r], 3072,
-                                            768,  0,    NULL, wdts[w] == TDACL_BF16 ? TDACL_PRECISION_BF16 : TDACL_PRECISION_EXACT};
+                                            768,  0,    NULL, wdts[w] == TDACL_BF16 ? TDACL_PRECISION_BF16 : TDACL_PRECISION_EXACT, NULL};
             const tdacl_variant_def *row = NULL;
             char why[256], label[64];
             snprintf(label, sizeof label, "M=%d N=3072 K=768 %s weights", rows_of[r], tdacl_dtype_name(wdts[w]));
@@ -123,6 +123,19 @@ static int matmul_programs(tdacl_context *ctx, dump *d)
             if (st || write_program(ctx, d, row, &call, label)) {
                 fprintf(stderr, "tdacl __programs: matmul %s: %s\n", label, tdacl_last_error(ctx));
                 bad++;
+            }
+            /* one row more: the decode step's fused QKV GEMV (norm prologue, RoPE and KV scatter, d = 64) */
+            if (!st && r == 0) {
+                const tdacl_gemv_fusion fuse = {.norm_w = bias, .scatter = 1, .cos_t = c->storage->mem,
+                                                .sin_t = c->storage->mem, .d = 64, .C = 768};
+                tdacl_matmul_call fused = call;
+                fused.fuse = &fuse, fused.precision = TDACL_PRECISION_EXACT;
+                snprintf(label, sizeof label, "M=1 fused QKV %s weights", tdacl_dtype_name(wdts[w]));
+                if (tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &fused, &row, why, sizeof why) ||
+                    write_program(ctx, d, row, &fused, label)) {
+                    fprintf(stderr, "tdacl __programs: matmul %s: %s\n", label, tdacl_last_error(ctx));
+                    bad++;
+                }
             }
             tdacl_tensor_destroy(a), tdacl_tensor_destroy(wt), tdacl_tensor_destroy(c), tdacl_tensor_destroy(bias);
         }

@@ -322,11 +322,26 @@ int cmd_generate(int argc, char **argv)
                         "vocabulary is not bytes (256); give one or use --tokens\n", o.model);
         goto done;
     }
-    logits = malloc((size_t)info.vocab_size * sizeof *logits);
-    if (!logits) goto done;
+    /* Draws on the device (ids only cross to the host, step n + 1 is enqueued before token n
+     * is read) unless top_k asks for more candidates than the device's rule takes. */
+    const int greedy = o.temperature == 0 || o.top_k == 1;
+    const int on_device = greedy || o.top_k <= 256 || o.top_k >= info.vocab_size;
+    if (!on_device) {
+        fprintf(stderr, "tdacl generate: --top-k %lld: drawing on the host (the device draws from up to 256 tokens or "
+                        "all of them)\n", (long long)o.top_k);
+        logits = malloc((size_t)info.vocab_size * sizeof *logits);
+        if (!logits) goto done;
+    }
+    uint64_t seed = (uint64_t)o.seed;
+    int32_t next = 0;
     double t0 = tdacl__now();
     tdacl_status st = tdacl__model_prefill(m, 1, n, tokens, 1);
-    if (!st) st = tdacl_model_logits(m, logits, info.vocab_size, NULL);
+    if (!st && on_device && o.max_new > 0) {
+        st = tdacl_model_sample(m, (float)o.temperature, (int)o.top_k, &seed);
+        if (!st) st = tdacl_model_sampled(m, &next, 1);
+    }
+    if (!st && !on_device) st = tdacl_model_logits(m, logits, info.vocab_size, NULL);
+    if (!st) st = tdacl_finish(ctx);
     double prefill_ms = (tdacl__now() - t0) * 1e3;
     if (st) {
         cli_report(ctx, st);
@@ -335,15 +350,22 @@ int cmd_generate(int argc, char **argv)
     if (text) fputs(o.prompt, stdout);
     else
         for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", tokens[i]);
-    uint64_t seed = (uint64_t)o.seed;
     double t1 = tdacl__now();
     for (long long i = 0; i < o.max_new; i++) {
-        int32_t next;
-        if ((st = tdacl_sample(logits, info.vocab_size, (float)o.temperature, (int)o.top_k, &seed, &next))) break;
+        const int more = i + 1 < o.max_new;
+        if (on_device) {
+            /* step i + 1 (its input, token i, is on the device) is enqueued before token i is
+             * waited for, so the device has work while the host prints */
+            if (more && (st = tdacl_model_decode(m, 1, NULL))) break;
+            if (i > 0 && (st = tdacl_model_sampled(m, &next, 1))) break;
+            if (more && (st = tdacl_model_sample(m, (float)o.temperature, (int)o.top_k, &seed))) break;
+        } else if ((st = tdacl_sample(logits, info.vocab_size, (float)o.temperature, (int)o.top_k, &seed, &next))) {
+            break;
+        }
         if (text && (st = print_token(tok, next))) break;
         if (!text) printf(",%d", next);
         fflush(stdout);
-        if (i + 1 == o.max_new) break;
+        if (!more || on_device) continue;
         if ((st = tdacl_model_decode(m, 1, &next)) || (st = tdacl_model_logits(m, logits, info.vocab_size, NULL)))
             break;
     }

@@ -56,6 +56,11 @@ struct tdacl_model {
     int64_t tokens_cap;
     /* state */
     int batch, pos, logit_rows;
+    /* device sampling: `tokens` holds the last draw (drawn_on_device), copied without waiting
+     * into `drawn` (drawn_ev marks the copy's end) */
+    int drawn_on_device;
+    int32_t *drawn;
+    cl_event drawn_ev;
 };
 
 /* ---- helpers ---- */
@@ -316,6 +321,11 @@ tdacl_status tdacl_model_destroy(tdacl_model *m)
     for (size_t k = 0; k < TDACL_ARRAY_LEN(globals); k++) free_tensor(globals[k]);
     if (m->rope_cos) clReleaseMemObject(m->rope_cos);
     if (m->rope_sin) clReleaseMemObject(m->rope_sin);
+    if (m->drawn_ev) {
+        clWaitForEvents(1, &m->drawn_ev);
+        clReleaseEvent(m->drawn_ev);
+    }
+    free(m->drawn);
     if (m->tokens) clReleaseMemObject(m->tokens);
     free(m);
     return TDACL_SUCCESS;
@@ -441,8 +451,10 @@ static tdacl_status head_view(tdacl_model *m, tdacl_tensor *base, int B, int T, 
     return tdacl_tensor_view(base, 4, shape, strides, col, out);
 }
 
-/* The attention block of layer l for B sequences of T new tokens at positions pos0.. */
-static tdacl_status attention_block(tdacl_model *m, int l, int B, int T, int pos0)
+/* The attention block of layer l for B sequences of T new tokens at positions pos0..; append:
+ * copy the new k (k2) and v rows into the caches first (the fused decode's QKV GEMV wrote
+ * them already). */
+static tdacl_status attention_block(tdacl_model *m, int l, int B, int T, int pos0, int append)
 {
     layer *L = &m->layers[l];
     const int C = m->C, ld = m->kqkv * C, two = m->kqkv == 5;
@@ -452,7 +464,7 @@ static tdacl_status attention_block(tdacl_model *m, int l, int B, int T, int pos
     tdacl_tensor *src = NULL, *dst = NULL;
     tdacl_tensor *caches[3] = {L->kcache, two ? L->k2cache : NULL, L->vcache};
     const int cols[3] = {C, 3 * C, two ? 4 * C : 2 * C};
-    for (int v = 0; v < 3 && !st; v++) {
+    for (int v = 0; append && v < 3 && !st; v++) {
         if (!caches[v]) continue;
         st = rows_view(m->qkv, B, T, ld, cols[v], C, &src);
         if (!st) st = cache_view(m, caches[v], B, pos0, T, &dst);
@@ -486,37 +498,107 @@ static tdacl_status attention_block(tdacl_model *m, int l, int B, int T, int pos
     return st;
 }
 
+static tdacl_status head(tdacl_model *m, int B, int T, int last_only);
+static int fused_decode(const tdacl_model *m, int B, char *why, size_t n);
+
+/* Whether a decode step of B sequences runs fused (decode_step); why (may be NULL) says why
+ * not.  $TDACL_DECODE=unfused keeps the layer-by-layer kernels (for comparisons). */
+int tdacl__model_decode_fused(const tdacl_model *m, int batch, char *why, size_t n)
+{
+    return fused_decode(m, batch, why, n);
+}
+
+static int fused_decode(const tdacl_model *m, int B, char *why, size_t n)
+{
+    char buf[200];
+    if (!why) why = buf, n = sizeof buf;
+    const char *env = getenv("TDACL_DECODE");
+    if (env && !strcmp(env, "unfused")) return snprintf(why, n, "TDACL_DECODE=unfused"), 0;
+    if (B > TDACL_GEMV_MAX_ROWS)
+        return snprintf(why, n, "batch %d exceeds the GEMV's %d rows", B, TDACL_GEMV_MAX_ROWS), 0;
+    if (m->cfg.position == TDACL_POSITION_ROPE && tdacl__gemv_rope_fits(m->d, why, n)) return 0;
+    return 1;
+}
+
+/* One decode step of B sequences at position pos, five launches a layer (docs/spec.md §4.2):
+ *   qkv  = Norm1(x) @ W_attn + b_attn; RoPE; k, v rows into the caches at pos   (one GEMV)
+ *   att  = Attention(q, caches)                     (one launch: the last split combines)
+ *   x   += att @ W_proj + b_proj                                                (GEMV)
+ *   hid  = gelu(Norm2(x) @ W_fc + b_fc)                                         (GEMV)
+ *   x   += hid @ W_fcproj + b_fcproj                                            (GEMV)
+ * then the final norm and the LM head.  x was embedded by the caller. */
+static tdacl_status decode_step(tdacl_model *m, int B, int pos)
+{
+    const int C = m->C, two = m->kqkv == 5, rope = m->cfg.position == TDACL_POSITION_ROPE;
+    const int64_t cache_ld = (int64_t)m->info.max_context * C;
+    tdacl_status st = TDACL_SUCCESS;
+    for (int l = 0; !st && l < m->info.n_layer; l++) {
+        layer *L = &m->layers[l];
+        /* views: [q|k|v] or [q1|k1|q2|k2|v] */
+        tdacl_gemv_fusion qkv = {.norm_w = L->ln1_w, .norm_b = L->ln1_b, .eps = m->cfg.layer_norm_epsilon,
+                                 .rms = m->cfg.norm_type == 1, .scatter = 1, .kc = L->kcache->storage->mem,
+                                 .k2c = two ? L->k2cache->storage->mem : NULL, .vc = L->vcache->storage->mem,
+                                 .cache_ld = cache_ld, .pos = pos, .C = C, .d = m->d,
+                                 .rope_cols = {0, C, two ? 2 * C : -1, two ? 3 * C : -1},
+                                 .cache_cols = {C, two ? 3 * C : -1, two ? 4 * C : 2 * C, -1},
+                                 .cos_t = rope ? m->rope_cos : NULL, .sin_t = rope ? m->rope_sin : NULL};
+        tdacl_gemv_fusion ln2 = {.norm_w = L->ln2_w, .norm_b = L->ln2_b, .eps = m->cfg.layer_norm_epsilon,
+                                 .rms = m->cfg.norm_type == 1};
+        st = tdacl__gemv_fused(m->ctx, m->qkv, m->x, L->attn_w, L->attn_b, NULL, EPI_BIAS, B, m->kqkv * C, C, &qkv);
+        if (!st) st = attention_block(m, l, B, 1, pos, 0);
+        if (!st) st = linear(m, m->x, m->att, L->proj_w, L->proj_b, m->x, EPI_BIAS | EPI_RESIDUAL, B, C, C, 0);
+        if (!st)
+            st = tdacl__gemv_fused(m->ctx, m->hid, m->x, L->fc_w, L->fc_b, NULL, EPI_BIAS | EPI_GELU, B, 4 * C, C, &ln2);
+        if (!st) st = linear(m, m->x, m->hid, L->fcproj_w, L->fcproj_b, m->x, EPI_BIAS | EPI_RESIDUAL, B, C, 4 * C, 0);
+    }
+    return st ? st : head(m, B, 1, 0);
+}
+
 /* The whole stack for B sequences of T new tokens at positions pos0 ... pos0 + T - 1.  The
  * final norm and LM head run on every row, or on the last row of each sequence. */
 static tdacl_status forward(tdacl_model *m, int B, int T, int pos0, const int32_t *tokens, int last_only)
 {
-    const int rows = B * T, C = m->C, V = m->info.vocab_size;
+    const int rows = B * T, C = m->C;
     tdacl_status st = activations(m, rows);
     if (st) return st;
     if (rows > m->tokens_cap) {
         if (m->tokens) clReleaseMemObject(m->tokens);
         cl_int err;
-        m->tokens = clCreateBuffer(m->ctx->cl, CL_MEM_READ_ONLY, (size_t)rows * 4, NULL, &err);
+        m->tokens = clCreateBuffer(m->ctx->cl, CL_MEM_READ_WRITE, (size_t)rows * 4, NULL, &err); /* sampling writes */
         if (!m->tokens) return tdacl__fail_cl(m->ctx, err, "model: token buffer");
         m->tokens_cap = rows;
     }
-    /* blocking: `tokens` is the caller's memory, free to change once we return */
-    cl_int err = clEnqueueWriteBuffer(m->ctx->queue, m->tokens, CL_TRUE, 0, (size_t)rows * 4, tokens, 0, NULL, NULL);
-    if (err) return tdacl__fail_cl(m->ctx, err, "model: uploading tokens");
+    /* blocking: `tokens` is the caller's memory, free to change once we return; NULL: the
+     * tokens tdacl_model_sample left on the device */
+    if (tokens) {
+        cl_int err = clEnqueueWriteBuffer(m->ctx->queue, m->tokens, CL_TRUE, 0, (size_t)rows * 4, tokens, 0, NULL, NULL);
+        if (err) return tdacl__fail_cl(m->ctx, err, "model: uploading tokens");
+    }
     st = embed(m, rows, T, pos0);
+    if (!st && T == 1) {
+        char why[200];
+        if (fused_decode(m, B, why, sizeof why)) return decode_step(m, B, pos0);
+        tdacl__log(m->ctx, TDACL_LOG_DEBUG, "model decode step: layer by layer, not fused (%s)", why);
+    }
     for (int l = 0; !st && l < m->info.n_layer; l++) {
         layer *L = &m->layers[l];
         st = norm(m, m->xn, m->x, L->ln1_w, L->ln1_b, rows);
         if (!st) st = linear(m, m->qkv, m->xn, L->attn_w, L->attn_b, NULL, EPI_BIAS, rows, m->kqkv * C, C, 0);
         if (!st && m->cfg.position == TDACL_POSITION_ROPE) st = rope(m, rows, T, pos0);
-        if (!st) st = attention_block(m, l, B, T, pos0);
+        if (!st) st = attention_block(m, l, B, T, pos0, 1);
         if (!st) st = linear(m, m->x, m->att, L->proj_w, L->proj_b, m->x, EPI_BIAS | EPI_RESIDUAL, rows, C, C, 0);
         if (!st) st = norm(m, m->xn, m->x, L->ln2_w, L->ln2_b, rows);
         if (!st) st = linear(m, m->hid, m->xn, L->fc_w, L->fc_b, NULL, EPI_BIAS | EPI_GELU, rows, 4 * C, C, 0);
         if (!st) st = linear(m, m->x, m->hid, L->fcproj_w, L->fcproj_b, m->x, EPI_BIAS | EPI_RESIDUAL, rows, C, 4 * C, 0);
     }
-    if (st) return st;
-    /* final norm and LM head */
+    return st ? st : head(m, B, T, last_only);
+}
+
+/* The final norm and the LM head, on every row or on the last row of each sequence. */
+static tdacl_status head(tdacl_model *m, int B, int T, int last_only)
+{
+    const int rows = B * T, C = m->C, V = m->info.vocab_size;
+    tdacl_status st;
     const tdacl_tensor *head = m->lm_head ? m->lm_head : m->wte;
     tdacl_tensor *src = m->x;
     int out_rows = rows;
@@ -567,7 +649,7 @@ tdacl_status tdacl__model_prefill(tdacl_model *m, int batch, int len, const int3
                            m->info.max_context);
     tdacl_status st = check_tokens(m, call, tokens, (int64_t)batch * len);
     if (st) return st;
-    m->batch = 0, m->pos = 0;
+    m->batch = 0, m->pos = 0, m->drawn_on_device = 0;
     st = forward(m, batch, len, 0, tokens, last_only);
     if (st) return st;
     m->batch = batch, m->pos = len;
@@ -591,8 +673,12 @@ tdacl_status tdacl_model_decode(tdacl_model *m, int batch, const int32_t *tokens
     if (m->pos >= m->info.max_context)
         return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: the context of %d tokens is full", call,
                            m->info.max_context);
-    tdacl_status st = check_tokens(m, call, tokens, batch);
+    if (!tokens && !m->drawn_on_device)
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: tokens is NULL and no tdacl_model_sample draw is "
+                           "waiting on the device", call);
+    tdacl_status st = tokens ? check_tokens(m, call, tokens, batch) : TDACL_SUCCESS;
     if (st) return st;
+    m->drawn_on_device = 0;
     st = forward(m, batch, 1, m->pos, tokens, 0);
     if (st) return st;
     m->pos++;
@@ -614,7 +700,70 @@ tdacl_status tdacl_model_logits(tdacl_model *m, float *logits, int64_t count, in
     return err ? tdacl__fail_cl(m->ctx, err, "%s: reading the logits", call) : TDACL_SUCCESS;
 }
 
-/* ---- sampling ---- */
+/* ---- sampling on the device ---- */
+
+tdacl_status tdacl_model_sample(tdacl_model *m, float temperature, int top_k, uint64_t *seed)
+{
+    const char *call = "tdacl_model_sample";
+    if (!m) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: model is NULL", call);
+    if (m->batch == 0) return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: nothing has run yet", call);
+    if (!(temperature >= 0) || !isfinite(temperature))
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: temperature %g must be finite and >= 0", call,
+                           temperature);
+    const int V = m->info.vocab_size, greedy = temperature == 0.0f || top_k == 1;
+    if (top_k < 0 || (!greedy && top_k > 256 && top_k < V))
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: top_k %d: the device draws from 1..256 tokens or the "
+                           "whole vocabulary (0 or >= %d); tdacl_sample on the logits takes any", call, top_k, V);
+    if (!greedy && !seed) return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: seed is NULL (needed when temperature > 0)", call);
+    if (!m->drawn && !(m->drawn = malloc((size_t)m->info.max_batch * sizeof *m->drawn)))
+        return tdacl__fail(m->ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
+    if (m->drawn_ev) { /* the previous copy lands in `drawn` first */
+        clWaitForEvents(1, &m->drawn_ev);
+        clReleaseEvent(m->drawn_ev);
+        m->drawn_ev = NULL;
+    }
+    cl_kernel k;
+    tdacl_status st = layers_kernel(m, "sample_rows", NULL, &k);
+    if (st) return st;
+    cl_long row0 = (cl_long)(m->logit_rows - 1) * V, row_stride = (cl_long)m->logit_rows * V;
+    cl_int cV = V, ck = top_k == 0 || top_k > V ? V : top_k;
+    cl_float temp = temperature;
+    cl_ulong s0 = greedy ? 0 : *seed;
+    cl_mem lg = mem(m->logits);
+    st = tdacl__set_args(m->ctx, k, "sample_rows", sizeof m->tokens, &m->tokens, sizeof lg, &lg, sizeof row0, &row0,
+                         sizeof row_stride, &row_stride, sizeof cV, &cV, sizeof temp, &temp, sizeof ck, &ck,
+                         sizeof s0, &s0, (size_t)0);
+    size_t g[2] = {256, (size_t)m->batch}, l[2] = {256, 1};
+    if (!st) st = tdacl__launch(m->ctx, k, 2, g, l, NULL, "sample_rows");
+    if (st) return st;
+    cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->tokens, CL_FALSE, 0, (size_t)m->batch * 4, m->drawn, 0, NULL,
+                                     &m->drawn_ev);
+    if (err) return tdacl__fail_cl(m->ctx, err, "%s: reading the ids back", call);
+    clFlush(m->ctx->queue); /* start now: the caller may enqueue the next step before waiting */
+    if (!greedy) *seed += (uint64_t)m->batch * 0x9e3779b97f4a7c15ULL;
+    m->drawn_on_device = 1;
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl_model_sampled(tdacl_model *m, int32_t *tokens, int64_t count)
+{
+    const char *call = "tdacl_model_sampled";
+    if (!m || !tokens) return tdacl__fail(m ? m->ctx : NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call, m ? "tokens" : "model");
+    if (!m->drawn_ev && !m->drawn_on_device)
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: no tdacl_model_sample to wait for", call);
+    if (count != m->batch)
+        return tdacl__fail(m->ctx, TDACL_ERR_SHAPE, "%s: count %lld differs from the batch %d", call, (long long)count, m->batch);
+    if (m->drawn_ev) {
+        cl_int err = clWaitForEvents(1, &m->drawn_ev);
+        clReleaseEvent(m->drawn_ev);
+        m->drawn_ev = NULL;
+        if (err) return tdacl__fail_cl(m->ctx, err, "%s: waiting for the draw", call);
+    }
+    memcpy(tokens, m->drawn, (size_t)count * sizeof *tokens);
+    return TDACL_SUCCESS;
+}
+
+/* ---- sampling on the host ---- */
 
 static uint64_t splitmix(uint64_t *s)
 {

@@ -621,23 +621,36 @@ tdacl_status tdacl__attention_decode_launch(tdacl_context *ctx, const tdacl_vari
     split_keys(ctx, kend, ntd, waves, bh, &nsplit, &split_len);
 
     const int tqp = tdacl__decode_tqp(p->Tq);
-    cl_kernel kp, kr;
-    tdacl_status st = decode_kernels(ctx, row, call, v, "attention_decode_part", &kp, &kr);
+    /* the last split combines in the same launch unless the device class compiles that out */
+    const int fused = !strstr(tdacl__program_class_options(ctx, row->program.name), "-DFUSED_COMBINE=0");
+    cl_kernel kp, kr = NULL;
+    tdacl_status st = fused ? TDACL_SUCCESS : decode_kernels(ctx, row, call, v, "attention_decode_part", &kp, &kr);
+    if (fused) {
+        tdacl_strbuf opts = {0};
+        tdacl__variant_options(row, call, v, &opts);
+        st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
+                      : tdacl__variant_kernel(ctx, row, opts.data, "attention_decode_part", &kp);
+        tdacl__sb_free(&opts);
+    }
     if (st) return st;
 
-    cl_mem opart, mlpart, stats_mem = NULL;
+    cl_mem opart, mlpart, arrivals, stats_mem = NULL;
     size_t slots = (size_t)(bh * nsplit);
     if ((st = partial_buffers(ctx, p, slots, tqp, &opart, &mlpart))) return st;
+    if ((st = tdacl__arrival_counters(ctx, (size_t)bh, &arrivals))) return st;
     int want = call->stats != NULL && d->want_stats;
     if (want && (st = tdacl__scratch(ctx, TDACL_SCRATCH_STATS, slots * 16, &stats_mem))) return st;
     launch_args a;
     launch_args_of(p, call->t, &a);
     cl_int H = (cl_int)p->H, Tq = (cl_int)p->Tq, dd = p->d, dv = p->dv, pmode = p->pmode,
-           normalize = d->normalize && tdacl__kind_threshold(d->kind), want_i = want;
+           normalize = d->normalize && tdacl__kind_threshold(d->kind), want_i = want,
+           norm = d->norm == TDACL_NORM_RMS;
     cl_long Tk = p->Tk, offset = p->offset, sl = split_len;
     st = tdacl__set_args(ctx, kp, "attention_decode_part", sizeof a.qm, &a.qm, sizeof a.km, &a.km, sizeof a.vm, &a.vm,
                          sizeof a.q2m, &a.q2m, sizeof a.k2m, &a.k2m, sizeof a.lm, &a.lm, sizeof opart, &opart, sizeof mlpart, &mlpart,
-                         sizeof stats_mem, &stats_mem, sizeof a.qs, &a.qs, sizeof a.ks, &a.ks, sizeof a.vs, &a.vs,
+                         sizeof stats_mem, &stats_mem, sizeof arrivals, &arrivals, sizeof a.gm, &a.gm, sizeof a.om, &a.om,
+                         sizeof a.os, &a.os, sizeof a.oo, &a.oo, sizeof norm, &norm, sizeof a.eps, &a.eps,
+                         sizeof a.out_scale, &a.out_scale, sizeof a.qs, &a.qs, sizeof a.ks, &a.ks, sizeof a.vs, &a.vs,
                          sizeof a.q2s, &a.q2s, sizeof a.k2s, &a.k2s, sizeof a.qo, &a.qo, sizeof a.ko, &a.ko, sizeof a.vo, &a.vo,
                          sizeof a.q2o, &a.q2o, sizeof a.k2o, &a.k2o, sizeof H, &H, sizeof Tq, &Tq, sizeof Tk, &Tk,
                          sizeof offset, &offset, sizeof dd, &dd, sizeof dv, &dv, sizeof sl, &sl,
@@ -649,7 +662,7 @@ tdacl_status tdacl__attention_decode_launch(tdacl_context *ctx, const tdacl_vari
         size_t g[3] = {(size_t)ntd, (size_t)bh, (size_t)nsplit}, l[3] = {(size_t)ntd, 1, 1};
         st = tdacl__launch(ctx, kp, 3, g, l, &e1, "attention_decode_part");
     }
-    if (!st) st = launch_reduce(ctx, kr, p, call->t, opart, mlpart, nsplit, &e2);
+    if (!st && kr) st = launch_reduce(ctx, kr, p, call->t, opart, mlpart, nsplit, &e2);
     tdacl_status s2 = add_event_ms(ctx, e1, call->ms);
     if (!st) st = s2;
     s2 = add_event_ms(ctx, e2, call->ms);

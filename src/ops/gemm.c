@@ -6,8 +6,8 @@
 
 static cl_mem mem(const tdacl_tensor *t) { return t ? t->storage->mem : NULL; }
 
-/* GEMV geometry (cl/layers.cl: GV_COLS columns per work-group of GEMV_WG work-items). */
-#define GEMV_COLS 64
+/* GEMV geometry (cl/layers.cl gemv: GV_COLS columns per work-group of GEMV_WG work-items;
+ * 128 columns where a scattered QKV row's RoPE needs whole heads of 128 in a block). */
 #define GEMV_WG 128
 
 static int pow2_at_least(int m)
@@ -17,22 +17,68 @@ static int pow2_at_least(int m)
     return p;
 }
 
+int tdacl__gemv_rope_fits(int d, char *why, size_t n)
+{
+    if (d > 0 && (64 % d == 0 || d == 128)) return 0;
+    return snprintf(why, n, "head_dim %d: the fused QKV GEMV turns RoPE pairs within a block of 64 or 128 "
+                    "columns (head_dim dividing 64, or 128)", d), 1;
+}
+
+static int gemv_cols(const tdacl_matmul_call *c)
+{
+    return c->fuse && c->fuse->scatter && c->fuse->cos_t && c->fuse->d == 128 ? 128 : 64;
+}
+
 int tdacl__gemv_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
 {
     const tdacl_matmul_call *c = call;
     if (c->M > TDACL_GEMV_MAX_ROWS) return snprintf(why, n, "M=%d rows exceed the GEMV's %d", c->M, TDACL_GEMV_MAX_ROWS), 1;
+    if (c->fuse && c->trans) return snprintf(why, n, "the fused GEMV takes B not transposed"), 1;
+    if (c->fuse && c->fuse->scatter && c->fuse->cos_t) return tdacl__gemv_rope_fits(c->fuse->d, why, n);
     return 0;
+}
+
+/* the GEMM rows run no decode fusions */
+static int refuse_fusion(const tdacl_matmul_call *c, char *why, size_t n)
+{
+    return c->fuse ? (snprintf(why, n, "the decode step's norm and QKV scatter run in the GEMV only"), 1) : 0;
+}
+
+int tdacl__gemm_simt_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
+{
+    (void)ctx;
+    return refuse_fusion(call, why, n);
 }
 
 void tdacl__gemv_call_options(const void *call, tdacl_strbuf *sb)
 {
     const tdacl_matmul_call *c = call;
-    tdacl__sb_printf(sb, "-DWDT=%d -DGV_M=%d -DGV_WG=%d", (int)c->w->dtype, pow2_at_least(c->M), GEMV_WG);
+    tdacl__sb_printf(sb, "-DWDT=%d -DGV_M=%d -DGV_WG=%d -DGV_COLS=%d", (int)c->w->dtype, pow2_at_least(c->M), GEMV_WG,
+                     gemv_cols(c));
+    if (c->fuse && c->fuse->norm_w) tdacl__sb_printf(sb, " -DGV_NORM=1");
+    if (c->fuse && c->fuse->scatter) tdacl__sb_printf(sb, " -DGV_SCATTER=1");
 }
 
-/* B [K, N] not transposed: partial sums over K chunks, then a reduce with the epilogue; the
- * chunk count gives the device about four work-groups per compute unit.  Transposed (the
- * tied LM head): one column per work-group. */
+static tdacl_status launch_gemv_t(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_matmul_call *c,
+                                  const char *opts)
+{
+    cl_mem cm = mem(c->c), am = mem(c->a), wm = mem(c->w), bm = mem(c->bias), rm = mem(c->res);
+    cl_int cM = c->M, cN = c->N, cK = c->K, lda = (cl_int)c->a->strides[0], ldb = (cl_int)c->w->strides[0],
+           ldc = (cl_int)c->c->strides[0], fl = c->flags;
+    cl_kernel k;
+    tdacl_status st = tdacl__variant_kernel(ctx, row, opts, "gemv_t", &k);
+    if (!st)
+        st = tdacl__set_args(ctx, k, "gemv_t", sizeof cm, &cm, sizeof am, &am, sizeof wm, &wm, sizeof bm, &bm, sizeof rm,
+                             &rm, sizeof cM, &cM, sizeof cN, &cN, sizeof cK, &cK, sizeof lda, &lda, sizeof ldb, &ldb,
+                             sizeof ldc, &ldc, sizeof fl, &fl, (size_t)0);
+    size_t g[2] = {(size_t)c->N * GEMV_WG, 1}, l[2] = {GEMV_WG, 1};
+    return st ? st : tdacl__launch(ctx, k, 2, g, l, c->ev, "gemv_t");
+}
+
+/* B [K, N] not transposed: one launch of cl/layers.cl gemv over (column block, K chunk)
+ * work-groups, the chunk count giving the device about four work-groups per compute unit;
+ * the last chunk of a block to finish applies the epilogue.  Transposed (the tied LM head):
+ * gemv_t, one column per work-group. */
 tdacl_status tdacl__gemv_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
                                 const tdacl_param_values *v)
 {
@@ -40,47 +86,45 @@ tdacl_status tdacl__gemv_launch(tdacl_context *ctx, const tdacl_variant_def *row
     tdacl_strbuf opts = {0};
     tdacl__variant_options(row, c, v, &opts);
     if (opts.oom) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "gemv: out of memory");
-    cl_mem cm = mem(c->c), am = mem(c->a), wm = mem(c->w), bm = mem(c->bias), rm = mem(c->res);
-    cl_int cM = c->M, cN = c->N, cK = c->K, lda = (cl_int)c->a->strides[0], ldb = (cl_int)c->w->strides[0],
-           ldc = (cl_int)c->c->strides[0], fl = c->flags;
-    tdacl_status st;
     if (c->trans) {
-        cl_kernel k;
-        st = tdacl__variant_kernel(ctx, row, opts.data, "gemv_t", &k);
+        tdacl_status st = launch_gemv_t(ctx, row, c, opts.data);
         tdacl__sb_free(&opts);
-        if (!st)
-            st = tdacl__set_args(ctx, k, "gemv_t", sizeof cm, &cm, sizeof am, &am, sizeof wm, &wm, sizeof bm, &bm, sizeof rm,
-                                 &rm, sizeof cM, &cM, sizeof cN, &cN, sizeof cK, &cK, sizeof lda, &lda, sizeof ldb, &ldb,
-                                 sizeof ldc, &ldc, sizeof fl, &fl, (size_t)0);
-        size_t g[2] = {(size_t)c->N * GEMV_WG, 1}, l[2] = {GEMV_WG, 1};
-        return st ? st : tdacl__launch(ctx, k, 2, g, l, c->ev, "gemv_t");
+        return st;
     }
-    const int colblocks = (c->N + GEMV_COLS - 1) / GEMV_COLS, step = 4 * (GEMV_WG / GEMV_COLS);
+    const int cols = gemv_cols(c), colblocks = (c->N + cols - 1) / cols, step = 4 * (GEMV_WG / cols);
     int target = 4 * (int)ctx->info.compute_units, ksplit = (target + colblocks - 1) / colblocks;
     if (ksplit < 1) ksplit = 1;
     int kchunk = (c->K + ksplit - 1) / ksplit;
     kchunk = (kchunk + step - 1) / step * step;
     if (kchunk < step) kchunk = step;
     const int nchunks = (c->K + kchunk - 1) / kchunk;
-    cl_mem part;
-    cl_kernel kp, kr;
-    st = tdacl__scratch(ctx, TDACL_SCRATCH_GEMV, (size_t)nchunks * (size_t)pow2_at_least(c->M) * (size_t)c->N * 4, &part);
-    if (!st) st = tdacl__variant_kernel(ctx, row, opts.data, "gemv_part", &kp);
-    if (!st) st = tdacl__variant_kernel(ctx, row, opts.data, "gemv_reduce", &kr);
+    cl_mem part, arrivals;
+    cl_kernel k;
+    tdacl_status st = tdacl__scratch(ctx, TDACL_SCRATCH_GEMV, (size_t)nchunks * (size_t)pow2_at_least(c->M) * (size_t)c->N * 4, &part);
+    if (!st) st = tdacl__arrival_counters(ctx, (size_t)colblocks, &arrivals);
+    if (!st) st = tdacl__variant_kernel(ctx, row, opts.data, "gemv", &k);
     tdacl__sb_free(&opts);
     if (st) return st;
-    cl_int kc = kchunk, nc = nchunks;
-    st = tdacl__set_args(ctx, kp, "gemv_part", sizeof part, &part, sizeof am, &am, sizeof wm, &wm, sizeof cM, &cM,
-                         sizeof cN, &cN, sizeof cK, &cK, sizeof lda, &lda, sizeof ldb, &ldb, sizeof kc, &kc, (size_t)0);
-    if (!st)
-        st = tdacl__set_args(ctx, kr, "gemv_reduce", sizeof cm, &cm, sizeof part, &part, sizeof bm, &bm, sizeof rm, &rm,
-                             sizeof cM, &cM, sizeof cN, &cN, sizeof ldc, &ldc, sizeof fl, &fl, sizeof nc, &nc,
-                             (size_t)0);
-    if (st) return st;
+    const tdacl_gemv_fusion none = {.eps = 0}, *f = c->fuse ? c->fuse : &none;
+    cl_mem cm = mem(c->c), am = mem(c->a), wm = mem(c->w), bm = mem(c->bias), rm = mem(c->res);
+    cl_mem nwm = mem(f->norm_w), nbm = mem(f->norm_b);
+    cl_int cM = c->M, cN = c->N, cK = c->K, lda = (cl_int)c->a->strides[0], ldb = (cl_int)c->w->strides[0],
+           ldc = (cl_int)c->c->strides[0], fl = c->flags, kc = kchunk, nc = nchunks, rms = f->rms, pos = f->pos,
+           C = f->C, d = f->d;
+    cl_float eps = f->eps;
+    cl_long cache_ld = f->cache_ld;
+    cl_int4 rope_cols = {{f->rope_cols[0], f->rope_cols[1], f->rope_cols[2], f->rope_cols[3]}};
+    cl_int4 cache_cols = {{f->cache_cols[0], f->cache_cols[1], f->cache_cols[2], f->cache_cols[3]}};
+    st = tdacl__set_args(ctx, k, "gemv", sizeof cm, &cm, sizeof am, &am, sizeof wm, &wm, sizeof bm, &bm, sizeof rm, &rm,
+                         sizeof part, &part, sizeof arrivals, &arrivals, sizeof cM, &cM, sizeof cN, &cN, sizeof cK, &cK,
+                         sizeof lda, &lda, sizeof ldb, &ldb, sizeof ldc, &ldc, sizeof fl, &fl, sizeof kc, &kc,
+                         sizeof nc, &nc, sizeof nwm, &nwm, sizeof nbm, &nbm, sizeof eps, &eps, sizeof rms, &rms,
+                         sizeof f->kc, &f->kc, sizeof f->k2c, &f->k2c, sizeof f->vc, &f->vc, sizeof cache_ld, &cache_ld,
+                         sizeof pos, &pos, sizeof C, &C, sizeof d, &d, sizeof rope_cols, &rope_cols,
+                         sizeof cache_cols, &cache_cols, sizeof f->cos_t, &f->cos_t, sizeof f->sin_t, &f->sin_t,
+                         (size_t)0);
     size_t g[2] = {(size_t)colblocks * GEMV_WG, (size_t)nchunks}, l[2] = {GEMV_WG, 1};
-    st = tdacl__launch(ctx, kp, 2, g, l, NULL, "gemv_part");
-    size_t g2[2] = {(size_t)c->N, (size_t)c->M}, l2[2] = {64, 1};
-    return st ? st : tdacl__launch(ctx, kr, 2, g2, l2, c->ev, "gemv_reduce");
+    return st ? st : tdacl__launch(ctx, k, 2, g, l, c->ev, "gemv");
 }
 
 void tdacl__gemm_problem(const tdacl_context *ctx, const void *call, tdacl_problem *p)
@@ -135,6 +179,7 @@ tdacl_status tdacl__gemm_launch(tdacl_context *ctx, const tdacl_variant_def *row
 int tdacl__gemm_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
 {
     const tdacl_matmul_call *c = call;
+    if (refuse_fusion(c, why, n)) return 1;
     tdacl_mma_choice m;
     tdacl__mma_choose(&ctx->info, &m);
     if (m.body < 0) return snprintf(why, n, "%s", m.why), 1;
@@ -193,7 +238,7 @@ tdacl_status tdacl__gemm(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor
                          tdacl_precision precision, const tdacl_variant_def *force_row,
                          const tdacl_param_values *force, cl_event *ev)
 {
-    const tdacl_matmul_call call = {c, a, w, bias, res, flags, M, N, K, trans, ev, precision};
+    const tdacl_matmul_call call = {c, a, w, bias, res, flags, M, N, K, trans, ev, precision, NULL};
     const tdacl_variant_def *row = force ? (force_row ? force_row : tdacl__variant("gemm.simt")) : NULL;
     char why[256];
     tdacl_status st = row ? TDACL_SUCCESS : tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &call, &row, why, sizeof why);
@@ -206,5 +251,19 @@ tdacl_status tdacl__gemm(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor
     }
     tdacl_tuned tuned;
     if (!st) st = tdacl__variant_params(ctx, row, &call, force, &tuned);
+    return st ? st : row->launch(ctx, row, &call, &tuned.values);
+}
+
+tdacl_status tdacl__gemv_fused(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor *a, const tdacl_tensor *w,
+                               const tdacl_tensor *bias, const tdacl_tensor *res, int flags, int M, int N, int K,
+                               const tdacl_gemv_fusion *fuse)
+{
+    tdacl_matmul_call call = {c, a, w, bias, res, flags, M, N, K, 0, NULL, TDACL_PRECISION_EXACT, fuse};
+    const tdacl_variant_def *row = NULL;
+    char why[256];
+    tdacl_status st = tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &call, &row, why, sizeof why);
+    if (st) return st;
+    tdacl_tuned tuned;
+    st = tdacl__variant_params(ctx, row, &call, NULL, &tuned);
     return st ? st : row->launch(ctx, row, &call, &tuned.values);
 }

@@ -10,6 +10,20 @@ enum { TDACL_EPI_BIAS = 1, TDACL_EPI_GELU = 2, TDACL_EPI_RESIDUAL = 4 };
 
 #define TDACL_GEMV_MAX_ROWS 8 /* up to this many rows take the GEMV kernels */
 
+/* What the model's decode step fuses into a GEMV (cl/layers.cl gemv): a norm of the rows of
+ * a before the product, and the QKV scatter (RoPE, KV-cache append) after it. */
+typedef struct tdacl_gemv_fusion {
+    const tdacl_tensor *norm_w, *norm_b; /* norm_w NULL: no norm; norm_b NULL: no bias */
+    float eps;
+    int rms;     /* RMSNorm rather than LayerNorm */
+    int scatter; /* the QKV scatter below */
+    cl_mem kc, k2c, vc; /* caches [B, ctx, C] (k2c NULL: one view) */
+    int64_t cache_ld;   /* elements from one sequence's cache rows to the next */
+    int pos, C, d;
+    int rope_cols[4], cache_cols[4]; /* view start columns (-1: none): rotated; k, k2, v */
+    cl_mem cos_t, sin_t;             /* RoPE tables [ctx, d/2], NULL: no RoPE */
+} tdacl_gemv_fusion;
+
 /* One matmul call: c[M,N] = epilogue(a[M,K] @ B), B = w[K,N] or, with trans, w[N,K]. */
 typedef struct tdacl_matmul_call {
     tdacl_tensor *c;
@@ -17,6 +31,7 @@ typedef struct tdacl_matmul_call {
     int flags, M, N, K, trans;
     cl_event *ev; /* receives the last kernel's event when not NULL */
     tdacl_precision precision; /* BF16: a may be rounded to bf16 for the matrix units */
+    const tdacl_gemv_fusion *fuse; /* NULL, or a fused decode GEMV (gemv.simt only) */
 } tdacl_matmul_call;
 
 /* c[M,N] = epilogue(a[M,K] @ B): B is w[K,N] or, with trans, w[N,K] (the tied LM head).
@@ -29,12 +44,19 @@ tdacl_status tdacl__gemm(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor
                          const tdacl_tensor *bias, const tdacl_tensor *res, int flags, int M, int N, int K, int trans,
                          tdacl_precision precision, const tdacl_variant_def *force_row,
                          const tdacl_param_values *force, cl_event *ev);
+/* A GEMV (M <= TDACL_GEMV_MAX_ROWS, B not transposed) with the decode step's fusions. */
+tdacl_status tdacl__gemv_fused(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor *a, const tdacl_tensor *w,
+                               const tdacl_tensor *bias, const tdacl_tensor *res, int flags, int M, int N, int K,
+                               const tdacl_gemv_fusion *fuse);
+/* 0 when a GEMV can scatter QKV rows of head size d with RoPE (why says otherwise). */
+int tdacl__gemv_rope_fits(int d, char *why, size_t n);
 
 /* ---- the registry rows' functions (call: const tdacl_matmul_call *) ---- */
 int tdacl__gemv_supports(const tdacl_context *ctx, const void *call, char *why, size_t n);
 void tdacl__gemv_call_options(const void *call, tdacl_strbuf *sb);
 tdacl_status tdacl__gemv_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *call,
                                 const tdacl_param_values *v);
+int tdacl__gemm_simt_supports(const tdacl_context *ctx, const void *call, char *why, size_t n);
 void tdacl__gemm_problem(const tdacl_context *ctx, const void *call, tdacl_problem *p);
 void tdacl__gemm_call_options(const void *call, tdacl_strbuf *sb);
 tdacl_status tdacl__gemm_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *call,

@@ -240,10 +240,13 @@ static size_t decode_local(const tdacl_kernel_space *ks, const tdacl_problem *p,
     const size_t kloads = p->wide16 ? d4 / 2 : d4, pslots = tqp + (size_t)tdacl__kind_threshold(p->kind);
     const int partial = p->wide16 && ntd % kloads == 0 && pslots * kloads <= 4 * (d4 + 1);
     const size_t chunk = partial ? nv * pslots * ntd * kloads * 4 : nv * ntd * (d4 + 1) * 16;
-    /* Qs, chunk, Wl, red, counters; the survivor list (klist, cnt) or the row maxima (tmax):
-     * the compiler drops the arrays a kind does not use */
+    /* Qs, chunk, Wl, red, counters, the combine's cred (min(NTD, RED_NT) floats) and flag;
+     * the survivor list (klist, cnt) or the row maxima (tmax): the compiler drops the arrays
+     * a kind does not use */
     const size_t kind_only = tdacl__kind_softmax(p->kind) ? nv * tqp * 4 : list * 4 + 4;
-    return nv * tqp * d4 * 16 + chunk + list * tqp * nw * 4 + tqp * (size_t)(p->dv / 4) * 16 + 16 + kind_only;
+    const size_t red_nt = p->dv >= 64 ? 64 : (size_t)p->dv, combine = (ntd < red_nt ? ntd : red_nt) * 4 + 4;
+    return nv * tqp * d4 * 16 + chunk + list * tqp * nw * 4 + tqp * (size_t)(p->dv / 4) * 16 + 16 + kind_only +
+           combine;
 }
 
 static int decode_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,

@@ -33,7 +33,7 @@ static const tdacl_variant_def rows[] = {
     {"gemm.mma", TDACL_OP_MATMUL, {"gemm_mma", {"common.cl", "mma.cl", "mma_units.cl", "epilogue.cl", "gemm_mma.cl"}},
      &tdacl__gemm_mma_space, 1, tdacl__gemm_mma_supports, tdacl__gemm_mma_problem, tdacl__gemm_mma_call_options,
      tdacl__gemm_mma_launch},
-    {"gemm.simt", TDACL_OP_MATMUL, {"layers", {"common.cl", "epilogue.cl", "layers.cl"}}, &tdacl__gemm_space, 0, NULL, tdacl__gemm_problem,
+    {"gemm.simt", TDACL_OP_MATMUL, {"layers", {"common.cl", "epilogue.cl", "layers.cl"}}, &tdacl__gemm_space, 0, tdacl__gemm_simt_supports, tdacl__gemm_problem,
      tdacl__gemm_call_options, tdacl__gemm_launch},
     {"layers", TDACL_OP_LAYERS, {"layers", {"common.cl", "epilogue.cl", "layers.cl"}}, NULL, 0, NULL, NULL, NULL, NULL},
     /* device probes: the matrix-unit rate first, where there are matrix units */

@@ -311,3 +311,19 @@ tdacl_status tdacl__scratch(tdacl_context *ctx, int slot, size_t bytes, cl_mem *
     *mem = ctx->scratch[slot];
     return TDACL_SUCCESS;
 }
+
+tdacl_status tdacl__arrival_counters(tdacl_context *ctx, size_t count, cl_mem *mem)
+{
+    const int slot = TDACL_SCRATCH_ARRIVALS;
+    const int fresh = !ctx->scratch[slot] || ctx->scratch_bytes[slot] < count * 4;
+    tdacl_status st = tdacl__scratch(ctx, slot, count * 4, mem);
+    if (st || !fresh) return st;
+    /* a write from zeroed host memory (once per growth): Oclgrind's shadow memory does not
+     * count a clEnqueueFillBuffer as initialising */
+    size_t bytes = ctx->scratch_bytes[slot];
+    void *zeros = calloc(1, bytes);
+    if (!zeros) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "arrival counters: out of memory");
+    cl_int err = clEnqueueWriteBuffer(ctx->queue, *mem, CL_TRUE, 0, bytes, zeros, 0, NULL, NULL);
+    free(zeros);
+    return err ? tdacl__fail_cl(ctx, err, "clEnqueueWriteBuffer(arrival counters)") : TDACL_SUCCESS;
+}

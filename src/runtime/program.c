@@ -239,6 +239,8 @@ static const struct {
     {"intel-", "attention_mma gemm_mma", "-cl-intel-256-GRF-per-thread"},
     /* RDNA3: two 16-bit key chunks in flight need more than 256 VGPRs in tda decode */
     {"amd-gfx11", "attention_decode", "-DEARLY_FETCH=0"},
+    /* CDNA: the split combine in the decode kernel tips diff_softmax's 238 VGPRs into scratch */
+    {"amd-gfx9", "attention_decode", "-DFUSED_COMBINE=0"},
 };
 
 const char *tdacl__program_class_options(const tdacl_context *ctx, const char *program)

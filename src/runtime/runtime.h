@@ -89,7 +89,7 @@ void tdacl__programs_release(tdacl_context *ctx);
 
 typedef struct tdacl_program_entry tdacl_program_entry;
 enum { TDACL_SCRATCH_STATS, TDACL_SCRATCH_NORMS, TDACL_SCRATCH_PARTIAL, TDACL_SCRATCH_ML,
-       TDACL_SCRATCH_MODEL, TDACL_SCRATCH_GEMV, TDACL_SCRATCH_SLOTS };
+       TDACL_SCRATCH_MODEL, TDACL_SCRATCH_GEMV, TDACL_SCRATCH_ARRIVALS, TDACL_SCRATCH_SLOTS };
 struct tdacl_tuning_db;
 
 struct tdacl_context {
@@ -119,6 +119,7 @@ struct tdacl_context {
     cl_mem scratch[TDACL_SCRATCH_SLOTS]; /* reusable device scratch, one buffer per use */
     size_t scratch_bytes[TDACL_SCRATCH_SLOTS];
     struct tdacl_profile *profile; /* TDACL_PROFILE: per-kernel device time (profile.c) */
+    uint64_t launches;             /* kernels enqueued (tests and the bench count a decode step's) */
     int compile_announced;         /* the first compile from source was announced (program.c) */
     int borrowed;                  /* cl and queue came from the caller (retained, released at destroy) */
     int queue_profiling;           /* the queue records event times (a caller's queue may not) */
@@ -137,6 +138,9 @@ void tdacl__child_remove(tdacl_context *ctx, void *obj);
 
 /* Reusable scratch buffer `slot` of at least `bytes` (grown on demand, owned by ctx). */
 tdacl_status tdacl__scratch(tdacl_context *ctx, int slot, size_t bytes, cl_mem *mem);
+/* At least `count` zeroed uint arrival counters (the one-launch split reductions: the last
+ * work-group of a group to arrive combines, and puts its counter back to 0). */
+tdacl_status tdacl__arrival_counters(tdacl_context *ctx, size_t count, cl_mem *mem);
 
 /* ---- tensors (tensor.c) ---- */
 

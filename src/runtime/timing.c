@@ -38,6 +38,7 @@ tdacl_status tdacl__launch(tdacl_context *ctx, cl_kernel k, cl_uint dims, const 
     cl_event own = NULL;
     cl_event *evp = ev ? ev : ctx->profile ? &own : NULL;
     cl_int err = clEnqueueNDRangeKernel(ctx->queue, k, dims, NULL, g, local, 0, NULL, evp);
+    if (!err) ctx->launches++;
     if (!err && evp) tdacl__profile_add(ctx, what, *evp);
     if (own) clReleaseEvent(own);
     if (err) {

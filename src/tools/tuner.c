@@ -261,7 +261,7 @@ static tdacl_status gemm_setup(target *t, tdacl_context *ctx)
     if (!st) st = tdacl__tensor_fill_normal(s->ba, job->seed, 0, 1);
     if (!st) st = tdacl__tensor_fill_normal(s->bw, job->seed + 1, 0, 0.02f);
     if (!st) st = tdacl__tensor_fill_normal(s->bbias, job->seed + 2, 0, 0.02f);
-    const tdacl_matmul_call call = {s->bc, s->ba, s->bw, NULL, NULL, 0, s->m, s->n, s->k, 0, NULL, gemm_precision(t)};
+    const tdacl_matmul_call call = {s->bc, s->ba, s->bw, NULL, NULL, 0, s->m, s->n, s->k, 0, NULL, gemm_precision(t), NULL};
     if (!st) t->row->problem(ctx, &call, &t->problem);
     return st;
 }
@@ -297,7 +297,7 @@ static tdacl_status gemm_run_timed(target *t, tdacl_context *ctx, const tdacl_pa
 static void gemm_options(target *t, const tdacl_param_values *v, tdacl_strbuf *sb)
 {
     gemm_state *s = t->state;
-    const tdacl_matmul_call call = {s->bc, s->ba, s->bw, NULL, NULL, 0, s->m, s->n, s->k, 0, NULL, gemm_precision(t)};
+    const tdacl_matmul_call call = {s->bc, s->ba, s->bw, NULL, NULL, 0, s->m, s->n, s->k, 0, NULL, gemm_precision(t), NULL};
     tdacl__variant_options(t->row, &call, v, sb);
 }
 
