@@ -304,8 +304,8 @@ static tdacl_status own_gemm_once(void *user, double *ms)
 {
     own_gemm_job *j = user;
     if (j->m <= TDACL_GEMV_MAX_ROWS) {
-        /* the GEMV runs two kernels and returns the last one's event: the wall clock around
-         * a drained queue, as for CLBlast's calls */
+        /* the GEMV: the wall clock around a drained queue, launch included, as for CLBlast's
+         * calls */
         cl_int err = clFinish(j->ctx->queue);
         double t0 = tdacl__now();
         tdacl_status st = tdacl__gemm(j->ctx, j->c, j->a, j->w, j->bias, NULL, TDACL_EPI_BIAS, j->m, j->n, j->k, 0,

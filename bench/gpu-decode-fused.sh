@@ -11,6 +11,11 @@
 #   generate.txt        `tdacl generate` on the GPT-2-small softmax model, prompt 960 ids, 129 new
 #                       (ctx ~1024), f32 and bf16, base and new: its ms/token, and the kernel time
 #                       per token from TDACL_PROFILE (the 129-token run minus a 1-token run)
+#   generate-profile.txt  the new build's per-kernel device times of that bf16 run (prefill's
+#                       gemm, attention_fwd and tensor_copy included)
+#   gemm-{base,new}.json, gemm-compare.txt  TDACL_PRECISION=bf16 tdacl-bench --suite peak,gemm
+#                       (GPT-2 small's projections at 1024, 8192 and 1 row, the last the GEMV
+#                       with the LM head's 50257 columns, f32 and bf16 weights)
 . bench/gpu-setup.sh
 BASE=${1:-$(git rev-parse HEAD)}
 build_base "$BASE"
@@ -25,6 +30,12 @@ build-gpu/tdacl-bench $ROWS --json "$OUT/forward-new.json" >"$OUT/forward-new.tx
 TDACL_DECODE=unfused build-gpu/tdacl-bench $ROWS --no-prefill --json "$OUT/forward-unfused.json" \
     >"$OUT/forward-unfused.txt" 2>&1
 grep -E "decode" "$OUT/forward-new.txt" | cut -c1-200
+TDACL_PRECISION=bf16 /tmp/base/build/tdacl-bench --device nvidia --suite peak,gemm --json "$OUT/gemm-base.json" \
+    >/dev/null 2>&1
+TDACL_PRECISION=bf16 build-gpu/tdacl-bench --device nvidia --suite peak,gemm --json "$OUT/gemm-new.json" \
+    >/dev/null 2>&1
+build-gpu/tdacl-bench --load "$OUT/gemm-new.json" --compare "$OUT/gemm-base.json" >"$OUT/gemm-compare.txt" 2>&1
+tail -32 "$OUT/gemm-compare.txt" | cut -c1-160
 build-gpu/tdacl-bench --load "$OUT/forward-new.json" --compare "$OUT/forward-base.json" >"$OUT/compare.txt" 2>&1
 tail -20 "$OUT/compare.txt"
 M=$TDACL_BENCH_MODELS/gpt2-small-softmax
@@ -43,4 +54,6 @@ for bin in /tmp/base/build/tdacl build-gpu/tdacl; do
         echo "$bin $dt: $line; kernel ms/token (profile, 129 minus 1 new): $(python3 -c "print('%.4f' % (($many - $one) / 128))")"
     done
 done | tee "$OUT/generate.txt"
+TDACL_PROFILE=1 build-gpu/tdacl generate --device nvidia --model "$M" --tokens "$PROMPT" --max-new 129 --dtype bf16 \
+    2>&1 >/dev/null | grep profile >"$OUT/generate-profile.txt"
 exit 0

@@ -198,8 +198,8 @@ UNROLL
 
 /* ---- GEMV for decode: C[m, n] for m < GV_M rows of A, B [K, N] not transposed ----
  * One launch.  Work-group (column block, K chunk) covers GV_COLS columns and k0 <= k < k1;
- * its work-items split the chunk into GV_WG / GV_COLS interleaved rows, so each weight row
- * segment is read coalesced and once for all GV_M rows.  Splitting K over work-groups as
+ * a work-item takes GV_VEC adjacent columns and the work-group splits the chunk into GV_KS
+ * interleaved rows, so each weight row segment is read coalesced and once for all GV_M rows.  Splitting K over work-groups as
  * well is what keeps enough loads in flight for a narrow layer (N = 768 is 12 column
  * blocks).  Each work-group writes its partial sums to part [nchunks][GV_M][N]; the last of
  * a column block's work-groups to arrive (a counter per block, put back to 0 by that
@@ -219,7 +219,30 @@ UNROLL
 #ifndef GV_SCATTER
 #define GV_SCATTER 0
 #endif
-#define GV_KS (GV_WG / GV_COLS)
+#ifndef GV_VEC
+#define GV_VEC 1 /* columns per work-item: 8 (one 16-byte bf16/f16 load, two for f32) where
+                    N, the row stride and the offset of B are multiples of 8 */
+#endif
+#define GV_CG (GV_COLS / GV_VEC) /* column groups of a block */
+#define GV_KS (GV_WG / GV_CG)    /* interleaved K rows of a work-group */
+
+/* GV_VEC consecutive weights of row segment b[idx ..] as fp32 */
+inline void load_wvec(__global const void *b, long idx, float *w)
+{
+#if GV_VEC == 8 && WDT == 0
+    float4 lo = *(__global const float4 *)((__global const float *)b + idx);
+    float4 hi = *(__global const float4 *)((__global const float *)b + idx + 4);
+    w[0] = lo.s0, w[1] = lo.s1, w[2] = lo.s2, w[3] = lo.s3, w[4] = hi.s0, w[5] = hi.s1, w[6] = hi.s2, w[7] = hi.s3;
+#elif GV_VEC == 8 && WDT == 1
+    uint4 u = *(__global const uint4 *)((__global const ushort *)b + idx);
+    w[0] = as_float(u.x << 16), w[1] = as_float(u.x & 0xffff0000u), w[2] = as_float(u.y << 16);
+    w[3] = as_float(u.y & 0xffff0000u), w[4] = as_float(u.z << 16), w[5] = as_float(u.z & 0xffff0000u);
+    w[6] = as_float(u.w << 16), w[7] = as_float(u.w & 0xffff0000u);
+#else
+UNROLL
+    for (int v = 0; v < GV_VEC; v++) w[v] = LOAD(WDT, b, idx + v);
+#endif
+}
 
 #if GV_NORM
 #define A_AT(m, k) ((a[(long)(m) * lda + (k)] - nmean[m]) * ninv[m] * nw[k] + (nb ? nb[k] : 0.0f))
@@ -280,40 +303,51 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
 {
     __local float red[GV_KS][GV_M][GV_COLS];
     __local int last;
-    const int tid = get_local_id(0), col = tid % GV_COLS, ks = tid / GV_COLS;
-    const int cb = get_group_id(0), n = cb * GV_COLS + col, chunk = get_group_id(1);
+    const int tid = get_local_id(0), cg = tid % GV_CG, ks = tid / GV_CG;
+    const int cb = get_group_id(0), n = cb * GV_COLS + cg * GV_VEC, chunk = get_group_id(1);
     const int k0 = chunk * kchunk, k1 = min(K, k0 + kchunk);
 #if GV_NORM
     float nmean[GV_M], ninv[GV_M];
     row_stats(a, lda, M, K, rms, eps, &red[0][0][0], nmean, ninv);
 #endif
-    float acc[GV_M];
+    float acc[GV_M][GV_VEC];
 UNROLL
-    for (int m = 0; m < GV_M; m++) acc[m] = 0.0f;
+    for (int m = 0; m < GV_M; m++)
+UNROLL
+        for (int v = 0; v < GV_VEC; v++) acc[m][v] = 0.0f;
     if (n < N) {
         int k = k0 + ks;
         /* four independent weight loads in flight per work-item */
         for (; k + 3 * GV_KS < k1; k += 4 * GV_KS) {
-            float w0 = LOAD(WDT, b, (long)k * ldb + n), w1 = LOAD(WDT, b, (long)(k + GV_KS) * ldb + n);
-            float w2 = LOAD(WDT, b, (long)(k + 2 * GV_KS) * ldb + n), w3 = LOAD(WDT, b, (long)(k + 3 * GV_KS) * ldb + n);
+            float w[4][GV_VEC];
+UNROLL
+            for (int r = 0; r < 4; r++) load_wvec(b, (long)(k + r * GV_KS) * ldb + n, w[r]);
+UNROLL
+            for (int m = 0; m < GV_M; m++)
+                if (m < M)
+UNROLL
+                    for (int r = 0; r < 4; r++) {
+                        const float av = A_AT(m, k + r * GV_KS);
+UNROLL
+                        for (int v = 0; v < GV_VEC; v++) acc[m][v] = fma(av, w[r][v], acc[m][v]);
+                    }
+        }
+        for (; k < k1; k += GV_KS) {
+            float w[GV_VEC];
+            load_wvec(b, (long)k * ldb + n, w);
 UNROLL
             for (int m = 0; m < GV_M; m++)
                 if (m < M) {
-                    acc[m] = fma(A_AT(m, k), w0, acc[m]);
-                    acc[m] = fma(A_AT(m, k + GV_KS), w1, acc[m]);
-                    acc[m] = fma(A_AT(m, k + 2 * GV_KS), w2, acc[m]);
-                    acc[m] = fma(A_AT(m, k + 3 * GV_KS), w3, acc[m]);
-                }
-        }
-        for (; k < k1; k += GV_KS) {
-            float w = LOAD(WDT, b, (long)k * ldb + n);
+                    const float av = A_AT(m, k);
 UNROLL
-            for (int m = 0; m < GV_M; m++)
-                if (m < M) acc[m] = fma(A_AT(m, k), w, acc[m]);
+                    for (int v = 0; v < GV_VEC; v++) acc[m][v] = fma(av, w[v], acc[m][v]);
+                }
         }
     }
 UNROLL
-    for (int m = 0; m < GV_M; m++) red[ks][m][col] = acc[m];
+    for (int m = 0; m < GV_M; m++)
+UNROLL
+        for (int v = 0; v < GV_VEC; v++) red[ks][m][cg * GV_VEC + v] = acc[m][v];
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int i = tid; i < GV_M * GV_COLS; i += GV_WG) {
         const int m = i / GV_COLS, cc = i % GV_COLS, nn = cb * GV_COLS + cc;
@@ -372,35 +406,44 @@ UNROLL
 }
 
 /* ---- GEMV with transposed B (the tied LM head: logits[m, n] = <a[m], wte[n]>) ----
- * One work-group per output column n: the work-items stride over the contiguous row of B,
- * then reduce. */
+ * GVT_LANES work-items per output column n (GV_WG / GVT_LANES columns a work-group) stride
+ * over the contiguous row of B, GV_VEC elements a load (8: one 16-byte load of bf16/f16,
+ * two of f32, where K, the row stride and the offset of B are multiples of 8), then reduce
+ * within their group. */
+#define GVT_LANES 32
+#define GVT_COLS (GV_WG / GVT_LANES)
+
 __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv_t(
     __global float *c, __global const float *a, __global const void *b, __global const float *bias,
     __global const float *res, int M, int N, int K, int lda, int ldb, int ldc, int flags)
 {
     __local float red[GV_M][GV_WG];
-    const int tid = get_local_id(0), n = get_group_id(0);
+    const int tid = get_local_id(0), lane = tid % GVT_LANES, n = get_group_id(0) * GVT_COLS + tid / GVT_LANES;
     float acc[GV_M];
 UNROLL
     for (int m = 0; m < GV_M; m++) acc[m] = 0.0f;
-    for (int k = tid; k < K; k += GV_WG) {
-        float w = LOAD(WDT, b, (long)n * ldb + k);
+    if (n < N)
+        for (int k = lane * GV_VEC; k < K; k += GVT_LANES * GV_VEC) {
+            float w[GV_VEC];
+            load_wvec(b, (long)n * ldb + k, w);
 UNROLL
-        for (int m = 0; m < GV_M; m++)
-            if (m < M) acc[m] = fma(a[(long)m * lda + k], w, acc[m]);
-    }
+            for (int m = 0; m < GV_M; m++)
+                if (m < M)
+UNROLL
+                    for (int v = 0; v < GV_VEC; v++) acc[m] = fma(a[(long)m * lda + k + v], w[v], acc[m]);
+        }
 UNROLL
     for (int m = 0; m < GV_M; m++) red[m][tid] = acc[m];
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = GV_WG / 2; s > 0; s >>= 1) {
-        if (tid < s)
+    for (int s = GVT_LANES / 2; s > 0; s >>= 1) {
+        if (lane < s)
 UNROLL
             for (int m = 0; m < GV_M; m++) red[m][tid] += red[m][tid + s];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (tid < GV_M && tid < M) {
-        long idx = (long)tid * ldc + n;
-        c[idx] = epilogue(red[tid][0], flags, bias, n, res, idx);
+    if (lane < GV_M && lane < M && n < N) {
+        long idx = (long)lane * ldc + n;
+        c[idx] = epilogue(red[lane][tid - lane], flags, bias, n, res, idx);
     }
 }
 

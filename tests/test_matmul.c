@@ -153,6 +153,12 @@ static void test_matmul_values(void **state)
         {1, 67, 129, 0, TDACL_F32, 7, 0, 0, TDACL_PRECISION_EXACT},                      /* GEMV, split K, every epilogue step */
         {5, 64, 96, 1, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_EXACT},     /* GEMV on [N, K] (tied head) */
         {8, 33, 20, 0, TDACL_F16, TDACL_EPILOGUE_RESIDUAL, 1, 3, TDACL_PRECISION_EXACT}, /* residual = c; a with a wider row stride */
+        /* GEMV, 8 columns a work-item (16-byte loads: N and the row stride multiples of 8) */
+        {3, 72, 200, 0, TDACL_BF16, 7, 0, 0, TDACL_PRECISION_EXACT},
+        {6, 136, 77, 0, TDACL_F16, TDACL_EPILOGUE_BIAS, 0, 2, TDACL_PRECISION_EXACT},
+        {1, 64, 300, 0, TDACL_F32, 7, 1, 0, TDACL_PRECISION_EXACT},
+        {4, 37, 45, 1, TDACL_F32, 7, 0, 1, TDACL_PRECISION_EXACT}, /* [N, K] with K not a multiple of 8: one element a load */
+        {2, 301, 264, 1, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_EXACT}, /* [N, K], 16-byte loads, N % 4 != 0 */
         {77, 67, 129, 0, TDACL_F32, 7, 0, 5, TDACL_PRECISION_EXACT},                    /* the tiled GEMM, every edge */
         {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU, 0, 0, TDACL_PRECISION_EXACT},    /* GEMM on [N, K] */
         {9, 130, 33, 0, TDACL_BF16, 0, 0, 0, TDACL_PRECISION_EXACT},                      /* one row past the GEMV limit */

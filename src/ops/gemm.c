@@ -29,6 +29,13 @@ static int gemv_cols(const tdacl_matmul_call *c)
     return c->fuse && c->fuse->scatter && c->fuse->cos_t && c->fuse->d == 128 ? 128 : 64;
 }
 
+/* 8 elements a load (16 bytes of bf16) where every segment of 8 along the contiguous axis
+ * of B (N, or K transposed) is aligned */
+static int gemv_vec(const tdacl_matmul_call *c)
+{
+    return (c->trans ? c->K : c->N) % 8 == 0 && c->w->strides[0] % 8 == 0 && c->w->offset % 8 == 0 ? 8 : 1;
+}
+
 int tdacl__gemv_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
 {
     const tdacl_matmul_call *c = call;
@@ -55,6 +62,7 @@ void tdacl__gemv_call_options(const void *call, tdacl_strbuf *sb)
     const tdacl_matmul_call *c = call;
     tdacl__sb_printf(sb, "-DWDT=%d -DGV_M=%d -DGV_WG=%d -DGV_COLS=%d", (int)c->w->dtype, pow2_at_least(c->M), GEMV_WG,
                      gemv_cols(c));
+    if (gemv_vec(c) > 1) tdacl__sb_printf(sb, " -DGV_VEC=%d", gemv_vec(c));
     if (c->fuse && c->fuse->norm_w) tdacl__sb_printf(sb, " -DGV_NORM=1");
     if (c->fuse && c->fuse->scatter) tdacl__sb_printf(sb, " -DGV_SCATTER=1");
 }
@@ -71,7 +79,8 @@ static tdacl_status launch_gemv_t(tdacl_context *ctx, const tdacl_variant_def *r
         st = tdacl__set_args(ctx, k, "gemv_t", sizeof cm, &cm, sizeof am, &am, sizeof wm, &wm, sizeof bm, &bm, sizeof rm,
                              &rm, sizeof cM, &cM, sizeof cN, &cN, sizeof cK, &cK, sizeof lda, &lda, sizeof ldb, &ldb,
                              sizeof ldc, &ldc, sizeof fl, &fl, (size_t)0);
-    size_t g[2] = {(size_t)c->N * GEMV_WG, 1}, l[2] = {GEMV_WG, 1};
+    const size_t cols = GEMV_WG / 32; /* cl/layers.cl GVT_COLS */
+    size_t g[2] = {((size_t)c->N + cols - 1) / cols * GEMV_WG, 1}, l[2] = {GEMV_WG, 1};
     return st ? st : tdacl__launch(ctx, k, 2, g, l, c->ev, "gemv_t");
 }
 
@@ -91,7 +100,7 @@ tdacl_status tdacl__gemv_launch(tdacl_context *ctx, const tdacl_variant_def *row
         tdacl__sb_free(&opts);
         return st;
     }
-    const int cols = gemv_cols(c), colblocks = (c->N + cols - 1) / cols, step = 4 * (GEMV_WG / cols);
+    const int cols = gemv_cols(c), colblocks = (c->N + cols - 1) / cols, step = 4 * (GEMV_WG / (cols / gemv_vec(c)));
     int target = 4 * (int)ctx->info.compute_units, ksplit = (target + colblocks - 1) / colblocks;
     if (ksplit < 1) ksplit = 1;
     int kchunk = (c->K + ksplit - 1) / ksplit;
