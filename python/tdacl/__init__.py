@@ -117,6 +117,8 @@ _model_prefill = _sig("tdacl_model_prefill", [_p, ctypes.c_int, ctypes.c_int, ct
 _model_decode = _sig("tdacl_model_decode", [_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int32)])
 _model_logits = _sig("tdacl_model_logits", [_p, ctypes.POINTER(ctypes.c_float), ctypes.c_int64,
                                             ctypes.POINTER(ctypes.c_int)])
+_model_sample = _sig("tdacl_model_sample", [_p, ctypes.c_float, ctypes.c_int, ctypes.POINTER(ctypes.c_uint64)])
+_model_sampled = _sig("tdacl_model_sampled", [_p, ctypes.POINTER(ctypes.c_int32), ctypes.c_int64])
 
 
 class _ModelInfoHead(ctypes.Structure):
@@ -444,14 +446,36 @@ class Model:
         return self._logits(len(ids))
 
     def generate_ids(self, ids: Sequence[int], max_new_tokens: int = 32, temperature: float = 0.0, top_k: int = 0,
-                     seed: int = 1) -> List[int]:
-        """The prompt ids followed by max_new_tokens sampled ones (temperature 0: greedy)."""
+                     seed: int = 1, on_device: Optional[bool] = None) -> List[int]:
+        """The prompt ids followed by max_new_tokens sampled ones (temperature 0: greedy).
+
+        on_device (default: wherever top_k allows it, 0..256 or at least the vocabulary) draws
+        on the device (tdacl_model_sample: the ids feed the next step without a round trip, the
+        next step is enqueued before the previous id is read); False draws on the host from
+        each step's logits (tdacl_sample).  The two follow one rule; the device sums in fp32
+        (docs/spec.md section 4.2)."""
+        if on_device is None:
+            on_device = temperature == 0 or top_k == 1 or top_k <= 256 or top_k >= self.vocab_size
         out = list(ids)
-        logits = self.forward(ids)[-1:]
         state = ctypes.c_uint64(seed)
+        nxt = ctypes.c_int32()
+        if on_device:
+            arr = (ctypes.c_int32 * len(ids))(*ids)
+            _check(_model_prefill(self._h, 1, len(ids), arr), self.context._h)
+            if max_new_tokens > 0:
+                _check(_model_sample(self._h, temperature, top_k, ctypes.byref(state)), self.context._h)
+            for i in range(max_new_tokens):
+                more = i + 1 < max_new_tokens
+                if more:
+                    _check(_model_decode(self._h, 1, None), self.context._h)
+                _check(_model_sampled(self._h, ctypes.byref(nxt), 1), self.context._h)
+                out.append(nxt.value)
+                if more:
+                    _check(_model_sample(self._h, temperature, top_k, ctypes.byref(state)), self.context._h)
+            return out
+        logits = self.forward(ids)[-1:]
         for i in range(max_new_tokens):
             row = np.ascontiguousarray(logits[0])
-            nxt = ctypes.c_int32()
             _check(_sample(row.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), row.size, temperature, top_k,
                            ctypes.byref(state), ctypes.byref(nxt)))
             out.append(nxt.value)

@@ -201,6 +201,7 @@ def test_model_and_tokenizer(ctx, tmp_path):
     cli_ids = subprocess.run([cli, "generate", "--model", str(model_dir), "--tokens", ",".join(map(str, ids)),
                               "--max-new", "4"], check=True, capture_output=True, text=True).stdout.strip()
     assert [int(x) for x in cli_ids.split(",")] == out
+    assert m.generate_ids(ids, max_new_tokens=4, on_device=False) == out  # the host's draws agree
     # with 600 ids, --top-k 300 is beyond the device's 256: drawn on the host, as
     # Model.generate_ids (tdacl_sample) draws, and it says so
     import json
@@ -213,6 +214,8 @@ def test_model_and_tokenizer(ctx, tmp_path):
                     "--seed", "6"], check=True, capture_output=True)
     mb = tdacl.Model.load(str(tmp_path / "v600"), context=ctx)
     want = mb.generate_ids(ids, max_new_tokens=3, temperature=0.7, top_k=300, seed=11)
+    with pytest.raises(tdacl.TdaclError, match="top_k 300"):
+        mb.generate_ids(ids, max_new_tokens=3, temperature=0.7, top_k=300, seed=11, on_device=True)
     mb.close()
     host = subprocess.run([cli, "generate", "--model", str(tmp_path / "v600"), "--tokens", ",".join(map(str, ids)),
                            "--max-new", "3", "--temperature", "0.7", "--top-k", "300", "--seed", "11"], check=True,
