@@ -226,9 +226,15 @@ UNROLL
 #define GV_CG (GV_COLS / GV_VEC) /* column groups of a block */
 #define GV_KS (GV_WG / GV_CG)    /* interleaved K rows of a work-group */
 
-/* GV_VEC consecutive weights of row segment b[idx ..] as fp32 */
-inline void load_wvec(__global const void *b, long idx, float *w)
+/* GV_VEC consecutive weights of row segment b[idx ..] as fp32; `avail` of them exist (the
+ * rest read as 0: the last column group of a row whose length is not a multiple of 8) */
+inline void load_wvec(__global const void *b, long idx, int avail, float *w)
 {
+    if (avail < GV_VEC) {
+UNROLL
+        for (int v = 0; v < GV_VEC; v++) w[v] = v < avail ? LOAD(WDT, b, idx + v) : 0.0f;
+        return;
+    }
 #if GV_VEC == 8 && WDT == 0
     float4 lo = *(__global const float4 *)((__global const float *)b + idx);
     float4 hi = *(__global const float4 *)((__global const float *)b + idx + 4);
@@ -321,7 +327,7 @@ UNROLL
         for (; k + 3 * GV_KS < k1; k += 4 * GV_KS) {
             float w[4][GV_VEC];
 UNROLL
-            for (int r = 0; r < 4; r++) load_wvec(b, (long)(k + r * GV_KS) * ldb + n, w[r]);
+            for (int r = 0; r < 4; r++) load_wvec(b, (long)(k + r * GV_KS) * ldb + n, N - n, w[r]);
 UNROLL
             for (int m = 0; m < GV_M; m++)
                 if (m < M)
@@ -334,7 +340,7 @@ UNROLL
         }
         for (; k < k1; k += GV_KS) {
             float w[GV_VEC];
-            load_wvec(b, (long)k * ldb + n, w);
+            load_wvec(b, (long)k * ldb + n, N - n, w);
 UNROLL
             for (int m = 0; m < GV_M; m++)
                 if (m < M) {
@@ -422,15 +428,24 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv_t(
     float acc[GV_M];
 UNROLL
     for (int m = 0; m < GV_M; m++) acc[m] = 0.0f;
+#define GVT_STEP (GVT_LANES * GV_VEC)
     if (n < N)
-        for (int k = lane * GV_VEC; k < K; k += GVT_LANES * GV_VEC) {
-            float w[GV_VEC];
-            load_wvec(b, (long)n * ldb + k, w);
+        for (int k0 = lane * GV_VEC; k0 < K; k0 += 4 * GVT_STEP) {
+            /* four loads issued before their products: K = 768 is three steps */
+            float w[4][GV_VEC];
 UNROLL
-            for (int m = 0; m < GV_M; m++)
-                if (m < M)
+            for (int r = 0; r < 4; r++) load_wvec(b, (long)n * ldb + k0 + r * GVT_STEP, K - (k0 + r * GVT_STEP), w[r]);
 UNROLL
-                    for (int v = 0; v < GV_VEC; v++) acc[m] = fma(a[(long)m * lda + k + v], w[v], acc[m]);
+            for (int r = 0; r < 4; r++) {
+                const int k = k0 + r * GVT_STEP;
+                if (k < K)
+UNROLL
+                    for (int m = 0; m < GV_M; m++)
+                        if (m < M)
+UNROLL
+                            for (int v = 0; v < GV_VEC; v++)
+                                if (k + v < K) acc[m] = fma(a[(long)m * lda + k + v], w[r][v], acc[m]);
+            }
         }
 UNROLL
     for (int m = 0; m < GV_M; m++) red[m][tid] = acc[m];

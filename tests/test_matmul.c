@@ -75,6 +75,7 @@ typedef struct mm_case {
     int residual_is_c, lda_pad;
     tdacl_precision precision; /* BF16 (bf16 weights) / TF32 (f32 weights): the tensor-core GEMM,
                                   a rounded to bf16 / a and b to tf32 */
+    int ldb_pad;               /* b's row stride beyond its row length */
 } mm_case;
 
 static void check_case(const mm_case *c)
@@ -94,7 +95,8 @@ static void check_case(const mm_case *c)
     for (int i = 0; i < N; i++) bias[i] = (float)uniform();
     for (int i = 0; i < M * N; i++) res[i] = (float)uniform();
     tdacl_tensor *ta = upload_2d(TDACL_F32, M, K, lda, a);
-    tdacl_tensor *tb = c->trans ? upload_2d(c->wdt, N, K, K, b) : upload_2d(c->wdt, K, N, N, b); /* b[n*K+k] or b[k*N+n] */
+    tdacl_tensor *tb = c->trans ? upload_2d(c->wdt, N, K, K + c->ldb_pad, b)
+                                : upload_2d(c->wdt, K, N, N + c->ldb_pad, b); /* b[n*K+k] or b[k*N+n] */
     tdacl_tensor *tc = upload_2d(TDACL_F32, M, N, N, c->residual_is_c ? res : NULL);
     tdacl_tensor *tbias = NULL, *tres = NULL;
     if (c->epi & TDACL_EPILOGUE_BIAS) {
@@ -150,28 +152,32 @@ static void test_matmul_values(void **state)
     if (info.nv_cc_major < 8) setenv("TDACL_MMA_EMULATE", "1", 1);
     const unsigned ALL = TDACL_EPILOGUE_BIAS | TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL;
     static const mm_case cases[] = {
-        {1, 67, 129, 0, TDACL_F32, 7, 0, 0, TDACL_PRECISION_EXACT},                      /* GEMV, split K, every epilogue step */
-        {5, 64, 96, 1, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_EXACT},     /* GEMV on [N, K] (tied head) */
-        {8, 33, 20, 0, TDACL_F16, TDACL_EPILOGUE_RESIDUAL, 1, 3, TDACL_PRECISION_EXACT}, /* residual = c; a with a wider row stride */
+        {1, 67, 129, 0, TDACL_F32, 7, 0, 0, TDACL_PRECISION_EXACT, 0},                      /* GEMV, split K, every epilogue step */
+        {5, 64, 96, 1, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_EXACT, 0},     /* GEMV on [N, K] (tied head) */
+        {8, 33, 20, 0, TDACL_F16, TDACL_EPILOGUE_RESIDUAL, 1, 3, TDACL_PRECISION_EXACT, 0}, /* residual = c; a with a wider row stride */
         /* GEMV, 8 columns a work-item (16-byte loads: N and the row stride multiples of 8) */
-        {3, 72, 200, 0, TDACL_BF16, 7, 0, 0, TDACL_PRECISION_EXACT},
-        {6, 136, 77, 0, TDACL_F16, TDACL_EPILOGUE_BIAS, 0, 2, TDACL_PRECISION_EXACT},
-        {1, 64, 300, 0, TDACL_F32, 7, 1, 0, TDACL_PRECISION_EXACT},
-        {4, 37, 45, 1, TDACL_F32, 7, 0, 1, TDACL_PRECISION_EXACT}, /* [N, K] with K not a multiple of 8: one element a load */
-        {2, 301, 264, 1, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_EXACT}, /* [N, K], 16-byte loads, N % 4 != 0 */
-        {77, 67, 129, 0, TDACL_F32, 7, 0, 5, TDACL_PRECISION_EXACT},                    /* the tiled GEMM, every edge */
-        {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU, 0, 0, TDACL_PRECISION_EXACT},    /* GEMM on [N, K] */
-        {9, 130, 33, 0, TDACL_BF16, 0, 0, 0, TDACL_PRECISION_EXACT},                      /* one row past the GEMV limit */
+        {3, 72, 200, 0, TDACL_BF16, 7, 0, 0, TDACL_PRECISION_EXACT, 0},
+        {6, 136, 77, 0, TDACL_F16, TDACL_EPILOGUE_BIAS, 0, 2, TDACL_PRECISION_EXACT, 0},
+        {1, 64, 300, 0, TDACL_F32, 7, 1, 0, TDACL_PRECISION_EXACT, 0},
+        {4, 37, 45, 1, TDACL_F32, 7, 0, 1, TDACL_PRECISION_EXACT, 0}, /* [N, K], K and the row stride odd: one element a load */
+        {2, 301, 264, 1, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_EXACT, 0}, /* [N, K], 16-byte loads, N % 4 != 0 */
+        /* rows 8-element aligned (padded strides), lengths not: 16-byte loads, a short last group */
+        {3, 29, 300, 1, TDACL_BF16, 7, 0, 0, TDACL_PRECISION_EXACT, 4},
+        {5, 203, 64, 0, TDACL_BF16, TDACL_EPILOGUE_GELU, 0, 0, TDACL_PRECISION_EXACT, 5},
+        {2, 77, 90, 0, TDACL_F32, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_EXACT, 3},
+        {77, 67, 129, 0, TDACL_F32, 7, 0, 5, TDACL_PRECISION_EXACT, 0},                    /* the tiled GEMM, every edge */
+        {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU, 0, 0, TDACL_PRECISION_EXACT, 0},    /* GEMM on [N, K] */
+        {9, 130, 33, 0, TDACL_BF16, 0, 0, 0, TDACL_PRECISION_EXACT, 0},                      /* one row past the GEMV limit */
         /* the tensor-core GEMM: element loads (odd strides), 16-byte copies, two tiles each
          * way with partial K steps, both layouts of b */
-        {77, 67, 129, 0, TDACL_BF16, 7, 0, 5, TDACL_PRECISION_BF16},
-        {130, 136, 72, 0, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_BF16},
-        {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 1, 0, TDACL_PRECISION_BF16},
-        {65, 64, 64, 1, TDACL_BF16, 7, 0, 4, TDACL_PRECISION_BF16},
+        {77, 67, 129, 0, TDACL_BF16, 7, 0, 5, TDACL_PRECISION_BF16, 0},
+        {130, 136, 72, 0, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_BF16, 0},
+        {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 1, 0, TDACL_PRECISION_BF16, 0},
+        {65, 64, 64, 1, TDACL_BF16, 7, 0, 4, TDACL_PRECISION_BF16, 0},
         /* f32 weights at precision tf32 (fp32 tiles): element and 16-byte loads, both layouts */
-        {77, 67, 129, 0, TDACL_F32, 7, 0, 5, TDACL_PRECISION_TF32},
-        {130, 136, 72, 0, TDACL_F32, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_TF32},
-        {40, 50, 70, 1, TDACL_F32, TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 1, 0, TDACL_PRECISION_TF32},
+        {77, 67, 129, 0, TDACL_F32, 7, 0, 5, TDACL_PRECISION_TF32, 0},
+        {130, 136, 72, 0, TDACL_F32, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_TF32, 0},
+        {40, 50, 70, 1, TDACL_F32, TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 1, 0, TDACL_PRECISION_TF32, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         mm_case c = cases[i];
@@ -212,7 +218,7 @@ static void test_matmul_mma_layouts(void **state)
         desc.log_fn = tu_log_fn, desc.log_user = &log, desc.log_level = TDACL_LOG_WARN;
         assert_int_equal(tdacl_context_create(&desc, &g_ctx), TDACL_SUCCESS);
         const mm_case c = {77, 136, 100, (int)i % 2, TDACL_BF16, TDACL_EPILOGUE_BIAS | TDACL_EPILOGUE_RESIDUAL, 0, 3,
-                           TDACL_PRECISION_BF16};
+                           TDACL_PRECISION_BF16, 0};
         check_case(&c);
         const int warned = tu_log_find(&log, TDACL_LOG_WARN, "tuning database", NULL) >= 0;
         if (warned == sets[i].valid) fail_msg("%s: %s", sets[i].params, warned ? log.msg[0] : "no warning for an invalid entry");
@@ -238,8 +244,8 @@ static void test_matmul_mma_units(void **state)
     };
     static const mm_case cases[] = {
         {77, 67, 129, 0, TDACL_BF16, TDACL_EPILOGUE_BIAS | TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 0, 5,
-         TDACL_PRECISION_BF16},
-        {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 1, 0, TDACL_PRECISION_BF16},
+         TDACL_PRECISION_BF16, 0},
+        {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 1, 0, TDACL_PRECISION_BF16, 0},
     };
     tdacl_context *saved = g_ctx;
     for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {

@@ -3,6 +3,7 @@
  * parsing, the local-memory formulas against CL_KERNEL_LOCAL_MEM_SIZE of the compiled
  * kernels, and dispatch (which row a call takes, why the others were passed over, and the
  * TDACL_VARIANT / TDACL_MMA_EMULATE overrides). */
+#include <math.h>
 #include <stdlib.h>
 
 #include "common/testutil.h"
@@ -367,7 +368,8 @@ static void test_class_defaults_and_options(void **state)
         {"intel-xe-hpg", "layers", ""},
         {"amd-gfx1100", "attention_decode", "-DEARLY_FETCH=0"},
         {"amd-gfx1100", "attention", ""},
-        {"amd-gfx90a", "attention_decode", ""},
+        {"amd-gfx90a", "attention_decode", "-DFUSED_COMBINE=0"},
+        {"amd-gfx90a", "attention", ""},
         {"nvidia-sm_90", "attention_mma", ""},
     };
     for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
@@ -377,6 +379,54 @@ static void test_class_defaults_and_options(void **state)
         const char *got = tdacl__program_class_options(ctx, options[i].program);
         if (strcmp(got, options[i].want))
             fail_msg("%s %s: class options '%s', expected '%s'", options[i].arch, options[i].program, got, options[i].want);
+    }
+    tdacl__context_retarget(ctx, &saved);
+    tdacl_context_destroy(ctx);
+}
+
+/* The decode's split combine: in the split kernel's launch (the last split to finish), or,
+ * where a device class compiles it out (amd-gfx9: FUSED_COMBINE=0), in a second launch of
+ * attention_decode_reduce; both equal, every kind, splits of 64 keys over 700 keys. */
+static void test_decode_combine_launches(void **state)
+{
+    (void)state;
+    tdacl_context *ctx = open_ctx();
+    const tdacl_device_info saved = ctx->info;
+    for (int kind = 0; kind <= TDACL_ATTN_DIFF_SOFTMAX; kind++) {
+        attn_bufs b;
+        make_bufs(ctx, (tdacl_attention_kind)kind, TDACL_F32, 64, 1, 700, &b);
+        tdacl_tensor *in[5] = {b.q, b.k, b.v, b.q2, b.k2};
+        for (int i = 0; i < 5; i++) assert_ok(ctx, tdacl__tensor_fill_normal(in[i], (uint32_t)(10 * kind + i + 1), 0, 1));
+        tdacl_attention_desc desc;
+        tdacl_attention_desc_init(&desc);
+        desc.kind = (tdacl_attention_kind)kind;
+        desc.path = TDACL_PATH_DECODE;
+        desc.offset = 699;
+        desc.beta = 0.5f;
+        tdacl_attention_plan plan;
+        assert_ok(ctx, tdacl__attention_plan(ctx, &desc, &b.t, &plan));
+        tdacl_param_values v;
+        char why[256];
+        assert_int_equal(tdacl__params_parse(plan.row->space, "NTD=64 WAVES=64", &v, why, sizeof why), 0);
+        float out[2][64];
+        uint64_t launches[2];
+        for (int cls = 0; cls < 2; cls++) {
+            tdacl_device_info info = saved;
+            if (cls) snprintf(info.arch, sizeof info.arch, "amd-gfx90a");
+            tdacl__context_retarget(ctx, &info);
+            const uint64_t before = ctx->launches;
+            assert_ok(ctx, tdacl__attention_run(ctx, &plan, &b.t, &v, NULL, NULL));
+            launches[cls] = ctx->launches - before;
+            assert_ok(ctx, tdacl_tensor_download(b.out, out[cls], TDACL_F32, 64));
+        }
+        assert_true(strcmp(plan.row->name, "attention_decode.simt") == 0);
+        assert_int_equal(launches[0], 1);
+        assert_int_equal(launches[1], 2);
+        for (int c = 0; c < 64; c++)
+            if (!(fabsf(out[0][c] - out[1][c]) <= 1e-6f * (1.0f + fabsf(out[1][c]))))
+                fail_msg("%s column %d: one launch %.9g, two %.9g", tdacl_attention_kind_name((tdacl_attention_kind)kind),
+                         c, out[0][c], out[1][c]);
+        free_bufs(&b);
     }
     tdacl__context_retarget(ctx, &saved);
     tdacl_context_destroy(ctx);
@@ -662,6 +712,7 @@ int main(void)
         cmocka_unit_test(test_shipped_entries_name_known_parameters),
         cmocka_unit_test(test_class_defaults_and_options),
         cmocka_unit_test(test_dispatch),
+        cmocka_unit_test(test_decode_combine_launches),
         cmocka_unit_test(test_local_memory_formulas),
         cmocka_unit_test(test_matrix_bodies),
     };

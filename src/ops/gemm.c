@@ -29,11 +29,11 @@ static int gemv_cols(const tdacl_matmul_call *c)
     return c->fuse && c->fuse->scatter && c->fuse->cos_t && c->fuse->d == 128 ? 128 : 64;
 }
 
-/* 8 elements a load (16 bytes of bf16) where every segment of 8 along the contiguous axis
- * of B (N, or K transposed) is aligned */
+/* 8 elements a load (16 bytes of bf16) where B's rows start 8-element aligned; a row's last
+ * group of fewer than 8 is read one element at a time */
 static int gemv_vec(const tdacl_matmul_call *c)
 {
-    return (c->trans ? c->K : c->N) % 8 == 0 && c->w->strides[0] % 8 == 0 && c->w->offset % 8 == 0 ? 8 : 1;
+    return c->w->strides[0] % 8 == 0 && c->w->offset % 8 == 0 ? 8 : 1;
 }
 
 int tdacl__gemv_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
