@@ -225,6 +225,8 @@ UNROLL
 #endif
 #define GV_CG (GV_COLS / GV_VEC) /* column groups of a block */
 #define GV_KS (GV_WG / GV_CG)    /* interleaved K rows of a work-group */
+#define GV_MAX2(x, y) ((x) > (y) ? (x) : (y))
+#define GV_LBUF GV_MAX2(GV_MAX2(GV_KS * GV_COLS, GV_M * GV_WG), GV_M * GV_COLS)
 
 /* GV_VEC consecutive weights of row segment b[idx ..] as fp32; `avail` of them exist (the
  * rest read as 0: the last column group of a row whose length is not a multiple of 8) */
@@ -307,14 +309,16 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
     __global float *kc, __global float *k2c, __global float *vc, long cache_ld, int pos, int C, int d,
     int4 rope_cols, int4 cache_cols, __global const float *cos_t, __global const float *sin_t)
 {
-    __local float red[GV_KS][GV_M][GV_COLS];
+    /* one buffer for the rows' statistics, the K lanes' sums (a row at a time) and the
+     * outputs: 4 KB at most, so devices with 32 KB of local memory run it */
+    __local float lbuf[GV_LBUF];
     __local int last;
     const int tid = get_local_id(0), cg = tid % GV_CG, ks = tid / GV_CG;
     const int cb = get_group_id(0), n = cb * GV_COLS + cg * GV_VEC, chunk = get_group_id(1);
     const int k0 = chunk * kchunk, k1 = min(K, k0 + kchunk);
 #if GV_NORM
     float nmean[GV_M], ninv[GV_M];
-    row_stats(a, lda, M, K, rms, eps, &red[0][0][0], nmean, ninv);
+    row_stats(a, lda, M, K, rms, eps, lbuf, nmean, ninv);
 #endif
     float acc[GV_M][GV_VEC];
 UNROLL
@@ -350,18 +354,22 @@ UNROLL
                 }
         }
     }
+    /* the K lanes' sums, one row of A at a time */
 UNROLL
-    for (int m = 0; m < GV_M; m++)
+    for (int m = 0; m < GV_M; m++) {
+        if (m >= M) break; /* uniform */
 UNROLL
-        for (int v = 0; v < GV_VEC; v++) red[ks][m][cg * GV_VEC + v] = acc[m][v];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int i = tid; i < GV_M * GV_COLS; i += GV_WG) {
-        const int m = i / GV_COLS, cc = i % GV_COLS, nn = cb * GV_COLS + cc;
-        if (m < M && nn < N) {
-            float sum = 0.0f;
-            for (int s2 = 0; s2 < GV_KS; s2++) sum += red[s2][m][cc];
-            part[((long)chunk * GV_M + m) * N + nn] = sum;
+        for (int v = 0; v < GV_VEC; v++) lbuf[ks * GV_COLS + cg * GV_VEC + v] = acc[m][v];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int cc = tid; cc < GV_COLS; cc += GV_WG) {
+            const int nn = cb * GV_COLS + cc;
+            if (nn < N) {
+                float sum = 0.0f;
+                for (int s2 = 0; s2 < GV_KS; s2++) sum += lbuf[s2 * GV_COLS + cc];
+                part[((long)chunk * GV_M + m) * N + nn] = sum;
+            }
         }
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
     /* the last chunk of this column block to arrive sums them all (see attention_decode.cl) */
     mem_fence(CLK_GLOBAL_MEM_FENCE);
@@ -372,7 +380,7 @@ UNROLL
     if (tid == 0) arrivals[cb] = 0;
     mem_fence(CLK_GLOBAL_MEM_FENCE);
     __global volatile const float *vpart = part;
-    __local float *outv = &red[0][0][0]; /* [GV_M][GV_COLS] */
+    __local float *outv = lbuf; /* [GV_M][GV_COLS] */
     for (int i = tid; i < GV_M * GV_COLS; i += GV_WG) {
         const int m = i / GV_COLS, cc = i % GV_COLS, nn = cb * GV_COLS + cc;
         if (m < M && nn < N) {
