@@ -4,12 +4,12 @@
 # the GPU host of ../shared/gpu-host:   bash bench/gpu-decode-fused.sh [BASE]
 #   test-native.txt     test_model (every kind's decode against its prefill and the fp64
 #                       reference, the device draw against its rule, launch counts), test_matmul,
-#                       test_attention --part decode, natively
+#                       test_registry, test_attention --part decode, natively
 #   forward-{base,new}.json/.txt   tdacl-bench --suite peak,forward, softmax and tda, f32 and bf16
 #                       (GPT-2 small, random weights; decode rows at contexts 1024 and 8192)
 #   forward-unfused.json  the same decode rows with TDACL_DECODE=unfused (layer by layer)
 #   generate.txt        `tdacl generate` on the GPT-2-small softmax model, prompt 960 ids, 129 new
-#                       (ctx ~1024), f32 and bf16, base and new: its ms/token, and the kernel time
+#                       (ctx ~1024), f32 and bf16, base and new: its ms/token (three runs), and the kernel time
 #                       per token from TDACL_PROFILE (the 129-token run minus a 1-token run)
 #   generate-profile.txt  the new build's per-kernel device times of that bf16 run (prefill's
 #                       gemm, attention_fwd and tensor_copy included)
@@ -20,7 +20,7 @@
 BASE=${1:-$(git rev-parse HEAD)}
 build_base "$BASE"
 {
-    (cd build-gpu/tests && ./test_model && ./test_matmul && TDACL_LOG=warn ./test_attention --part decode) 2>&1
+    (cd build-gpu/tests && ./test_model && ./test_matmul && ./test_registry && TDACL_LOG=warn ./test_attention --part decode) 2>&1
 } >"$OUT/test-native.txt"
 grep -E "PASSED|FAILED|ERROR" "$OUT/test-native.txt" | tail -8
 export TDACL_BENCH_MODELS=/tmp/tdacl-bench-models
@@ -48,10 +48,10 @@ gen() { # BIN DTYPE NEW [PROFILE]
 kms() { sed -n 's/.*profile: \([0-9.]*\) ms of kernels.*/\1/p'; }
 for bin in /tmp/base/build/tdacl build-gpu/tdacl; do
     for dt in f32 bf16; do
-        line=$(gen "$bin" "$dt" 129)
+        line=$(for rep in 1 2 3; do gen "$bin" "$dt" 129; done | sed -n 's/.*decode 128 tokens: .*, \([0-9.]*\) ms\/token/\1/p' | tr '\n' ' ')
         one=$(gen "$bin" "$dt" 1 1 | kms)
         many=$(gen "$bin" "$dt" 129 1 | kms)
-        echo "$bin $dt: $line; kernel ms/token (profile, 129 minus 1 new): $(python3 -c "print('%.4f' % (($many - $one) / 128))")"
+        echo "$bin $dt: ms/token of three runs: $line; kernel ms/token (profile, 129 minus 1 new): $(python3 -c "print('%.4f' % (($many - $one) / 128))")"
     done
 done | tee "$OUT/generate.txt"
 TDACL_PROFILE=1 build-gpu/tdacl generate --device nvidia --model "$M" --tokens "$PROMPT" --max-new 129 --dtype bf16 \
