@@ -480,6 +480,18 @@ UNROLL
 #define SAMPLE_WG 256 /* also the radix of the selection below */
 #define SAMPLE_KMAX 256
 
+/* arr[i] <- sum of arr[0 .. i-1] (one work-item), total <- the sum of all n */
+#define SCAN_EXCLUSIVE(T, arr, n, total)                                                           \
+    do {                                                                                           \
+        T acc_ = 0;                                                                                \
+        for (int t_ = 0; t_ < (n); t_++) {                                                         \
+            T e_ = (arr)[t_];                                                                      \
+            (arr)[t_] = acc_;                                                                      \
+            acc_ += e_;                                                                            \
+        }                                                                                          \
+        (total) = acc_;                                                                            \
+    } while (0)
+
 inline uint ord_key(float x)
 {
     uint u = as_uint(x);
@@ -498,22 +510,11 @@ inline float draw_u01(ulong seed, int b)
 /* a ranks before b: larger logit, then smaller index */
 inline int ranks_before(float la, int ia, float lb, int ib) { return la > lb || (la == lb && ia < ib); }
 
-__kernel __attribute__((reqd_work_group_size(SAMPLE_WG, 1, 1))) void sample_rows(
-    __global int *out, __global const float *logits, long row0, long row_stride, int V, float temperature, int k,
-    ulong seed)
+/* The first largest logit of a row of V (every work-item gets it). */
+inline int row_argmax(__global const float *l, int V, __local float *fval, __local int *ival)
 {
-    __local float fval[SAMPLE_WG];
-    __local int ival[SAMPLE_WG];
-    __local uint hist[SAMPLE_WG];
-    __local float cand_l[SAMPLE_KMAX], sort_l[SAMPLE_KMAX];
-    __local int cand_i[SAMPLE_KMAX], sort_i[SAMPLE_KMAX];
-    __local uint sel_prefix, sel_need, ncand;
-    __local int pick;
-    const int tid = get_local_id(0), b = get_group_id(1);
-    __global const float *l = logits + row0 + b * row_stride;
-    const int chunk = (V + SAMPLE_WG - 1) / SAMPLE_WG, lo = min(V, tid * chunk), hi = min(V, lo + chunk);
-
-    /* the first largest logit */
+    const int tid = get_local_id(0), chunk = (V + SAMPLE_WG - 1) / SAMPLE_WG;
+    const int lo = min(V, tid * chunk), hi = min(V, lo + chunk);
     float bv = -INFINITY;
     int bi = V;
     for (int j = lo; j < hi; j++)
@@ -526,46 +527,71 @@ __kernel __attribute__((reqd_work_group_size(SAMPLE_WG, 1, 1))) void sample_rows
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     const int best = ival[0] < V ? ival[0] : 0; /* none: every logit NaN */
-    if (temperature == 0.0f || k == 1) {
-        if (tid == 0) out[b] = best;
-        return;
-    }
-    const float mx = l[best], U = draw_u01(seed, b);
     barrier(CLK_LOCAL_MEM_FENCE);
+    return best;
+}
 
-    if (k >= V) {
-        /* all V in index order: chunk sums, their prefix, then the chunk holding u */
-        float sum = 0.0f;
-        for (int j = lo; j < hi; j++) sum += exp((l[j] - mx) / temperature);
-        fval[tid] = sum;
-        if (tid == 0) pick = V - 1;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (tid == 0) {
-            float acc = 0.0f;
-            for (int t = 0; t < SAMPLE_WG; t++) {
-                float s = fval[t];
-                fval[t] = acc;
-                acc += s;
-            }
-            hist[0] = as_uint(acc);
+/* Three kernels with the same arguments, one per rule (the host picks), so no barrier sits
+ * behind a branch: PoCL's default work-group method miscompiles that. */
+#define SAMPLE_ARGS                                                                                 \
+    __global int *out, __global const float *logits, long row0, long row_stride, int V, float temperature, int k, \
+        ulong seed
+
+__kernel __attribute__((reqd_work_group_size(SAMPLE_WG, 1, 1))) void sample_greedy(SAMPLE_ARGS)
+{
+    __local float fval[SAMPLE_WG];
+    __local int ival[SAMPLE_WG];
+    const int b = get_group_id(1);
+    const int best = row_argmax(logits + row0 + b * row_stride, V, fval, ival);
+    if (get_local_id(0) == 0) out[b] = best;
+}
+
+/* all V in index order: chunk sums, their prefix, then the chunk holding u */
+__kernel __attribute__((reqd_work_group_size(SAMPLE_WG, 1, 1))) void sample_all(SAMPLE_ARGS)
+{
+    __local float fval[SAMPLE_WG];
+    __local int ival[SAMPLE_WG];
+    __local float total;
+    __local int pick;
+    const int tid = get_local_id(0), b = get_group_id(1);
+    __global const float *l = logits + row0 + b * row_stride;
+    const int chunk = (V + SAMPLE_WG - 1) / SAMPLE_WG, lo = min(V, tid * chunk), hi = min(V, lo + chunk);
+    const float mx = l[row_argmax(l, V, fval, ival)], U = draw_u01(seed, b);
+    float sum = 0.0f;
+    for (int j = lo; j < hi; j++) sum += exp((l[j] - mx) / temperature);
+    fval[tid] = sum;
+    if (tid == 0) pick = V - 1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid == 0) SCAN_EXCLUSIVE(float, fval, SAMPLE_WG, total);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const float u = U * total, start = fval[tid];
+    if (u >= start && u < start + sum) {
+        float acc = start;
+        int j = lo;
+        for (; j < hi - 1; j++) {
+            acc += exp((l[j] - mx) / temperature);
+            if (u < acc) break;
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const float total = as_float(hist[0]), u = U * total, start = fval[tid];
-        if (u >= start && u < start + sum) {
-            float acc = start;
-            int j = lo;
-            for (; j < hi - 1; j++) {
-                acc += exp((l[j] - mx) / temperature);
-                if (u < acc) break;
-            }
-            pick = j;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (tid == 0) out[b] = pick;
-        return;
+        pick = j;
     }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid == 0) out[b] = pick;
+}
 
-    /* the k largest: the key of the k-th largest by radix selection, 8 bits a round */
+/* the k largest (k <= SAMPLE_KMAX): the key of the k-th largest by radix selection, 8 bits a
+ * round; the candidates; best first; the draw */
+__kernel __attribute__((reqd_work_group_size(SAMPLE_WG, 1, 1))) void sample_topk(SAMPLE_ARGS)
+{
+    __local float fval[SAMPLE_WG];
+    __local int ival[SAMPLE_WG];
+    __local uint hist[SAMPLE_WG];
+    __local float cand_l[SAMPLE_KMAX], sort_l[SAMPLE_KMAX];
+    __local int cand_i[SAMPLE_KMAX], sort_i[SAMPLE_KMAX];
+    __local uint sel_prefix, sel_need, ncand;
+    const int tid = get_local_id(0), b = get_group_id(1);
+    __global const float *l = logits + row0 + b * row_stride;
+    const int chunk = (V + SAMPLE_WG - 1) / SAMPLE_WG, lo = min(V, tid * chunk), hi = min(V, lo + chunk);
+    const float mx = l[row_argmax(l, V, fval, ival)], U = draw_u01(seed, b);
     uint prefix = 0, mask = 0, need = (uint)k;
     for (int shift = 24; shift >= 0; shift -= 8) {
         hist[tid] = 0;
@@ -596,12 +622,9 @@ __kernel __attribute__((reqd_work_group_size(SAMPLE_WG, 1, 1))) void sample_rows
     if (tid == 0) ncand = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (tid == 0) {
-        uint acc = 0;
-        for (int t = 0; t < SAMPLE_WG; t++) {
-            uint e = hist[t];
-            hist[t] = acc;
-            acc += e;
-        }
+        uint total;
+        SCAN_EXCLUSIVE(uint, hist, SAMPLE_WG, total);
+        (void)total;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     uint rank = hist[tid];

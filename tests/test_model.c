@@ -1153,7 +1153,7 @@ static int32_t device_rule(const float *l, int V, float temperature, int k, uint
     return pick;
 }
 
-/* sample_rows (cl/layers.cl) on crafted rows: ties at the top-k cut, all-equal rows, -inf,
+/* The sampling kernels (cl/layers.cl) on crafted rows: ties at the top-k cut, all-equal rows, -inf,
  * vocabularies below and above the work-group size; greedy, top-k and all-token draws. */
 static void test_device_sample_kernel(void **state)
 {
@@ -1169,8 +1169,6 @@ static void test_device_sample_kernel(void **state)
     assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 2, shape, &lt));
     assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 1, tshape, &tt)); /* B int32 ids, as raw words */
     assert_ok(g_ctx, tdacl_tensor_upload(lt, rows, TDACL_F32, (int64_t)B * V));
-    cl_kernel kern;
-    assert_ok(g_ctx, tdacl__variant_kernel(g_ctx, tdacl__variant_of_op(TDACL_OP_LAYERS), "-DWDT=0", "sample_rows", &kern));
     const float temps[4] = {0.0f, 0.8f, 3.0f, 1e4f};
     const int ks[6] = {1, 2, 7, 256, 0, V};
     const int vs[3] = {V, 5, 300}; /* the same rows read as shorter vocabularies */
@@ -1181,16 +1179,20 @@ static void test_device_sample_kernel(void **state)
                 for (int rep = 0; rep < 3; rep++) {
                     const int nv = vs[vi], k = ks[ki] == 0 || ks[ki] > nv ? nv : ks[ki];
                     if (k < nv && k > 256) continue;
+                    cl_kernel kern;
+                    const char *kname = tdacl__sample_kernel(temps[ti], k, nv);
+                    assert_ok(g_ctx, tdacl__variant_kernel(g_ctx, tdacl__variant_of_op(TDACL_OP_LAYERS), "-DWDT=0", kname,
+                                                           &kern));
                     cl_mem om = tt->storage->mem, lm = lt->storage->mem;
                     cl_long row0 = 0, stride = V;
                     cl_int cv = nv, ck = k;
                     cl_float temp = temps[ti];
                     cl_ulong seed = 1000003ULL * (uint64_t)(vi * 100 + ti * 10 + ki) + (uint64_t)rep * 77;
-                    assert_ok(g_ctx, tdacl__set_args(g_ctx, kern, "sample_rows", sizeof om, &om, sizeof lm, &lm,
+                    assert_ok(g_ctx, tdacl__set_args(g_ctx, kern, kname, sizeof om, &om, sizeof lm, &lm,
                                                      sizeof row0, &row0, sizeof stride, &stride, sizeof cv, &cv,
                                                      sizeof temp, &temp, sizeof ck, &ck, sizeof seed, &seed, (size_t)0));
                     size_t g[2] = {256, B}, l[2] = {256, 1};
-                    assert_ok(g_ctx, tdacl__launch(g_ctx, kern, 2, g, l, NULL, "sample_rows"));
+                    assert_ok(g_ctx, tdacl__launch(g_ctx, kern, 2, g, l, NULL, kname));
                     int32_t got[B];
                     assert_ok(g_ctx, tdacl_tensor_download(tt, got, TDACL_F32, B)); /* the bits, unconverted */
                     for (int b = 0; b < B; b++) {

@@ -702,6 +702,11 @@ tdacl_status tdacl_model_logits(tdacl_model *m, float *logits, int64_t count, in
 
 /* ---- sampling on the device ---- */
 
+const char *tdacl__sample_kernel(float temperature, int top_k, int vocab)
+{
+    return temperature == 0.0f || top_k == 1 ? "sample_greedy" : top_k >= vocab ? "sample_all" : "sample_topk";
+}
+
 tdacl_status tdacl_model_sample(tdacl_model *m, float temperature, int top_k, uint64_t *seed)
 {
     const char *call = "tdacl_model_sample";
@@ -723,18 +728,19 @@ tdacl_status tdacl_model_sample(tdacl_model *m, float temperature, int top_k, ui
         m->drawn_ev = NULL;
     }
     cl_kernel k;
-    tdacl_status st = layers_kernel(m, "sample_rows", NULL, &k);
+    cl_int cV = V, ck = top_k == 0 || top_k > V ? V : top_k;
+    const char *kernel = tdacl__sample_kernel(temperature, ck, V);
+    tdacl_status st = layers_kernel(m, kernel, NULL, &k);
     if (st) return st;
     cl_long row0 = (cl_long)(m->logit_rows - 1) * V, row_stride = (cl_long)m->logit_rows * V;
-    cl_int cV = V, ck = top_k == 0 || top_k > V ? V : top_k;
     cl_float temp = temperature;
     cl_ulong s0 = greedy ? 0 : *seed;
     cl_mem lg = mem(m->logits);
-    st = tdacl__set_args(m->ctx, k, "sample_rows", sizeof m->tokens, &m->tokens, sizeof lg, &lg, sizeof row0, &row0,
+    st = tdacl__set_args(m->ctx, k, kernel, sizeof m->tokens, &m->tokens, sizeof lg, &lg, sizeof row0, &row0,
                          sizeof row_stride, &row_stride, sizeof cV, &cV, sizeof temp, &temp, sizeof ck, &ck,
                          sizeof s0, &s0, (size_t)0);
     size_t g[2] = {256, (size_t)m->batch}, l[2] = {256, 1};
-    if (!st) st = tdacl__launch(m->ctx, k, 2, g, l, NULL, "sample_rows");
+    if (!st) st = tdacl__launch(m->ctx, k, 2, g, l, NULL, kernel);
     if (st) return st;
     cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->tokens, CL_FALSE, 0, (size_t)m->batch * 4, m->drawn, 0, NULL,
                                      &m->drawn_ev);

@@ -7,6 +7,9 @@
 /* tdacl_model_prefill, optionally computing the logits of each sequence's last position
  * only (a long prompt's full [T, vocab] logits are large and rarely needed). */
 tdacl_status tdacl__model_prefill(tdacl_model *m, int batch, int len, const int32_t *tokens, int last_only);
+/* The kernel of cl/layers.cl that draws by the rule of (temperature, top_k) over V logits
+ * (top_k already mapped: 0 -> V): sample_greedy, sample_all or sample_topk. */
+const char *tdacl__sample_kernel(float temperature, int top_k, int vocab);
 /* 1 when a decode step of `batch` sequences runs fused (five kernels a layer); 0 with why. */
 int tdacl__model_decode_fused(const tdacl_model *m, int batch, char *why, size_t n);
 
