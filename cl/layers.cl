@@ -199,9 +199,9 @@ UNROLL
 /* ---- GEMV for decode: C[m, n] for m < GV_M rows of A, B [K, N] not transposed ----
  * One launch.  Work-group (column block, K chunk) covers GV_COLS columns and k0 <= k < k1;
  * a work-item takes GV_VEC adjacent columns and the work-group splits the chunk into GV_KS
- * interleaved rows, so each weight row segment is read coalesced and once for all GV_M rows.  Splitting K over work-groups as
- * well is what keeps enough loads in flight for a narrow layer (N = 768 is 12 column
- * blocks).  Each work-group writes its partial sums to part [nchunks][GV_M][N]; the last of
+ * interleaved rows, so each weight row segment is read coalesced and once for all GV_M
+ * rows.  Splitting K over work-groups as well is what keeps enough loads in flight for a
+ * narrow layer (N = 768 is 12 column blocks).  Each work-group writes its partial sums to part [nchunks][GV_M][N]; the last of
  * a column block's work-groups to arrive (a counter per block, put back to 0 by that
  * work-group) sums the chunks and applies the epilogue.
  * GV_NORM: the rows of A are LayerNorm'ed (rms = 0) or RMSNorm'ed with gain nw and bias nb
@@ -220,8 +220,8 @@ UNROLL
 #define GV_SCATTER 0
 #endif
 #ifndef GV_VEC
-#define GV_VEC 1 /* columns per work-item: 8 (one 16-byte bf16/f16 load, two for f32) where
-                    N, the row stride and the offset of B are multiples of 8 */
+#define GV_VEC 1 /* columns per work-item: 8 (one 16-byte bf16 load, two for f32) where the
+                    row stride and the offset of B are multiples of 8 */
 #endif
 #define GV_CG (GV_COLS / GV_VEC) /* column groups of a block */
 #define GV_KS (GV_WG / GV_CG)    /* interleaved K rows of a work-group */
