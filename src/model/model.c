@@ -499,16 +499,10 @@ static tdacl_status attention_block(tdacl_model *m, int l, int B, int T, int pos
 }
 
 static tdacl_status head(tdacl_model *m, int B, int T, int last_only);
-static int fused_decode(const tdacl_model *m, int B, char *why, size_t n);
 
 /* Whether a decode step of B sequences runs fused (decode_step); why (may be NULL) says why
  * not.  $TDACL_DECODE=unfused keeps the layer-by-layer kernels (for comparisons). */
-int tdacl__model_decode_fused(const tdacl_model *m, int batch, char *why, size_t n)
-{
-    return fused_decode(m, batch, why, n);
-}
-
-static int fused_decode(const tdacl_model *m, int B, char *why, size_t n)
+int tdacl__model_decode_fused(const tdacl_model *m, int B, char *why, size_t n)
 {
     char buf[200];
     if (!why) why = buf, n = sizeof buf;
@@ -577,7 +571,7 @@ static tdacl_status forward(tdacl_model *m, int B, int T, int pos0, const int32_
     st = embed(m, rows, T, pos0);
     if (!st && T == 1) {
         char why[200];
-        if (fused_decode(m, B, why, sizeof why)) return decode_step(m, B, pos0);
+        if (tdacl__model_decode_fused(m, B, why, sizeof why)) return decode_step(m, B, pos0);
         tdacl__log(m->ctx, TDACL_LOG_DEBUG, "model decode step: layer by layer, not fused (%s)", why);
     }
     for (int l = 0; !st && l < m->info.n_layer; l++) {

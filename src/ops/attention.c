@@ -553,7 +553,8 @@ static void split_keys(const tdacl_context *ctx, int64_t kend, int unit, int wav
     *nsplit = (kend + *split_len - 1) / *split_len;
 }
 
-/* The two kernels of a decode row's program: the split kernel `part` and the reduction. */
+/* The kernels of a decode row's program: the split kernel `part` and, when kr is not NULL,
+ * the reduction. */
 static tdacl_status decode_kernels(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_attention_call *call,
                                    const tdacl_param_values *v, const char *part, cl_kernel *kp, cl_kernel *kr)
 {
@@ -561,7 +562,7 @@ static tdacl_status decode_kernels(tdacl_context *ctx, const tdacl_variant_def *
     tdacl__variant_options(row, call, v, &opts);
     tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
                                : tdacl__variant_kernel(ctx, row, opts.data, part, kp);
-    if (!st) st = tdacl__variant_kernel(ctx, row, opts.data, "attention_decode_reduce", kr);
+    if (!st && kr) st = tdacl__variant_kernel(ctx, row, opts.data, "attention_decode_reduce", kr);
     tdacl__sb_free(&opts);
     return st;
 }
@@ -624,14 +625,7 @@ tdacl_status tdacl__attention_decode_launch(tdacl_context *ctx, const tdacl_vari
     /* the last split combines in the same launch unless the device class compiles that out */
     const int fused = !strstr(tdacl__program_class_options(ctx, row->program.name), "-DFUSED_COMBINE=0");
     cl_kernel kp, kr = NULL;
-    tdacl_status st = fused ? TDACL_SUCCESS : decode_kernels(ctx, row, call, v, "attention_decode_part", &kp, &kr);
-    if (fused) {
-        tdacl_strbuf opts = {0};
-        tdacl__variant_options(row, call, v, &opts);
-        st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
-                      : tdacl__variant_kernel(ctx, row, opts.data, "attention_decode_part", &kp);
-        tdacl__sb_free(&opts);
-    }
+    tdacl_status st = decode_kernels(ctx, row, call, v, "attention_decode_part", &kp, fused ? NULL : &kr);
     if (st) return st;
 
     cl_mem opart, mlpart, arrivals, stats_mem = NULL;

@@ -242,37 +242,40 @@ tdacl_status tdacl__gemm_mma_launch(tdacl_context *ctx, const tdacl_variant_def 
     return launch_gemm_kernel(ctx, row, c, v, "gemm_mma", g, l);
 }
 
+/* Chooses the row (force_row with force pins it), logs the choice, looks its parameters up
+ * and launches: every matmul call, fused or not, goes through here. */
+static tdacl_status run_call(tdacl_context *ctx, const tdacl_matmul_call *call, const tdacl_variant_def *force_row,
+                             const tdacl_param_values *force)
+{
+    const tdacl_variant_def *row = force ? (force_row ? force_row : tdacl__variant("gemm.simt")) : NULL;
+    char why[256];
+    tdacl_status st = row ? TDACL_SUCCESS : tdacl__variant_choose(ctx, TDACL_OP_MATMUL, call, &row, why, sizeof why);
+    if (!force && !st) {
+        /* the matrix-unit row also names its body */
+        tdacl_mma_choice m = {.name = NULL};
+        if (row->matrix_units) tdacl__mma_choose(&ctx->info, &m);
+        tdacl__log(ctx, TDACL_LOG_DEBUG, "matmul M=%d N=%d K=%d %s weights%s: %s%s%s%s", call->M, call->N, call->K,
+                   tdacl_dtype_name(call->w->dtype), call->fuse ? " (fused decode GEMV)" : "", why, m.name ? " (" : "",
+                   m.name ? m.name : "", m.name ? ")" : "");
+    }
+    tdacl_tuned tuned;
+    if (!st) st = tdacl__variant_params(ctx, row, call, force, &tuned);
+    return st ? st : row->launch(ctx, row, call, &tuned.values);
+}
+
 tdacl_status tdacl__gemm(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor *a, const tdacl_tensor *w,
                          const tdacl_tensor *bias, const tdacl_tensor *res, int flags, int M, int N, int K, int trans,
                          tdacl_precision precision, const tdacl_variant_def *force_row,
                          const tdacl_param_values *force, cl_event *ev)
 {
     const tdacl_matmul_call call = {c, a, w, bias, res, flags, M, N, K, trans, ev, precision, NULL};
-    const tdacl_variant_def *row = force ? (force_row ? force_row : tdacl__variant("gemm.simt")) : NULL;
-    char why[256];
-    tdacl_status st = row ? TDACL_SUCCESS : tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &call, &row, why, sizeof why);
-    if (!force && !st) {
-        /* the matrix-unit row also names its body */
-        tdacl_mma_choice m = {.name = NULL};
-        if (row->matrix_units) tdacl__mma_choose(&ctx->info, &m);
-        tdacl__log(ctx, TDACL_LOG_DEBUG, "matmul M=%d N=%d K=%d %s weights: %s%s%s%s", M, N, K, tdacl_dtype_name(w->dtype),
-                   why, m.name ? " (" : "", m.name ? m.name : "", m.name ? ")" : "");
-    }
-    tdacl_tuned tuned;
-    if (!st) st = tdacl__variant_params(ctx, row, &call, force, &tuned);
-    return st ? st : row->launch(ctx, row, &call, &tuned.values);
+    return run_call(ctx, &call, force_row, force);
 }
 
 tdacl_status tdacl__gemv_fused(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor *a, const tdacl_tensor *w,
                                const tdacl_tensor *bias, const tdacl_tensor *res, int flags, int M, int N, int K,
                                const tdacl_gemv_fusion *fuse)
 {
-    tdacl_matmul_call call = {c, a, w, bias, res, flags, M, N, K, 0, NULL, TDACL_PRECISION_EXACT, fuse};
-    const tdacl_variant_def *row = NULL;
-    char why[256];
-    tdacl_status st = tdacl__variant_choose(ctx, TDACL_OP_MATMUL, &call, &row, why, sizeof why);
-    if (st) return st;
-    tdacl_tuned tuned;
-    st = tdacl__variant_params(ctx, row, &call, NULL, &tuned);
-    return st ? st : row->launch(ctx, row, &call, &tuned.values);
+    const tdacl_matmul_call call = {c, a, w, bias, res, flags, M, N, K, 0, NULL, TDACL_PRECISION_EXACT, fuse};
+    return run_call(ctx, &call, NULL, NULL);
 }
