@@ -52,13 +52,44 @@ typedef struct fwd_job {
     int32_t *tokens;
     int decode;
     uint64_t launches; /* kernels the last decode step enqueued */
+    int32_t *slots;    /* serving rows: batch slots, slot i at its own length (slot_len) */
+    int (*slot_len)(int i, int n, int context);
 } fwd_job;
+
+/* Serving rows: slot i of n starts at context/2 + i * (context/2) / n tokens, so the step's
+ * sequences sit at n positions spread over the second half of the nominal context. */
+static int spread_len(int i, int n, int context) { return context / 2 + (int)((int64_t)i * (context / 2) / n); }
+
+/* One decode step of every slot at its own position (tdacl_model_decode_slots); the slots
+ * start over when the longest would outgrow the cache. */
+static tdacl_status slots_once(fwd_job *j, double *ms)
+{
+    tdacl_status st;
+    tdacl_model_info info;
+    tdacl_model_get_info(j->model, &info);
+    int longest = 0;
+    tdacl_model_slot_position(j->model, j->batch - 1, &longest);
+    if (longest == 0 || longest >= info.max_context)
+        for (int i = 0; i < j->batch; i++)
+            if ((st = tdacl_model_prefill_slot(j->model, i, j->slot_len(i, j->batch, j->context),
+                                               j->tokens + (size_t)i * info.max_context)))
+                return st;
+    if ((st = tdacl_finish(j->ctx))) return st;
+    double t0 = tdacl__now();
+    uint64_t before = j->ctx->launches;
+    st = tdacl_model_decode_slots(j->model, j->batch, j->slots, j->tokens);
+    j->launches = j->ctx->launches - before;
+    if (!st) st = tdacl_finish(j->ctx);
+    *ms = (tdacl__now() - t0) * 1e3;
+    return st;
+}
 
 static tdacl_status fwd_once(void *user, double *ms)
 {
     fwd_job *j = user;
     tdacl_status st;
     double t0;
+    if (j->slots) return slots_once(j, ms);
     if (j->decode) {
         /* one step at a context of `context` .. context + 15 keys */
         int pos;
@@ -98,6 +129,9 @@ static int forward_dtypes(const bench_options *o, tdacl_dtype out[2])
     return n;
 }
 
+static int slots_rows(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtype dt, const char *kind, const char *dir,
+                      int n, int context, const tdacl_measure_opts *mo);
+
 static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtype dt, const char *const kinds[2], int gpu,
                          int quick)
 {
@@ -125,6 +159,7 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtyp
                 if (decode && contexts[pi - nprefill] > max_ctx) continue;
                 bench_count_only(run);
             }
+            for (int si = 0; si < (gpu && !quick ? 2 : 1); si++) bench_count_only(run);
             continue;
         }
         if (bench_stop_requested()) break;
@@ -165,7 +200,7 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtyp
         for (int pi = 0; pi < nprefill + ncontexts; pi++) {
             int decode = pi >= nprefill;
             fwd_job j = {ctx, m, decode ? 1 : prefill[pi][1], decode ? 1 : prefill[pi][0],
-                         decode ? contexts[pi - nprefill] : 0, tokens, decode, 0};
+                         decode ? contexts[pi - nprefill] : 0, tokens, decode, 0, NULL, NULL};
             if (!decode && o->no_prefill) continue;
             if (j.len > max_ctx || j.context > max_ctx || j.batch > max_batch || bench_stop_requested()) continue;
             bench_row *r = bench_add_row(run);
@@ -209,13 +244,81 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtyp
             }
             bench_row_done(run, r);
         }
+        free(tokens);
+        tdacl_model_destroy(m);
+        /* serving: sequences at different positions in one step (GPUs: 32 and 64) */
+        const int nslots[2] = {quick || !gpu ? 4 : 32, 64};
+        for (int si = 0; si < (gpu && !quick ? 2 : 1); si++)
+            failures += slots_rows(run, ctx, dev, dt, kinds[ki], dir, nslots[si], contexts[0], &mo);
         if (saved) setenv("TDACL_PRECISION", saved, 1);
         else unsetenv("TDACL_PRECISION");
         free(saved);
-        free(tokens);
-        tdacl_model_destroy(m);
     }
     return failures;
+}
+
+/* Serving rows: `n` sequences at different positions decoded together in each step
+ * (tdacl_model_decode_slots), tokens/s over the step's rows; a model of its own with n slots
+ * and a cache of context + 256 tokens. */
+static int slots_rows(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtype dt, const char *kind, const char *dir,
+                      int n, int context, const tdacl_measure_opts *mo)
+{
+    const bench_device *bd = &run->devices[dev];
+    if (bench_stop_requested()) return 0;
+    tdacl_model_desc desc;
+    tdacl_model_desc_init(&desc);
+    desc.path = dir;
+    desc.weight_dtype = dt;
+    desc.max_batch = n;
+    desc.max_context = context + 256;
+    tdacl_model *m = NULL;
+    int32_t *tokens = malloc((size_t)n * (size_t)desc.max_context * sizeof *tokens), *slots = malloc((size_t)n * sizeof *slots);
+    bench_row *r = tokens && slots ? bench_add_row(run) : NULL;
+    if (!r) {
+        free(tokens), free(slots);
+        return 1;
+    }
+    snprintf(r->suite, sizeof r->suite, "forward");
+    snprintf(r->name, sizeof r->name, "%s-decode-slots", kind);
+    snprintf(r->device, sizeof r->device, "%s", bd->info.name);
+    r->device_index = dev;
+    snprintf(r->dtype, sizeof r->dtype, "%s", tdacl_dtype_name(dt));
+    snprintf(r->path, sizeof r->path, "decode");
+    int failed = tdacl_model_load(ctx, &desc, &m) != TDACL_SUCCESS;
+    tdacl_model_info info = {0};
+    if (!failed) {
+        tdacl_model_get_info(m, &info);
+        uint64_t s = 11;
+        for (size_t i = 0; i < (size_t)n * (size_t)desc.max_context; i++) {
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+            tokens[i] = (int32_t)((s >> 33) % (uint64_t)info.vocab_size);
+        }
+        for (int i = 0; i < n; i++) slots[i] = n - 1 - i; /* any order: the longest row first */
+        fwd_job j = {ctx, m, n, 1, context, tokens, 1, 0, slots, spread_len};
+        r->B = n, r->Tq = 1, r->Tk = context, r->d = info.head_dim, r->H = info.n_head;
+        bench_progress(run, "%s forward %s B=%d T=%d..%d", bd->info.name, r->name, n, context / 2, context);
+        failed = tdacl__measure(fwd_once, &j, mo, &r->s) != TDACL_SUCCESS;
+        if (!failed) {
+            r->flops = 2.0 * (double)info.parameters * n;
+            r->bytes = (double)info.weight_bytes;
+            bench_finish_row(run, r);
+            r->value = n / (r->s.median * 1e-3);
+            snprintf(r->unit, sizeof r->unit, "tokens/s");
+            char why[200];
+            const int fused = tdacl__model_decode_fused(m, n, why, sizeof why);
+            snprintf(r->note, sizeof r->note, "%s%d sequences at positions %d..%d; %s; %llu kernels a step",
+                     dt == TDACL_BF16 ? "bf16 weights, TDACL_PRECISION=bf16; " : "", n, context / 2,
+                     spread_len(n - 1, n, context), fused ? "fused decode" : why, (unsigned long long)j.launches);
+        }
+    }
+    if (failed) {
+        snprintf(r->note, sizeof r->note, "failed: %s", tdacl_last_error(ctx));
+        fprintf(stderr, "\ntdacl-bench: forward %s: %s\n", r->name, tdacl_last_error(ctx));
+    }
+    bench_row_done(run, r);
+    if (m) tdacl_model_destroy(m);
+    free(tokens), free(slots);
+    return failed;
 }
 
 int bench_suite_forward(bench_run *run, tdacl_context *ctx, int dev)

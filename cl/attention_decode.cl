@@ -137,11 +137,11 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) TDACL_SUBGROUP_ATTR vo
     __global const void *q, __global const void *k, __global const void *v,
     __global const void *q2, __global const void *k2,
     __global const float *lambdas, __global float *opart, __global float *mlpart, __global uint *stats,
-    __global uint *arrivals, __global const void *gain, __global void *out, long4 os, long o_off, int norm,
-    float norm_eps, float out_scale,
+    __global uint *arrivals, __global const int2 *kv_rows, __global const void *gain, __global void *out, long4 os,
+    long o_off, int norm, float norm_eps, float out_scale,
     long4 qs, long4 ks, long4 vs, long4 q2s, long4 k2s,
     long q_off, long k_off, long v_off, long q2_off, long k2_off,
-    int H, int Tq, long Tk, long offset, int d, int dv, long split_len,
+    int H, int Tq, long Tk, long offset_all, int d, int dv, long split_len,
     float scale, float beta, float kappa, int pmode, float power, float lambda,
     int normalize, int want_stats)
 {
@@ -163,6 +163,14 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) TDACL_SUBGROUP_ATTR vo
     const int tid = get_local_id(0);
     ATTENTION_HEAD(H, lambdas, lambda);
     const int split = get_group_id(2), nsplit = get_num_groups(2);
+    /* kv_rows (a model's sequences at their own positions): row b reads cache sequence
+     * kv_rows[b].x, its query 0 at position kv_rows[b].y; the splits past its keys are empty */
+    long offset = offset_all;
+    int bk = b;
+    if (kv_rows) {
+        const int2 kr = kv_rows[b];
+        bk = kr.x, offset = kr.y;
+    }
     const long kend_all = min(Tk, offset + Tq);
     const long s0 = (long)split * split_len, s1 = min(s0 + split_len, kend_all);
 
@@ -238,9 +246,9 @@ UNROLL
     for (int i = 0; i < TQP; i++) o2[i] = (float4)(0.0f);
 #endif
     uint nz1 = 0, nz2 = 0, nzc = 0, vchunks = 0;
-    const long kb = k_off + b * ks.s0 + h * ks.s1;
-    const long k2b = k2_off + b * k2s.s0 + h * k2s.s1;
-    const long vb = v_off + b * vs.s0 + h * vs.s1;
+    const long kb = k_off + bk * ks.s0 + h * ks.s1;
+    const long k2b = k2_off + bk * k2s.s0 + h * k2s.s1;
+    const long vb = v_off + bk * vs.s0 + h * vs.s1;
 
 #if EARLY_FETCH
     kpiece kreg[NV][KLOADS], kcur[NV][KLOADS];

@@ -33,16 +33,24 @@
 #define GV_M 1 /* rows of A handled together by the GEMV kernels (decode batch) */
 #endif
 
+/* Row r of a step is token r % T of its sequence at position pos0 + r % T; or, with a row
+ * map (a decode step of sequences at their own positions, T = 1), at rowmap[r].y, its KV
+ * cache rows in sequence slot rowmap[r].x. */
+inline long row_pos(__global const int2 *rowmap, int row, int T, int pos0)
+{
+    return rowmap ? (long)rowmap[row].y : (long)pos0 + row % T;
+}
+
 /* ---- embedding: x[row] = wte[token] (+ wpe[pos]) ---- */
 
 __kernel void embed(__global float *x, __global const int *tokens, __global const void *wte,
-                    __global const void *wpe, int C, int T, int pos0, int rows)
+                    __global const void *wpe, int C, int T, int pos0, int rows, __global const int2 *rowmap)
 {
     int c = get_global_id(0), row = get_global_id(1);
     if (c >= C || row >= rows) return;
     int tok = tokens[row];
     float v = LOAD(WDT, wte, (long)tok * C + c);
-    if (wpe) v += LOAD(WDT, wpe, (long)(pos0 + row % T) * C + c);
+    if (wpe) v += LOAD(WDT, wpe, row_pos(rowmap, row, T, pos0) * C + c);
     x[(long)row * C + c] = v;
 }
 
@@ -92,19 +100,35 @@ __kernel __attribute__((reqd_work_group_size(NORM_WG, 1, 1))) void norm_rows(
  * with m + d/2 and turns by angle pos * theta^(-2m/d), read from the host's cos/sin table
  * [pos][d/2] (computed in double so long positions keep their precision). */
 __kernel void rope(__global float *qkv, int ld, int T, int pos0, int rows, int H, int d, int4 view_cols,
-                   int nviews, __global const float *cos_t, __global const float *sin_t)
+                   int nviews, __global const float *cos_t, __global const float *sin_t,
+                   __global const int2 *rowmap)
 {
     const int m = get_global_id(0), hv = get_global_id(1), row = get_global_id(2);
     const int hd = d / 2;
     if (m >= hd || hv >= H * nviews || row >= rows) return;
     const int v = hv / H, h = hv - (hv / H) * H;
     const int col = (v == 0 ? view_cols.s0 : v == 1 ? view_cols.s1 : v == 2 ? view_cols.s2 : view_cols.s3) + h * d;
-    const long pos = pos0 + row % T;
+    const long pos = row_pos(rowmap, row, T, pos0);
     __global float *p = qkv + (long)row * ld + col;
     const float c = cos_t[pos * hd + m], s = sin_t[pos * hd + m];
     const float x1 = p[m], x2 = p[m + hd];
     p[m] = x1 * c - x2 * s;
     p[m + hd] = x2 * c + x1 * s;
+}
+
+/* ---- KV append of a decode step through its row map: the C columns of row r of qkv that
+ * start at cols.s0 (k), cols.s1 (k2, -1: none) and cols.s2 (v) go to the caches [slots, ctx, C]
+ * at sequence rowmap[r].x, position rowmap[r].y ---- */
+__kernel void kv_append(__global const float *qkv, int ld, int rows, int C, int4 cols, __global float *kc,
+                        __global float *k2c, __global float *vc, long cache_ld, __global const int2 *rowmap)
+{
+    const int c = get_global_id(0), v = get_global_id(1), row = get_global_id(2);
+    if (c >= C || row >= rows) return;
+    const int col = v == 0 ? cols.s0 : v == 1 ? cols.s1 : cols.s2;
+    __global float *dst = v == 0 ? kc : v == 1 ? k2c : vc;
+    if (col < 0 || !dst) return;
+    const int2 at = rowmap[row];
+    dst[(long)at.x * cache_ld + (long)at.y * C + c] = qkv[(long)row * ld + col + c];
 }
 
 /* ---- GEMM: C[M,N] = epilogue(A[M,K] B[K,N]) ----
@@ -209,7 +233,8 @@ UNROLL
  * GV_SCATTER (the QKV projection of a decode step): RoPE (cos_t != NULL) turns the head
  *   pairs of the views starting at rope_cols (-1: none) within the block (GV_COLS % d == 0),
  *   and the columns of the views at cache_cols (k, k2, v; -1: none) also go to the KV caches
- *   kc, k2c, vc: row m at [m * cache_ld + pos * C + column - view start]. */
+ *   kc, k2c, vc: row m at [m * cache_ld + pos * C + column - view start], or with a row map
+ *   at sequence rowmap[m].x and position rowmap[m].y (row_pos). */
 #ifndef GV_COLS
 #define GV_COLS 64
 #endif
@@ -307,7 +332,8 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
     int ldc, int flags, int kchunk, int nchunks,
     __global const float *nw, __global const float *nb, float eps, int rms,
     __global float *kc, __global float *k2c, __global float *vc, long cache_ld, int pos, int C, int d,
-    int4 rope_cols, int4 cache_cols, __global const float *cos_t, __global const float *sin_t)
+    int4 rope_cols, int4 cache_cols, __global const float *cos_t, __global const float *sin_t,
+    __global const int2 *rowmap)
 {
     /* one buffer for the rows' statistics, the K lanes' sums (a row at a time) and the
      * outputs: 4 KB at most, so devices with 32 KB of local memory run it */
@@ -354,12 +380,16 @@ UNROLL
                 }
         }
     }
-    /* the K lanes' sums, one row of A at a time */
-UNROLL
+    /* the K lanes' sums, one row of A at a time.  The loop holds barriers, which some
+     * compilers will not duplicate (PoCL: no unrolling), so row m of acc is taken by
+     * selection: a run-time index into a private array would put it in scratch memory. */
     for (int m = 0; m < GV_M; m++) {
         if (m >= M) break; /* uniform */
 UNROLL
-        for (int v = 0; v < GV_VEC; v++) lbuf[ks * GV_COLS + cg * GV_VEC + v] = acc[m][v];
+        for (int mm = 0; mm < GV_M; mm++)
+            if (mm == m)
+UNROLL
+                for (int v = 0; v < GV_VEC; v++) lbuf[ks * GV_COLS + cg * GV_VEC + v] = acc[mm][v];
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int cc = tid; cc < GV_COLS; cc += GV_WG) {
             const int nn = cb * GV_COLS + cc;
@@ -396,19 +426,21 @@ UNROLL
         const int m = i / GV_COLS, cc = i % GV_COLS, nn = cb * GV_COLS + cc;
         if (m >= M || nn >= N) continue;
         float val = outv[i];
+        /* row m's sequence slot and position (row_pos) */
+        const long seq = rowmap ? rowmap[m].x : m, at = row_pos(rowmap, m, 1, pos);
         const int rv = cos_t ? view_of(nn, rope_cols, C) : -1;
         if (rv >= 0) {
             /* rotate-half within the head: element j < d/2 pairs with j + d/2 (cl/layers.cl rope) */
             const int j = (nn - col_of(rope_cols, rv)) % d, jj = j < hd ? j : j - hd;
             const float x1 = outv[j < hd ? i : i - hd], x2 = outv[j < hd ? i + hd : i];
-            const float cs = cos_t[(long)pos * hd + jj], sn = sin_t[(long)pos * hd + jj];
+            const float cs = cos_t[at * hd + jj], sn = sin_t[at * hd + jj];
             val = j < hd ? x1 * cs - x2 * sn : x2 * cs + x1 * sn;
         }
         c[(long)m * ldc + nn] = val;
         const int cv = view_of(nn, cache_cols, C);
         if (cv >= 0) {
             __global float *dst = cv == 0 ? kc : cv == 1 ? k2c : vc;
-            dst[(long)m * cache_ld + (long)pos * C + (nn - col_of(cache_cols, cv))] = val;
+            dst[seq * cache_ld + at * C + (nn - col_of(cache_cols, cv))] = val;
         }
     }
 #else

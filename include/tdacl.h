@@ -509,16 +509,27 @@ TDACL_API tdacl_status tdacl_model_load(tdacl_context *ctx, const tdacl_model_de
 TDACL_API tdacl_status tdacl_model_destroy(tdacl_model *model);
 TDACL_API tdacl_status tdacl_model_get_info(const tdacl_model *model, tdacl_model_info *info);
 
-/* Prefill: runs `batch` sequences of `len` tokens each (tokens[b * len + t]) from position 0,
- * filling the KV cache; previous cache contents are discarded.  Logits of every position
- * become readable with tdacl_model_logits. */
+/* The KV cache has desc.max_batch slots, each holding one sequence of its own length.
+ *
+ * Prefill: runs `batch` sequences of `len` tokens each (tokens[b * len + t]) from position 0
+ * into slots 0..batch-1; every slot's previous contents are discarded.  Logits of every
+ * position become readable with tdacl_model_logits. */
 TDACL_API tdacl_status tdacl_model_prefill(tdacl_model *model, int batch, int len, const int32_t *tokens);
-/* One decode step: appends tokens[b] to each of the `batch` sequences (batch must equal the
- * last prefill's) and computes their next-token logits from the KV cache.  tokens NULL: the
- * ids the last tdacl_model_sample drew, which never leave the device.  Up to 8 sequences,
- * a step is five kernels a layer (docs/spec.md section 4.2); the call returns once they are
- * enqueued. */
+/* Serving: starts the sequence of one slot with `len` tokens from position 0, leaving the
+ * other slots as they are (logits [1, len, vocab]). */
+TDACL_API tdacl_status tdacl_model_prefill_slot(tdacl_model *model, int slot, int len, const int32_t *tokens);
+/* One decode step: appends tokens[b] to the sequence of each of slots 0..batch-1 (exactly
+ * the slots from 0 that hold sequences, as after tdacl_model_prefill) and computes their
+ * next-token logits from the KV cache.  tokens NULL: the ids the last tdacl_model_sample
+ * drew, which never leave the device.  Up to 8 sequences, a step is five kernels a layer
+ * (docs/spec.md section 4.2); the call returns once they are enqueued. */
 TDACL_API tdacl_status tdacl_model_decode(tdacl_model *model, int batch, const int32_t *tokens);
+/* Serving: one decode step of `count` sequences, row b extending the sequence of slot
+ * slots[b] at its own position (distinct slots, each holding a sequence); logits
+ * [count, 1, vocab] in the order of slots.  tokens NULL as for tdacl_model_decode, the draw
+ * having `count` ids. */
+TDACL_API tdacl_status tdacl_model_decode_slots(tdacl_model *model, int count, const int32_t *slots,
+                                                const int32_t *tokens);
 /* Draws the next token of each sequence on the device from its last row of logits, by the
  * rule of tdacl_sample evaluated in fp32 (docs/spec.md section 4.2; top_k must be 0..256 or
  * at least the vocabulary), *seed advancing as `batch` calls of tdacl_sample would.  Returns
@@ -532,8 +543,11 @@ TDACL_API tdacl_status tdacl_model_sampled(tdacl_model *model, int32_t *tokens, 
 /* Logits of the last prefill ([batch, len, vocab]) or decode step ([batch, 1, vocab]) as
  * float32; count must equal batch * rows * vocab.  rows (may be NULL) receives len or 1. */
 TDACL_API tdacl_status tdacl_model_logits(tdacl_model *model, float *logits, int64_t count, int *rows);
-/* Current length of the cached sequences. */
+/* Current length of the cached sequences (0 before any prefill); an error when slots hold
+ * sequences of different lengths. */
 TDACL_API tdacl_status tdacl_model_position(const tdacl_model *model, int *position);
+/* Length of the sequence in one slot (0: empty). */
+TDACL_API tdacl_status tdacl_model_slot_position(const tdacl_model *model, int slot, int *position);
 
 /* ------------------------------------------------------------------------------------ */
 /* Tokenizer: GPT-2 byte-level BPE (docs/spec.md section 4.4), no device needed          */

@@ -1353,6 +1353,150 @@ static void test_decode_head_sizes(void **state)
     }
 }
 
+/* Serving: ten sequences of different lengths in the slots of one model, started one at a
+ * time (tdacl_model_prefill_slot) and extended together in steps of every slot in a shuffled
+ * order (10 rows: layer by layer), of subsets (up to 8 rows: the fused step with a row map),
+ * of slots 0..2 and of one slot, after one slot restarts with a new sequence, and through
+ * the device's greedy draw.  Every row equals the prefill of its whole sequence at that position. */
+enum { SLOTS = 10, SLOT_STEPS = 6 };
+
+static void slots_case(const model_spec *s)
+{
+    char tag[64];
+    snprintf(tag, sizeof tag, "slots_%s", s->tag);
+    char *dir = make_checkpoint(s, tag, TDACL_F32, -1);
+    tdacl_model *m = load_device(dir, TDACL_F32, SLOTS, 0);
+    const int V = s->vocab, maxlen = 12 + SLOT_STEPS + 1;
+    rng r = {4242 + (uint64_t)(s - SPECS)};
+    /* sequence q: prompt of plen[q] tokens, then the decoded ones; slot 3 restarts as
+     * sequence SLOTS after the third step */
+    int32_t tok[SLOTS + 1][32];
+    int plen[SLOTS + 1], slot_seq[SLOTS];
+    for (int q = 0; q <= SLOTS; q++) {
+        plen[q] = 1 + (q * 7) % 12; /* 1 .. 12: one-token prompts too */
+        random_tokens(&r, V, maxlen, tok[q]);
+    }
+    /* each sequence's logits at every position, by one prefill of all of it */
+    float *full = xcalloc((size_t)(SLOTS + 1) * maxlen * V, sizeof(float));
+    for (int q = 0; q <= SLOTS; q++) device_prefill(m, 1, maxlen, tok[q], full + (size_t)q * maxlen * V, V);
+    const int order[SLOTS] = {7, 2, 9, 0, 5, 3, 8, 1, 6, 4};
+    float *got = xcalloc((size_t)SLOTS * maxlen * V, sizeof(float));
+    errs e = {0};
+    for (int i = 0; i < SLOTS; i++) {
+        const int q = order[i];
+        assert_ok(g_ctx, tdacl_model_prefill_slot(m, q, plen[q], tok[q]));
+        slot_seq[q] = q;
+        int rows = -1;
+        assert_ok(g_ctx, tdacl_model_logits(m, got, (int64_t)plen[q] * V, &rows));
+        assert_int_equal(rows, plen[q]);
+        errs_add(&e, got, NULL, full + (size_t)q * maxlen * V, (size_t)plen[q] * V);
+    }
+    errs_check(&e, NMSE_F32, MAXABS_F32, "prefill_slot vs prefill", tag);
+    int pos = -1;
+    EXPECT_FAIL(tdacl_model_position(m, &pos), TDACL_ERR_INVALID_ARGUMENT, "tdacl_model_slot_position");
+
+    const int32_t step_slots[SLOT_STEPS][SLOTS] = {
+        {4, 9, 0, 3, 8, 1, 6, 2, 7, 5}, {8, 1, 5, 3, 0}, {0, 1, 2}, {6, 3, 9, 2, 4, 0, 7, 1, 5, 8}, {2, 7, 3, 4, 6, 0, 9, 5}, {3}};
+    const int step_count[SLOT_STEPS] = {10, 5, 3, 10, 8, 1};
+    errs ed = {0};
+    for (int st = 0; st < SLOT_STEPS; st++) {
+        const int n = step_count[st];
+        int32_t next[SLOTS];
+        for (int b = 0; b < n; b++) {
+            const int sl = step_slots[st][b];
+            int len = -1;
+            assert_ok(g_ctx, tdacl_model_slot_position(m, sl, &len));
+            next[b] = tok[slot_seq[sl]][len];
+        }
+        uint64_t before = g_ctx->launches;
+        assert_ok(g_ctx, tdacl_model_decode_slots(m, n, step_slots[st], next));
+        const uint64_t launches = g_ctx->launches - before;
+        if (n <= 8 ? launches > 5 * N_LAYER + 3 : launches <= 5 * N_LAYER + 3)
+            fail_msg("%s: %llu launches for a step of %d rows", tag, (unsigned long long)launches, n);
+        int rows = -1;
+        assert_ok(g_ctx, tdacl_model_logits(m, got, (int64_t)n * V, &rows));
+        assert_int_equal(rows, 1);
+        for (int b = 0; b < n; b++) {
+            const int sl = step_slots[st][b];
+            int len = -1;
+            assert_ok(g_ctx, tdacl_model_slot_position(m, sl, &len));
+            errs_add(&ed, got + (size_t)b * V, NULL, full + ((size_t)slot_seq[sl] * maxlen + len - 1) * V, (size_t)V);
+        }
+        if (st == 2) {
+            /* slot 3 starts over with another sequence; the others keep theirs */
+            assert_ok(g_ctx, tdacl_model_prefill_slot(m, 3, plen[SLOTS], tok[SLOTS]));
+            slot_seq[3] = SLOTS;
+        }
+    }
+    errs_check(&ed, NMSE_F32, MAXABS_F32, "decode_slots vs prefill", tag);
+
+    /* device draws feed a step of slots at different positions: the same logits as the
+     * drawn ids given by the host */
+    const int32_t sub[4] = {5, 0, 8, 3};
+    float *a = xcalloc((size_t)4 * V, sizeof(float)), *b2 = xcalloc((size_t)4 * V, sizeof(float));
+    int32_t first[4], drawn[4];
+    for (int b = 0; b < 4; b++) {
+        int len = -1;
+        assert_ok(g_ctx, tdacl_model_slot_position(m, sub[b], &len));
+        first[b] = tok[slot_seq[sub[b]]][len];
+    }
+    assert_ok(g_ctx, tdacl_model_decode_slots(m, 4, sub, first));
+    assert_ok(g_ctx, tdacl_model_sample(m, 0.0f, 0, NULL));
+    EXPECT_FAIL(tdacl_model_decode_slots(m, 3, sub, NULL), TDACL_ERR_INVALID_ARGUMENT, "last draw");
+    assert_ok(g_ctx, tdacl_model_decode_slots(m, 4, sub, NULL));
+    assert_ok(g_ctx, tdacl_model_logits(m, a, (int64_t)4 * V, NULL));
+    assert_ok(g_ctx, tdacl_model_sampled(m, drawn, 4));
+    int lens[4];
+    for (int b = 0; b < 4; b++) assert_ok(g_ctx, tdacl_model_slot_position(m, sub[b], &lens[b]));
+    /* replay: restart the four slots to the same point through the host's ids */
+    for (int b = 0; b < 4; b++) {
+        int32_t seq[40];
+        memcpy(seq, tok[slot_seq[sub[b]]], sizeof(int32_t) * (size_t)(lens[b] - 1));
+        seq[lens[b] - 1] = drawn[b];
+        assert_ok(g_ctx, tdacl_model_prefill_slot(m, sub[b], lens[b] - 1, seq));
+    }
+    assert_ok(g_ctx, tdacl_model_decode_slots(m, 4, sub, drawn));
+    assert_ok(g_ctx, tdacl_model_logits(m, b2, (int64_t)4 * V, NULL));
+    errs es = {0};
+    errs_add(&es, a, NULL, b2, (size_t)4 * V);
+    errs_check(&es, NMSE_F32, MAXABS_F32, "device-drawn ids vs the host's", tag);
+
+    /* errors change nothing */
+    int32_t one_tok = 1, two[2] = {0, 0}, bad_slot = SLOTS;
+    EXPECT_FAIL(tdacl_model_decode_slots(m, 2, two, (int32_t[]){1, 2}), TDACL_ERR_INVALID_ARGUMENT, "twice");
+    EXPECT_FAIL(tdacl_model_decode_slots(m, 1, &bad_slot, &one_tok), TDACL_ERR_INVALID_ARGUMENT, "slots[0]");
+    EXPECT_FAIL(tdacl_model_decode_slots(m, 0, sub, &one_tok), TDACL_ERR_INVALID_ARGUMENT, "count");
+    EXPECT_FAIL(tdacl_model_decode_slots(m, SLOTS + 1, sub, &one_tok), TDACL_ERR_INVALID_ARGUMENT, "count");
+    EXPECT_FAIL(tdacl_model_decode_slots(m, 1, NULL, &one_tok), TDACL_ERR_INVALID_ARGUMENT, "slots is NULL");
+    EXPECT_FAIL(tdacl_model_decode_slots(NULL, 1, sub, &one_tok), TDACL_ERR_INVALID_ARGUMENT, "model is NULL");
+    EXPECT_FAIL(tdacl_model_decode_slots(m, 1, sub, NULL), TDACL_ERR_INVALID_ARGUMENT, "no tdacl_model_sample");
+    EXPECT_FAIL(tdacl_model_prefill_slot(m, -1, 1, &one_tok), TDACL_ERR_INVALID_ARGUMENT, "slot -1");
+    EXPECT_FAIL(tdacl_model_prefill_slot(m, 0, 0, &one_tok), TDACL_ERR_INVALID_ARGUMENT, "len");
+    EXPECT_FAIL(tdacl_model_slot_position(m, SLOTS, &pos), TDACL_ERR_INVALID_ARGUMENT, "slot 10");
+    EXPECT_FAIL(tdacl_model_decode(m, 3, two), TDACL_ERR_INVALID_ARGUMENT, "decode_slots");
+    /* a full slot refuses, the others go on */
+    int32_t fill[N_POS];
+    for (int t = 0; t < N_POS; t++) fill[t] = t % V;
+    assert_ok(g_ctx, tdacl_model_prefill_slot(m, 1, N_POS, fill));
+    const int32_t full_and_other[2] = {6, 1};
+    EXPECT_FAIL(tdacl_model_decode_slots(m, 2, full_and_other, two), TDACL_ERR_INVALID_ARGUMENT, "slot 1 is full");
+    /* a whole-batch prefill empties the other slots */
+    assert_ok(g_ctx, tdacl_model_prefill(m, 2, 3, fill));
+    assert_ok(g_ctx, tdacl_model_slot_position(m, 4, &pos));
+    assert_int_equal(pos, 0);
+    EXPECT_FAIL(tdacl_model_decode_slots(m, 1, (int32_t[]){4}, &one_tok), TDACL_ERR_INVALID_ARGUMENT, "slot 4 holds no");
+    assert_ok(g_ctx, tdacl_model_destroy(m));
+    free(a), free(b2), free(full), free(got), free(dir);
+}
+
+static void test_decode_slots(void **state)
+{
+    (void)state;
+    slots_case(spec_by_tag("softmax_learned"));
+    slots_case(spec_by_tag("tra_learned"));
+    slots_case(spec_by_tag("tda_rope"));
+}
+
 /* ---- error paths ------------------------------------------------------------------------- */
 
 
@@ -1601,6 +1745,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_device_sample_model),
         cmocka_unit_test(test_decode_launches),
         cmocka_unit_test(test_decode_head_sizes),
+        cmocka_unit_test(test_decode_slots),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_nonfinite_and_ownership),
         cmocka_unit_test(test_model_softmax_learned),

@@ -115,6 +115,9 @@ _model_load = _sig("tdacl_model_load", [_p, ctypes.POINTER(_ModelDesc), ctypes.P
 _model_destroy = _sig("tdacl_model_destroy", [_p])
 _model_prefill = _sig("tdacl_model_prefill", [_p, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int32)])
 _model_decode = _sig("tdacl_model_decode", [_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int32)])
+_model_prefill_slot = _sig("tdacl_model_prefill_slot", [_p, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int32)])
+_model_decode_slots = _sig("tdacl_model_decode_slots", [_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int32),
+                                                        ctypes.POINTER(ctypes.c_int32)])
 _model_logits = _sig("tdacl_model_logits", [_p, ctypes.POINTER(ctypes.c_float), ctypes.c_int64,
                                             ctypes.POINTER(ctypes.c_int)])
 _model_sample = _sig("tdacl_model_sample", [_p, ctypes.c_float, ctypes.c_int, ctypes.POINTER(ctypes.c_uint64)])
@@ -411,16 +414,17 @@ class Model:
 
     @classmethod
     def load(cls, path: str, dtype: str = "f32", device: Optional[str] = None, context: Optional[Context] = None,
-             max_context: int = 0) -> "Model":
+             max_context: int = 0, max_batch: int = 1) -> "Model":
         """Loads config.json + model.safetensors from a directory or a hub-cache repo id;
-        dtype: weights on the device, "f32" or "bf16".  The tokenizer beside it, if any, is
-        loaded too (Model.tokenizer)."""
+        dtype: weights on the device, "f32" or "bf16"; max_batch: KV-cache slots (sequences
+        held at once).  The tokenizer beside it, if any, is loaded too (Model.tokenizer)."""
         self = cls.__new__(cls)
         self.context = context or Context(device)
         desc = _ModelDesc()
         _model_desc_init(ctypes.byref(desc))
         self._path = os.fspath(path).encode()
         desc.path, desc.weight_dtype, desc.max_context = self._path, _DTYPES[dtype], max_context
+        desc.max_batch = max_batch
         self._h = _p()
         _check(_model_load(self.context._h, ctypes.byref(desc), ctypes.byref(self._h)), self.context._h)
         self.context._children.add(self)
@@ -444,6 +448,55 @@ class Model:
         arr = (ctypes.c_int32 * len(ids))(*ids)
         _check(_model_prefill(self._h, 1, len(ids), arr), self.context._h)
         return self._logits(len(ids))
+
+    def prefill_slot(self, slot: int, ids: Sequence[int]) -> np.ndarray:
+        """Starts the sequence of KV-cache slot `slot` (0..max_batch-1) with ids, the other
+        slots untouched; logits [len(ids), vocab]."""
+        arr = (ctypes.c_int32 * len(ids))(*ids)
+        _check(_model_prefill_slot(self._h, slot, len(ids), arr), self.context._h)
+        return self._logits(len(ids))
+
+    def decode_slots(self, slots: Sequence[int], ids: Sequence[int]) -> np.ndarray:
+        """One step of the sequences in `slots`, each at its own length: ids[i] extends
+        slots[i]; logits [len(slots), vocab] in that order."""
+        if len(ids) != len(slots):
+            raise ValueError("decode_slots: %d ids for %d slots" % (len(ids), len(slots)))
+        sl = (ctypes.c_int32 * len(slots))(*slots)
+        arr = (ctypes.c_int32 * len(ids))(*ids)
+        _check(_model_decode_slots(self._h, len(slots), sl, arr), self.context._h)
+        return self._logits(len(slots))
+
+    def generate_batch(self, prompts: Sequence[Sequence[int]], max_new_tokens: int = 32, temperature: float = 0.0,
+                       top_k: int = 0, seed: int = 1) -> List[List[int]]:
+        """Each prompt followed by max_new_tokens ids, the prompts (of any lengths, at most
+        max_batch of them) in slots 0.. and decoded together, drawn on the device
+        (tdacl_model_sample, top_k 0..256 or at least the vocabulary).  The draws take the
+        seed's stream row by row each step, so they differ from one generate_ids per prompt
+        unless greedy."""
+        n = len(prompts)
+        outs = [list(p) for p in prompts]
+        if max_new_tokens <= 0 or n == 0:
+            return outs
+        state = ctypes.c_uint64(seed)
+        drawn = (ctypes.c_int32 * n)()
+        slots = (ctypes.c_int32 * n)(*range(n))
+        for b, p in enumerate(prompts):
+            arr = (ctypes.c_int32 * len(p))(*p)
+            _check(_model_prefill_slot(self._h, b, len(p), arr), self.context._h)
+            # the first new id of each prompt, from its own prefill's last row
+            _check(_model_sample(self._h, temperature, top_k, ctypes.byref(state)), self.context._h)
+            one = ctypes.c_int32()
+            _check(_model_sampled(self._h, ctypes.byref(one), 1), self.context._h)
+            drawn[b] = one.value
+        for i in range(max_new_tokens):
+            for b in range(n):
+                outs[b].append(drawn[b])
+            if i + 1 == max_new_tokens:
+                break
+            _check(_model_decode_slots(self._h, n, slots, drawn), self.context._h)
+            _check(_model_sample(self._h, temperature, top_k, ctypes.byref(state)), self.context._h)
+            _check(_model_sampled(self._h, drawn, n), self.context._h)
+        return outs
 
     def generate_ids(self, ids: Sequence[int], max_new_tokens: int = 32, temperature: float = 0.0, top_k: int = 0,
                      seed: int = 1, on_device: Optional[bool] = None) -> List[int]:

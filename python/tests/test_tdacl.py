@@ -202,6 +202,19 @@ def test_model_and_tokenizer(ctx, tmp_path):
                               "--max-new", "4"], check=True, capture_output=True, text=True).stdout.strip()
     assert [int(x) for x in cli_ids.split(",")] == out
     assert m.generate_ids(ids, max_new_tokens=4, on_device=False) == out  # the host's draws agree
+    # serving: prompts of different lengths in the slots of one model, decoded together,
+    # continue as each does alone; a slot's own step equals the prefill of its sequence
+    ms = tdacl.Model.load(str(model_dir), context=ctx, max_batch=3)
+    prompts = [ids, [7], [1, 2, 3, 4, 5, 6, 7, 8, 9]]
+    assert ms.generate_batch(prompts, max_new_tokens=4) == [m.generate_ids(p, max_new_tokens=4) for p in prompts]
+    ms.prefill_slot(2, prompts[2])
+    ms.prefill_slot(0, ids)
+    step = ms.decode_slots([2, 0], [11, 12])
+    np.testing.assert_allclose(step[0], m.forward(prompts[2] + [11])[-1], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(step[1], m.forward(ids + [12])[-1], rtol=1e-4, atol=1e-4)
+    with pytest.raises(tdacl.TdaclError, match=r"slots\[0\] = 5 is outside"):
+        ms.decode_slots([5], [5])
+    ms.close()
     # with 600 ids, --top-k 300 is beyond the device's 256: drawn on the host, as
     # Model.generate_ids (tdacl_sample) draws, and it says so
     import json

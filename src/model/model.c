@@ -29,6 +29,8 @@
 #include "ops/gemm.h"
 
 
+enum { ROWMAP_RING = 4 };
+
 typedef struct layer {
     tdacl_tensor *ln1_w, *ln1_b, *attn_w, *attn_b, *proj_w, *proj_b;
     tdacl_tensor *ln2_w, *ln2_b, *fc_w, *fc_b, *fcproj_w, *fcproj_b;
@@ -54,8 +56,16 @@ struct tdacl_model {
     int64_t logits_cap;
     cl_mem tokens;
     int64_t tokens_cap;
-    /* state */
-    int batch, pos, logit_rows;
+    /* state: the sequence of each KV cache slot (slot_len[s] tokens, 0: empty); the last
+     * call's logits are [batch, logit_rows, vocab] */
+    int *slot_len;
+    int batch, logit_rows;
+    /* a decode step's (slot, position) per row when they are not 0..B-1 at one position:
+     * written to `rowmap` from a ring of host copies, each left alone until its write is done */
+    cl_mem rowmap;
+    int32_t *rowmap_host; /* ROWMAP_RING copies of 2 * max_batch */
+    cl_event rowmap_ev[ROWMAP_RING];
+    int rowmap_next;
     /* device sampling: `tokens` holds the last draw (drawn_on_device), copied without waiting
      * into `drawn` (drawn_ev marks the copy's end) */
     int drawn_on_device;
@@ -283,7 +293,9 @@ tdacl_status tdacl_model_load(tdacl_context *ctx, const tdacl_model_desc *desc, 
                            desc->max_context, npos);
     }
     m->layers = calloc((size_t)i->n_layer, sizeof *m->layers);
-    if (!m->layers) st = tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
+    m->slot_len = calloc((size_t)i->max_batch, sizeof *m->slot_len);
+    m->rowmap_host = calloc((size_t)ROWMAP_RING * 2 * (size_t)i->max_batch, sizeof *m->rowmap_host);
+    if (!m->layers || !m->slot_len || !m->rowmap_host) st = tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
     if (!st) st = upload(m, ck, "wte.weight", (int)m->wdt, &m->wte);
     if (!st && m->cfg.position == TDACL_POSITION_LEARNED) st = upload(m, ck, "wpe.weight", (int)m->wdt, &m->wpe);
     for (int l = 0; !st && l < i->n_layer; l++) st = load_layer(m, ck, l);
@@ -327,13 +339,45 @@ tdacl_status tdacl_model_destroy(tdacl_model *m)
     }
     free(m->drawn);
     if (m->tokens) clReleaseMemObject(m->tokens);
+    for (int r = 0; r < ROWMAP_RING; r++)
+        if (m->rowmap_ev[r]) clWaitForEvents(1, &m->rowmap_ev[r]), clReleaseEvent(m->rowmap_ev[r]);
+    if (m->rowmap) clReleaseMemObject(m->rowmap);
+    free(m->rowmap_host);
+    free(m->slot_len);
     free(m);
     return TDACL_SUCCESS;
 }
 
 TDACL_GETTER(tdacl_model_get_info, tdacl_model, "model", tdacl_model_info, "info", o->info)
 
-TDACL_GETTER(tdacl_model_position, tdacl_model, "model", int, "position", o->pos)
+tdacl_status tdacl_model_position(const tdacl_model *m, int *position)
+{
+    const char *call = "tdacl_model_position";
+    if (!m || !position)
+        return tdacl__fail(m ? m->ctx : NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call, m ? "position" : "model");
+    int len = 0;
+    for (int s = 0; s < m->info.max_batch; s++) {
+        if (!m->slot_len[s]) continue;
+        if (len && m->slot_len[s] != len)
+            return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: the sequences have different lengths (slot %d: "
+                               "%d, an earlier one %d); tdacl_model_slot_position gives each", call, s, m->slot_len[s], len);
+        len = m->slot_len[s];
+    }
+    *position = len;
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl_model_slot_position(const tdacl_model *m, int slot, int *position)
+{
+    const char *call = "tdacl_model_slot_position";
+    if (!m || !position)
+        return tdacl__fail(m ? m->ctx : NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call, m ? "position" : "model");
+    if (slot < 0 || slot >= m->info.max_batch)
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: slot %d is outside 0..%d (desc.max_batch)", call, slot,
+                           m->info.max_batch - 1);
+    *position = m->slot_len[slot];
+    return TDACL_SUCCESS;
+}
 
 /* ---- activations ---- */
 
@@ -368,15 +412,19 @@ static tdacl_status layers_kernel(tdacl_model *m, const char *name, const char *
 
 static cl_mem mem(const tdacl_tensor *t) { return t ? t->storage->mem : NULL; }
 
-static tdacl_status embed(tdacl_model *m, int rows, int T, int pos0)
+/* The row map of a step (NULL: sequences 0..B-1 at positions pos0 ..). */
+static cl_mem rowmap_of(const tdacl_kv_rows *kv) { return kv ? kv->mem : NULL; }
+
+static tdacl_status embed(tdacl_model *m, int rows, int T, int pos0, const tdacl_kv_rows *kv)
 {
     cl_kernel k;
     tdacl_status st = layers_kernel(m, "embed", NULL, &k);
     if (st) return st;
-    cl_mem x = mem(m->x), wte = mem(m->wte), wpe = mem(m->wpe);
+    cl_mem x = mem(m->x), wte = mem(m->wte), wpe = mem(m->wpe), rm = rowmap_of(kv);
     cl_int C = m->C, cT = T, p0 = pos0, r = rows;
     st = tdacl__set_args(m->ctx, k, "embed", sizeof x, &x, sizeof m->tokens, &m->tokens, sizeof wte, &wte,
-                         sizeof wpe, &wpe, sizeof C, &C, sizeof cT, &cT, sizeof p0, &p0, sizeof r, &r, (size_t)0);
+                         sizeof wpe, &wpe, sizeof C, &C, sizeof cT, &cT, sizeof p0, &p0, sizeof r, &r, sizeof rm, &rm,
+                         (size_t)0);
     size_t g[2] = {(size_t)m->C, (size_t)rows}, l[2] = {64, 1};
     return st ? st : tdacl__launch(m->ctx, k, 2, g, l, NULL, "embed");
 }
@@ -410,7 +458,7 @@ static tdacl_status linear(tdacl_model *m, tdacl_tensor *c, const tdacl_tensor *
     return st ? st : tdacl__gemm(m->ctx, c, a, w, bias, res, flags, M, N, K, trans, precision, NULL, NULL, NULL);
 }
 
-static tdacl_status rope(tdacl_model *m, int rows, int T, int pos0)
+static tdacl_status rope(tdacl_model *m, int rows, int T, int pos0, const tdacl_kv_rows *kv)
 {
     cl_kernel k;
     tdacl_status st = layers_kernel(m, "rope", NULL, &k);
@@ -419,10 +467,11 @@ static tdacl_status rope(tdacl_model *m, int rows, int T, int pos0)
     /* q1, k1 (, q2, k2) columns of [q|k|v] or [q1|k1|q2|k2|v] */
     cl_int4 cols = {{0, C, 2 * C, 3 * C}};
     cl_int nviews = m->kqkv == 5 ? 4 : 2, ld = m->kqkv * C, cT = T, p0 = pos0, r = rows, H = m->H, d = m->d;
-    cl_mem q = mem(m->qkv);
+    cl_mem q = mem(m->qkv), rm = rowmap_of(kv);
     st = tdacl__set_args(m->ctx, k, "rope", sizeof q, &q, sizeof ld, &ld, sizeof cT, &cT, sizeof p0, &p0,
                          sizeof r, &r, sizeof H, &H, sizeof d, &d, sizeof cols, &cols, sizeof nviews, &nviews,
-                         sizeof m->rope_cos, &m->rope_cos, sizeof m->rope_sin, &m->rope_sin, (size_t)0);
+                         sizeof m->rope_cos, &m->rope_cos, sizeof m->rope_sin, &m->rope_sin, sizeof rm, &rm,
+                         (size_t)0);
     size_t g[3] = {(size_t)(m->d / 2), (size_t)(m->H * nviews), (size_t)rows}, l[3] = {(size_t)(m->d / 2), 1, 1};
     if (l[0] > 64) l[0] = 64;
     return st ? st : tdacl__launch(m->ctx, k, 3, g, l, NULL, "rope");
@@ -437,10 +486,30 @@ static tdacl_status rows_view(tdacl_tensor *base, int B, int T, int64_t row_stri
     return tdacl_tensor_view(base, 3, shape, strides, col, out);
 }
 
-static tdacl_status cache_view(tdacl_model *m, tdacl_tensor *cache, int B, int pos, int T, tdacl_tensor **out)
+static tdacl_status cache_view(tdacl_model *m, tdacl_tensor *cache, int slot0, int B, int pos, int T,
+                               tdacl_tensor **out)
 {
-    int64_t shape[3] = {B, T, m->C}, strides[3] = {(int64_t)m->info.max_context * m->C, m->C, 1};
-    return tdacl_tensor_view(cache, 3, shape, strides, (int64_t)pos * m->C, out);
+    const int64_t seq = (int64_t)m->info.max_context * m->C;
+    int64_t shape[3] = {B, T, m->C}, strides[3] = {seq, m->C, 1};
+    return tdacl_tensor_view(cache, 3, shape, strides, slot0 * seq + (int64_t)pos * m->C, out);
+}
+
+/* The k (k2) and v columns of a decode step's rows into the caches through its row map. */
+static tdacl_status kv_append(tdacl_model *m, const layer *L, int rows, const tdacl_kv_rows *kv)
+{
+    cl_kernel k;
+    tdacl_status st = layers_kernel(m, "kv_append", NULL, &k);
+    if (st) return st;
+    const int C = m->C, two = m->kqkv == 5;
+    cl_int ld = m->kqkv * C, r = rows, cC = C;
+    cl_int4 cols = {{C, two ? 3 * C : -1, two ? 4 * C : 2 * C, -1}};
+    cl_mem q = mem(m->qkv), kc = mem(L->kcache), k2c = mem(L->k2cache), vc = mem(L->vcache), rm = kv->mem;
+    cl_long cache_ld = (cl_long)m->info.max_context * C;
+    st = tdacl__set_args(m->ctx, k, "kv_append", sizeof q, &q, sizeof ld, &ld, sizeof r, &r, sizeof cC, &cC,
+                         sizeof cols, &cols, sizeof kc, &kc, sizeof k2c, &k2c, sizeof vc, &vc, sizeof cache_ld,
+                         &cache_ld, sizeof rm, &rm, (size_t)0);
+    size_t g[3] = {(size_t)(C + 63) / 64 * 64, 3, (size_t)rows}, l[3] = {64, 1, 1};
+    return st ? st : tdacl__launch(m->ctx, k, 3, g, l, NULL, "kv_append");
 }
 
 /* [B, H, T, d] head view of token-major rows (row stride ld) starting at column col. */
@@ -451,10 +520,12 @@ static tdacl_status head_view(tdacl_model *m, tdacl_tensor *base, int B, int T, 
     return tdacl_tensor_view(base, 4, shape, strides, col, out);
 }
 
-/* The attention block of layer l for B sequences of T new tokens at positions pos0..; append:
- * copy the new k (k2) and v rows into the caches first (the fused decode's QKV GEMV wrote
- * them already). */
-static tdacl_status attention_block(tdacl_model *m, int l, int B, int T, int pos0, int append)
+/* The attention block of layer l for B sequences of T new tokens at positions pos0.., in
+ * cache slots slot0..; or (kv) a decode step's rows at their own slots and positions, pos0
+ * the largest.  append: copy the new k (k2) and v rows into the caches first (the fused
+ * decode's QKV GEMV wrote them already). */
+static tdacl_status attention_block(tdacl_model *m, int l, int B, int T, int pos0, int slot0, const tdacl_kv_rows *kv,
+                                    int append)
 {
     layer *L = &m->layers[l];
     const int C = m->C, ld = m->kqkv * C, two = m->kqkv == 5;
@@ -464,22 +535,25 @@ static tdacl_status attention_block(tdacl_model *m, int l, int B, int T, int pos
     tdacl_tensor *src = NULL, *dst = NULL;
     tdacl_tensor *caches[3] = {L->kcache, two ? L->k2cache : NULL, L->vcache};
     const int cols[3] = {C, 3 * C, two ? 4 * C : 2 * C};
-    for (int v = 0; append && v < 3 && !st; v++) {
+    if (append && kv) st = kv_append(m, L, B, kv);
+    for (int v = 0; append && !kv && v < 3 && !st; v++) {
         if (!caches[v]) continue;
         st = rows_view(m->qkv, B, T, ld, cols[v], C, &src);
-        if (!st) st = cache_view(m, caches[v], B, pos0, T, &dst);
+        if (!st) st = cache_view(m, caches[v], slot0, B, pos0, T, &dst);
         if (!st) st = tdacl_tensor_copy(dst, src);
         free_tensor(&src), free_tensor(&dst);
     }
     if (st) return st;
-    /* attention over the cache; queries straight from the projection rows */
+    /* attention over the cache (every slot with a row map); queries straight from the
+     * projection rows */
     tdacl_tensor *q = NULL, *q2 = NULL, *k = NULL, *k2 = NULL, *v = NULL, *o = NULL;
-    const int64_t cache_b = (int64_t)m->info.max_context * C;
+    const int64_t cache_b = (int64_t)m->info.max_context * C, c0 = kv ? 0 : slot0 * cache_b;
+    const int Bk = kv ? m->info.max_batch : B;
     st = head_view(m, m->qkv, B, T, (int64_t)T * ld, ld, 0, &q);
-    if (!st) st = head_view(m, L->kcache, B, Tk, cache_b, C, 0, &k);
-    if (!st) st = head_view(m, L->vcache, B, Tk, cache_b, C, 0, &v);
+    if (!st) st = head_view(m, L->kcache, Bk, Tk, cache_b, C, c0, &k);
+    if (!st) st = head_view(m, L->vcache, Bk, Tk, cache_b, C, c0, &v);
     if (!st && two) st = head_view(m, m->qkv, B, T, (int64_t)T * ld, ld, 2 * C, &q2);
-    if (!st && two) st = head_view(m, L->k2cache, B, Tk, cache_b, C, 0, &k2);
+    if (!st && two) st = head_view(m, L->k2cache, Bk, Tk, cache_b, C, c0, &k2);
     if (!st) st = head_view(m, m->att, B, T, (int64_t)T * C, C, 0, &o);
     if (!st) {
         tdacl_attention_desc desc;
@@ -491,7 +565,7 @@ static tdacl_status attention_block(tdacl_model *m, int l, int B, int T, int pos
         desc.norm = m->cfg.head_norm;
         desc.offset = pos0;
         tdacl_attention_tensors t = {q, k, v, q2, k2, L->head_norm, o, L->lambdas};
-        st = tdacl_attention(m->ctx, &desc, &t, NULL);
+        st = tdacl__attention_rows(m->ctx, &desc, &t, kv);
     }
     tdacl_tensor *views[] = {q, q2, k, k2, v, o};
     for (size_t i = 0; i < TDACL_ARRAY_LEN(views); i++) tdacl_tensor_destroy(views[i]);
@@ -521,7 +595,7 @@ int tdacl__model_decode_fused(const tdacl_model *m, int B, char *why, size_t n)
  *   hid  = gelu(Norm2(x) @ W_fc + b_fc)                                         (GEMV)
  *   x   += hid @ W_fcproj + b_fcproj                                            (GEMV)
  * then the final norm and the LM head.  x was embedded by the caller. */
-static tdacl_status decode_step(tdacl_model *m, int B, int pos)
+static tdacl_status decode_step(tdacl_model *m, int B, int pos, const tdacl_kv_rows *kv)
 {
     const int C = m->C, two = m->kqkv == 5, rope = m->cfg.position == TDACL_POSITION_ROPE;
     const int64_t cache_ld = (int64_t)m->info.max_context * C;
@@ -535,11 +609,12 @@ static tdacl_status decode_step(tdacl_model *m, int B, int pos)
                                  .cache_ld = cache_ld, .pos = pos, .C = C, .d = m->d,
                                  .rope_cols = {0, C, two ? 2 * C : -1, two ? 3 * C : -1},
                                  .cache_cols = {C, two ? 3 * C : -1, two ? 4 * C : 2 * C, -1},
-                                 .cos_t = rope ? m->rope_cos : NULL, .sin_t = rope ? m->rope_sin : NULL};
+                                 .cos_t = rope ? m->rope_cos : NULL, .sin_t = rope ? m->rope_sin : NULL,
+                                 .rowmap = rowmap_of(kv)};
         tdacl_gemv_fusion ln2 = {.norm_w = L->ln2_w, .norm_b = L->ln2_b, .eps = m->cfg.layer_norm_epsilon,
                                  .rms = m->cfg.norm_type == 1};
         st = tdacl__gemv_fused(m->ctx, m->qkv, m->x, L->attn_w, L->attn_b, NULL, EPI_BIAS, B, m->kqkv * C, C, &qkv);
-        if (!st) st = attention_block(m, l, B, 1, pos, 0);
+        if (!st) st = attention_block(m, l, B, 1, pos, 0, kv, 0);
         if (!st) st = linear(m, m->x, m->att, L->proj_w, L->proj_b, m->x, EPI_BIAS | EPI_RESIDUAL, B, C, C, 0);
         if (!st)
             st = tdacl__gemv_fused(m->ctx, m->hid, m->x, L->fc_w, L->fc_b, NULL, EPI_BIAS | EPI_GELU, B, 4 * C, C, &ln2);
@@ -548,9 +623,12 @@ static tdacl_status decode_step(tdacl_model *m, int B, int pos)
     return st ? st : head(m, B, 1, 0);
 }
 
-/* The whole stack for B sequences of T new tokens at positions pos0 ... pos0 + T - 1.  The
- * final norm and LM head run on every row, or on the last row of each sequence. */
-static tdacl_status forward(tdacl_model *m, int B, int T, int pos0, const int32_t *tokens, int last_only)
+/* The whole stack for B sequences of T new tokens at positions pos0 ... pos0 + T - 1 in cache
+ * slots slot0 ..; or (kv, T = 1) a decode step whose row b extends slot kv->host[2b] at
+ * position kv->host[2b + 1], pos0 the largest of those.  The final norm and LM head run on
+ * every row, or on the last row of each sequence. */
+static tdacl_status forward(tdacl_model *m, int B, int T, int pos0, int slot0, const tdacl_kv_rows *kv,
+                           const int32_t *tokens, int last_only)
 {
     const int rows = B * T, C = m->C;
     tdacl_status st = activations(m, rows);
@@ -568,18 +646,18 @@ static tdacl_status forward(tdacl_model *m, int B, int T, int pos0, const int32_
         cl_int err = clEnqueueWriteBuffer(m->ctx->queue, m->tokens, CL_TRUE, 0, (size_t)rows * 4, tokens, 0, NULL, NULL);
         if (err) return tdacl__fail_cl(m->ctx, err, "model: uploading tokens");
     }
-    st = embed(m, rows, T, pos0);
-    if (!st && T == 1) {
+    st = embed(m, rows, T, pos0, kv);
+    if (!st && T == 1 && slot0 == 0) {
         char why[200];
-        if (tdacl__model_decode_fused(m, B, why, sizeof why)) return decode_step(m, B, pos0);
+        if (tdacl__model_decode_fused(m, B, why, sizeof why)) return decode_step(m, B, pos0, kv);
         tdacl__log(m->ctx, TDACL_LOG_DEBUG, "model decode step: layer by layer, not fused (%s)", why);
     }
     for (int l = 0; !st && l < m->info.n_layer; l++) {
         layer *L = &m->layers[l];
         st = norm(m, m->xn, m->x, L->ln1_w, L->ln1_b, rows);
         if (!st) st = linear(m, m->qkv, m->xn, L->attn_w, L->attn_b, NULL, EPI_BIAS, rows, m->kqkv * C, C, 0);
-        if (!st && m->cfg.position == TDACL_POSITION_ROPE) st = rope(m, rows, T, pos0);
-        if (!st) st = attention_block(m, l, B, T, pos0, 1);
+        if (!st && m->cfg.position == TDACL_POSITION_ROPE) st = rope(m, rows, T, pos0, kv);
+        if (!st) st = attention_block(m, l, B, T, pos0, slot0, kv, 1);
         if (!st) st = linear(m, m->x, m->att, L->proj_w, L->proj_b, m->x, EPI_BIAS | EPI_RESIDUAL, rows, C, C, 0);
         if (!st) st = norm(m, m->xn, m->x, L->ln2_w, L->ln2_b, rows);
         if (!st) st = linear(m, m->hid, m->xn, L->fc_w, L->fc_b, NULL, EPI_BIAS | EPI_GELU, rows, 4 * C, C, 0);
@@ -631,6 +709,14 @@ static tdacl_status check_tokens(tdacl_model *m, const char *call, const int32_t
     return TDACL_SUCCESS;
 }
 
+static tdacl_status check_len(tdacl_model *m, const char *call, int len)
+{
+    if (len < 1 || len > m->info.max_context)
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: len %d is outside 1..%d (the context)", call, len,
+                           m->info.max_context);
+    return TDACL_SUCCESS;
+}
+
 tdacl_status tdacl__model_prefill(tdacl_model *m, int batch, int len, const int32_t *tokens, int last_only)
 {
     const char *call = "tdacl_model_prefill";
@@ -638,15 +724,15 @@ tdacl_status tdacl__model_prefill(tdacl_model *m, int batch, int len, const int3
     if (batch < 1 || batch > m->info.max_batch)
         return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: batch %d is outside 1..%d (desc.max_batch)", call,
                            batch, m->info.max_batch);
-    if (len < 1 || len > m->info.max_context)
-        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: len %d is outside 1..%d (the context)", call, len,
-                           m->info.max_context);
-    tdacl_status st = check_tokens(m, call, tokens, (int64_t)batch * len);
+    tdacl_status st = check_len(m, call, len);
+    if (!st) st = check_tokens(m, call, tokens, (int64_t)batch * len);
     if (st) return st;
-    m->batch = 0, m->pos = 0, m->drawn_on_device = 0;
-    st = forward(m, batch, len, 0, tokens, last_only);
+    m->batch = 0, m->drawn_on_device = 0;
+    memset(m->slot_len, 0, (size_t)m->info.max_batch * sizeof *m->slot_len);
+    st = forward(m, batch, len, 0, 0, NULL, tokens, last_only);
     if (st) return st;
-    m->batch = batch, m->pos = len;
+    m->batch = batch;
+    for (int b = 0; b < batch; b++) m->slot_len[b] = len;
     return TDACL_SUCCESS;
 }
 
@@ -655,28 +741,115 @@ tdacl_status tdacl_model_prefill(tdacl_model *m, int batch, int len, const int32
     return tdacl__model_prefill(m, batch, len, tokens, 0);
 }
 
+tdacl_status tdacl_model_prefill_slot(tdacl_model *m, int slot, int len, const int32_t *tokens)
+{
+    const char *call = "tdacl_model_prefill_slot";
+    if (!m) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: model is NULL", call);
+    if (slot < 0 || slot >= m->info.max_batch)
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: slot %d is outside 0..%d (desc.max_batch)", call, slot,
+                           m->info.max_batch - 1);
+    tdacl_status st = check_len(m, call, len);
+    if (!st) st = check_tokens(m, call, tokens, len);
+    if (st) return st;
+    m->batch = 0, m->drawn_on_device = 0, m->slot_len[slot] = 0;
+    if ((st = forward(m, 1, len, 0, slot, NULL, tokens, 0))) return st;
+    m->batch = 1, m->slot_len[slot] = len;
+    return TDACL_SUCCESS;
+}
+
+/* The (slot, position) pairs of a decode step into the next host copy of the ring and onto
+ * the device without waiting; kv receives them. */
+static tdacl_status upload_rowmap(tdacl_model *m, int count, const int32_t *slots, tdacl_kv_rows *kv)
+{
+    const int r = m->rowmap_next;
+    m->rowmap_next = (r + 1) % ROWMAP_RING;
+    int32_t *host = m->rowmap_host + (size_t)r * 2 * (size_t)m->info.max_batch;
+    if (m->rowmap_ev[r]) { /* written ROWMAP_RING steps ago: long done */
+        clWaitForEvents(1, &m->rowmap_ev[r]);
+        clReleaseEvent(m->rowmap_ev[r]);
+        m->rowmap_ev[r] = NULL;
+    }
+    cl_int err;
+    if (!m->rowmap) {
+        m->rowmap = clCreateBuffer(m->ctx->cl, CL_MEM_READ_ONLY, (size_t)m->info.max_batch * 8, NULL, &err);
+        if (!m->rowmap) return tdacl__fail_cl(m->ctx, err, "model: row map buffer");
+    }
+    for (int b = 0; b < count; b++) host[2 * b] = slots[b], host[2 * b + 1] = m->slot_len[slots[b]];
+    err = clEnqueueWriteBuffer(m->ctx->queue, m->rowmap, CL_FALSE, 0, (size_t)count * 8, host, 0, NULL, &m->rowmap_ev[r]);
+    if (err) return tdacl__fail_cl(m->ctx, err, "model: uploading the row map");
+    kv->mem = m->rowmap, kv->host = host;
+    return TDACL_SUCCESS;
+}
+
+/* One decode step of the sequences in slots[0..count-1] (each at its own length). */
+static tdacl_status decode_slots(tdacl_model *m, const char *call, int count, const int32_t *slots,
+                                 const int32_t *tokens)
+{
+    if (count < 1 || count > m->info.max_batch)
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: count %d is outside 1..%d (desc.max_batch)", call,
+                           count, m->info.max_batch);
+    int uniform = 1, pos_max = 0;
+    for (int b = 0; b < count; b++) {
+        const int s = slots[b];
+        if (s < 0 || s >= m->info.max_batch)
+            return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: slots[%d] = %d is outside 0..%d (desc.max_batch)",
+                               call, b, s, m->info.max_batch - 1);
+        if (!m->slot_len[s])
+            return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: slot %d holds no sequence to extend (call "
+                               "tdacl_model_prefill or tdacl_model_prefill_slot first)", call, s);
+        if (m->slot_len[s] >= m->info.max_context)
+            return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: the context of %d tokens of slot %d is full", call,
+                               m->info.max_context, s);
+        for (int c = 0; c < b; c++)
+            if (slots[c] == s)
+                return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: slot %d appears twice (slots[%d] and slots[%d])",
+                                   call, s, c, b);
+        uniform &= s == b && m->slot_len[s] == m->slot_len[0];
+        if (m->slot_len[s] > pos_max) pos_max = m->slot_len[s];
+    }
+    if (!tokens && !m->drawn_on_device)
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: tokens is NULL and no tdacl_model_sample draw is "
+                           "waiting on the device", call);
+    if (!tokens && count != m->batch)
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: tokens is NULL but the last draw has %d ids for %d "
+                           "sequences", call, m->batch, count);
+    tdacl_status st = tokens ? check_tokens(m, call, tokens, count) : TDACL_SUCCESS;
+    /* sequences 0..count-1 at one position need no row map */
+    tdacl_kv_rows kv = {0};
+    if (!st && !uniform) st = upload_rowmap(m, count, slots, &kv);
+    if (st) return st;
+    m->drawn_on_device = 0;
+    if ((st = forward(m, count, 1, pos_max, 0, uniform ? NULL : &kv, tokens, 0))) return st;
+    for (int b = 0; b < count; b++) m->slot_len[slots[b]]++;
+    m->batch = count;
+    return TDACL_SUCCESS;
+}
+
 tdacl_status tdacl_model_decode(tdacl_model *m, int batch, const int32_t *tokens)
 {
     const char *call = "tdacl_model_decode";
     if (!m) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: model is NULL", call);
-    if (m->batch == 0)
+    int held = 0;
+    while (held < m->info.max_batch && m->slot_len[held]) held++;
+    if (held == 0)
         return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: no sequence to extend (call tdacl_model_prefill first)", call);
-    if (batch != m->batch)
-        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: batch %d differs from the prefill's %d", call, batch,
-                           m->batch);
-    if (m->pos >= m->info.max_context)
-        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: the context of %d tokens is full", call,
-                           m->info.max_context);
-    if (!tokens && !m->drawn_on_device)
-        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: tokens is NULL and no tdacl_model_sample draw is "
-                           "waiting on the device", call);
-    tdacl_status st = tokens ? check_tokens(m, call, tokens, batch) : TDACL_SUCCESS;
-    if (st) return st;
-    m->drawn_on_device = 0;
-    st = forward(m, batch, 1, m->pos, tokens, 0);
-    if (st) return st;
-    m->pos++;
-    return TDACL_SUCCESS;
+    if (batch != held)
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: batch %d, but slots 0..%d hold sequences "
+                           "(tdacl_model_decode_slots extends any of them)", call, batch, held - 1);
+    int32_t *slots = malloc((size_t)batch * sizeof *slots);
+    if (!slots) return tdacl__fail(m->ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
+    for (int b = 0; b < batch; b++) slots[b] = b;
+    tdacl_status st = decode_slots(m, call, batch, slots, tokens);
+    free(slots);
+    return st;
+}
+
+tdacl_status tdacl_model_decode_slots(tdacl_model *m, int count, const int32_t *slots, const int32_t *tokens)
+{
+    const char *call = "tdacl_model_decode_slots";
+    if (!m || !slots)
+        return tdacl__fail(m ? m->ctx : NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call, m ? "slots" : "model");
+    return decode_slots(m, call, count, slots, tokens);
 }
 
 tdacl_status tdacl_model_logits(tdacl_model *m, float *logits, int64_t count, int *rows)

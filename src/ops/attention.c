@@ -115,6 +115,36 @@ static int aligned4_view(const tdacl_tensor *t)
 tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_desc *desc,
                                    const tdacl_attention_tensors *t, tdacl_attention_plan *plan)
 {
+    return tdacl__attention_plan_rows(ctx, desc, t, NULL, plan);
+}
+
+/* Checks the per-sequence key ranges of `rows` (B query rows of Tq, caches of Bk sequences
+ * and Tk keys); *offset receives the largest position of a query 0. */
+static tdacl_status check_kv_rows(tdacl_context *ctx, const tdacl_kv_rows *rows, int64_t B, int64_t Bk, int64_t Tq,
+                                  int64_t Tk, int64_t *offset)
+{
+    const char *call = "tdacl_attention";
+    if (!rows->mem || !rows->host)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: per-sequence key ranges without their buffer", call);
+    if (Tq > DECODE_MAX_TQ)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: per-sequence key ranges take Tq <= %d (got %lld)", call,
+                           DECODE_MAX_TQ, (long long)Tq);
+    *offset = 0;
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t seq = rows->host[2 * b], pos = rows->host[2 * b + 1];
+        if (seq < 0 || seq >= Bk || pos < 0 || pos + Tq > Tk)
+            return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: row %lld reads cache sequence %lld at position %lld, outside "
+                               "the %lld sequences of %lld keys", call, (long long)b, (long long)seq, (long long)pos,
+                               (long long)Bk, (long long)Tk);
+        if (pos > *offset) *offset = pos;
+    }
+    return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl__attention_plan_rows(tdacl_context *ctx, const tdacl_attention_desc *desc,
+                                        const tdacl_attention_tensors *t, const tdacl_kv_rows *rows,
+                                        tdacl_attention_plan *plan)
+{
     const char *call = "tdacl_attention";
     if (!desc) return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc is NULL", call);
     if (!t) return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: tensors is NULL", call);
@@ -159,19 +189,21 @@ tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_des
     if (t->q->ndim != 4) return check_tensor(ctx, "q", t->q, 0, 0, 0, 0, 0);
     int64_t B = t->q->shape[0], H = t->q->shape[1], Tq = t->q->shape[2], dd = t->q->shape[3];
     if ((st = check_tensor(ctx, "q", t->q, B, H, Tq, dd, 1))) return st;
-    if ((st = check_tensor(ctx, "k", t->k, B, H, 0, 0, 0))) return st;
+    /* with per-sequence key ranges the caches hold their own number of sequences */
+    const int64_t Bk = rows && t->k && t->k->ndim == 4 ? t->k->shape[0] : B;
+    if ((st = check_tensor(ctx, "k", t->k, Bk, H, 0, 0, 0))) return st;
     int64_t Tk = t->k->shape[2];
-    if ((st = check_tensor(ctx, "k", t->k, B, H, Tk, dd, 1))) return st;
-    if ((st = check_tensor(ctx, "v", t->v, B, H, Tk, 0, 0))) return st;
+    if ((st = check_tensor(ctx, "k", t->k, Bk, H, Tk, dd, 1))) return st;
+    if ((st = check_tensor(ctx, "v", t->v, Bk, H, Tk, 0, 0))) return st;
     int64_t dv = t->v->shape[3];
-    if ((st = check_tensor(ctx, "v", t->v, B, H, Tk, dv, 1))) return st;
+    if ((st = check_tensor(ctx, "v", t->v, Bk, H, Tk, dv, 1))) return st;
     if ((st = check_tensor(ctx, "out", t->out, B, H, Tq, dv, 1))) return st;
     if (kind->views == 2) {
         if (!t->q2 || !t->k2)
             return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: kind %s needs tensors q2 and k2", call,
                                tdacl__kind_name(d.kind));
         if ((st = check_tensor(ctx, "q2", t->q2, B, H, Tq, dd, 1))) return st;
-        if ((st = check_tensor(ctx, "k2", t->k2, B, H, Tk, dd, 1))) return st;
+        if ((st = check_tensor(ctx, "k2", t->k2, Bk, H, Tk, dd, 1))) return st;
     } else if (t->q2 || t->k2) {
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: q2/k2 given but kind %s has one view", call,
                            tdacl__kind_name(d.kind));
@@ -208,6 +240,7 @@ tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_des
         if (overlaps(t->out, all[i].x))
             return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: out overlaps the storage of %s", call, all[i].n);
     int64_t offset = d.offset < 0 ? Tk - Tq : d.offset;
+    if (rows && (st = check_kv_rows(ctx, rows, B, Bk, Tq, Tk, &offset))) return st;
     if (offset < 0)
         return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: Tq=%lld exceeds Tk=%lld; pass desc.offset explicitly", call,
                            (long long)Tq, (long long)Tk);
@@ -232,7 +265,10 @@ tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_des
     plan->gdtype = t->gain ? t->gain->dtype : TDACL_F32;
     plan->aligned4 = dd % 4 == 0 && dv % 4 == 0 && aligned4_view(t->q) &&
                      aligned4_view(t->k) && aligned4_view(t->v) && aligned4_view(t->q2) && aligned4_view(t->k2);
-    if (d.path == TDACL_PATH_AUTO)
+    plan->kv_rows = rows;
+    if (rows)
+        plan->path = TDACL_PATH_DECODE; /* the ranges are the decode kernels' */
+    else if (d.path == TDACL_PATH_AUTO)
         plan->path = Tq <= DECODE_MAX_TQ && Tk >= 4 * Tq ? TDACL_PATH_DECODE : TDACL_PATH_PREFILL;
     else
         plan->path = d.path;
@@ -573,7 +609,7 @@ static uint64_t split_tiles(int64_t kend, int64_t nsplit, int64_t split_len, int
     uint64_t tiles = 0;
     for (int64_t s = 0; s < nsplit; s++) {
         int64_t lo = s * split_len, hi = lo + split_len < kend ? lo + split_len : kend;
-        tiles += (uint64_t)((hi - lo + unit - 1) / unit);
+        if (hi > lo) tiles += (uint64_t)((hi - lo + unit - 1) / unit);
     }
     return tiles;
 }
@@ -640,9 +676,11 @@ tdacl_status tdacl__attention_decode_launch(tdacl_context *ctx, const tdacl_vari
            normalize = d->normalize && tdacl__kind_threshold(d->kind), want_i = want,
            norm = d->norm == TDACL_NORM_RMS;
     cl_long Tk = p->Tk, offset = p->offset, sl = split_len;
+    cl_mem kv = p->kv_rows ? p->kv_rows->mem : NULL;
     st = tdacl__set_args(ctx, kp, "attention_decode_part", sizeof a.qm, &a.qm, sizeof a.km, &a.km, sizeof a.vm, &a.vm,
                          sizeof a.q2m, &a.q2m, sizeof a.k2m, &a.k2m, sizeof a.lm, &a.lm, sizeof opart, &opart, sizeof mlpart, &mlpart,
-                         sizeof stats_mem, &stats_mem, sizeof arrivals, &arrivals, sizeof a.gm, &a.gm, sizeof a.om, &a.om,
+                         sizeof stats_mem, &stats_mem, sizeof arrivals, &arrivals, sizeof kv, &kv, sizeof a.gm, &a.gm,
+                         sizeof a.om, &a.om,
                          sizeof a.os, &a.os, sizeof a.oo, &a.oo, sizeof norm, &norm, sizeof a.eps, &a.eps,
                          sizeof a.out_scale, &a.out_scale, sizeof a.qs, &a.qs, sizeof a.ks, &a.ks, sizeof a.vs, &a.vs,
                          sizeof a.q2s, &a.q2s, sizeof a.k2s, &a.k2s, sizeof a.qo, &a.qo, sizeof a.ko, &a.ko, sizeof a.vo, &a.vo,
@@ -663,7 +701,17 @@ tdacl_status tdacl__attention_decode_launch(tdacl_context *ctx, const tdacl_vari
     if (!st) st = s2;
     if (!st && call->stats) {
         /* the kernel counts rounds of LIST keys, not NTD chunks (tdacl__decode_list) */
-        call->stats->tiles_visited = split_tiles(kend, nsplit, split_len, tdacl__decode_list(ntd, tqp)) * (uint64_t)bh;
+        const int64_t list = tdacl__decode_list(ntd, tqp);
+        if (p->kv_rows) {
+            uint64_t tiles = 0;
+            for (int64_t b = 0; b < p->B; b++) {
+                int64_t end = p->kv_rows->host[2 * b + 1] + p->Tq;
+                tiles += split_tiles(end < p->Tk ? end : p->Tk, nsplit, split_len, list);
+            }
+            call->stats->tiles_visited = tiles * (uint64_t)p->H;
+        } else {
+            call->stats->tiles_visited = split_tiles(kend, nsplit, split_len, list) * (uint64_t)bh;
+        }
         if (want) st = read_stats(ctx, p, stats_mem, slots, call->stats);
     }
     return st;
@@ -729,7 +777,14 @@ tdacl_status tdacl__attention_run(tdacl_context *ctx, const tdacl_attention_plan
         memset(stats, 0, sizeof *stats);
         stats->path = p->path;
         stats->variant = p->row->matrix_units ? TDACL_VARIANT_MMA : TDACL_VARIANT_SIMT;
-        stats->visible_pairs = tdacl__visible_pairs(p->Tq, p->Tk, p->offset) * (uint64_t)(p->B * p->H);
+        if (p->kv_rows) {
+            for (int64_t b = 0; b < p->B; b++) {
+                const int64_t pos = p->kv_rows->host[2 * b + 1];
+                stats->visible_pairs += tdacl__visible_pairs(p->Tq, pos + p->Tq, pos) * (uint64_t)p->H;
+            }
+        } else {
+            stats->visible_pairs = tdacl__visible_pairs(p->Tq, p->Tk, p->offset) * (uint64_t)(p->B * p->H);
+        }
     }
     if (p->Tq == 0 || p->B * p->H == 0) return TDACL_SUCCESS;
     double ms = 0;
@@ -754,4 +809,12 @@ tdacl_status tdacl_attention(tdacl_context *ctx, const tdacl_attention_desc *des
     tdacl_status st = tdacl__attention_plan(ctx, desc, tensors, &plan);
     if (st) return st;
     return tdacl__attention_run(ctx, &plan, tensors, NULL, NULL, stats);
+}
+
+tdacl_status tdacl__attention_rows(tdacl_context *ctx, const tdacl_attention_desc *desc,
+                                   const tdacl_attention_tensors *tensors, const tdacl_kv_rows *rows)
+{
+    tdacl_attention_plan plan;
+    tdacl_status st = tdacl__attention_plan_rows(ctx, desc, tensors, rows, &plan);
+    return st ? st : tdacl__attention_run(ctx, &plan, tensors, NULL, NULL, NULL);
 }

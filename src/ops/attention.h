@@ -18,7 +18,17 @@ typedef struct tdacl_attention_plan {
     tdacl_problem problem;
     const tdacl_variant_def *row; /* the variant that runs the call */
     char variant_why[320];
+    const struct tdacl_kv_rows *kv_rows; /* per-sequence key ranges, or NULL */
 } tdacl_attention_plan;
+
+/* Per-sequence key ranges of a decode (a model's sequences at their own positions, in KV
+ * cache slots): query row b reads cache sequence host[2b] (the batch index of k, v, k2, whose
+ * batch dim is the cache's), its query 0 sitting at position host[2b + 1], so it sees keys
+ * 0 .. host[2b + 1] + i.  mem holds the same pairs on the device (int2 per row). */
+typedef struct tdacl_kv_rows {
+    cl_mem mem;
+    const int32_t *host;
+} tdacl_kv_rows;
 
 /* What the variant functions of the registry receive for an attention call. */
 typedef struct tdacl_attention_call {
@@ -30,6 +40,15 @@ typedef struct tdacl_attention_call {
 
 tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_desc *desc,
                                    const tdacl_attention_tensors *t, tdacl_attention_plan *plan);
+/* The same with per-sequence key ranges (rows != NULL; the decode path, desc.offset unused):
+ * k/v/k2's batch dim is the cache's, their T the longest range. */
+tdacl_status tdacl__attention_plan_rows(tdacl_context *ctx, const tdacl_attention_desc *desc,
+                                        const tdacl_attention_tensors *t, const tdacl_kv_rows *rows,
+                                        tdacl_attention_plan *plan);
+
+/* tdacl_attention with per-sequence key ranges (rows may be NULL), without statistics. */
+tdacl_status tdacl__attention_rows(tdacl_context *ctx, const tdacl_attention_desc *desc,
+                                   const tdacl_attention_tensors *tensors, const tdacl_kv_rows *rows);
 
 /* Runs a planned call on plan->row.  `force` overrides the tuned parameters (tuner); NULL
  * uses the lookup.  `used` (may be NULL) receives the parameters and where they came from. */

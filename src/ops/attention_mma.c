@@ -47,6 +47,7 @@ int tdacl__attention_mma_in(const tdacl_attention_plan *p)
 int tdacl__attention_decode_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
 {
     const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
+    if (p->kv_rows) return snprintf(why, n, "per-sequence key ranges: the FP32-lane decode reads them"), 1;
     if (p->Tq < 2)
         return snprintf(why, n, "Tq=1: one query row is a matrix-vector product (the FP32 lanes read the keys at the "
                         "bandwidth bound)"), 1;

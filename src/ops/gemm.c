@@ -131,7 +131,7 @@ tdacl_status tdacl__gemv_launch(tdacl_context *ctx, const tdacl_variant_def *row
                          sizeof f->kc, &f->kc, sizeof f->k2c, &f->k2c, sizeof f->vc, &f->vc, sizeof cache_ld, &cache_ld,
                          sizeof pos, &pos, sizeof C, &C, sizeof d, &d, sizeof rope_cols, &rope_cols,
                          sizeof cache_cols, &cache_cols, sizeof f->cos_t, &f->cos_t, sizeof f->sin_t, &f->sin_t,
-                         (size_t)0);
+                         sizeof f->rowmap, &f->rowmap, (size_t)0);
     size_t g[2] = {(size_t)colblocks * GEMV_WG, (size_t)nchunks}, l[2] = {GEMV_WG, 1};
     return st ? st : tdacl__launch(ctx, k, 2, g, l, c->ev, "gemv");
 }

@@ -22,6 +22,7 @@ typedef struct tdacl_gemv_fusion {
     int pos, C, d;
     int rope_cols[4], cache_cols[4]; /* view start columns (-1: none): rotated; k, k2, v */
     cl_mem cos_t, sin_t;             /* RoPE tables [ctx, d/2], NULL: no RoPE */
+    cl_mem rowmap; /* int2 per row: its cache sequence and position (replacing row m, pos), or NULL */
 } tdacl_gemv_fusion;
 
 /* One matmul call: c[M,N] = epilogue(a[M,K] @ B), B = w[K,N] or, with trans, w[N,K]. */

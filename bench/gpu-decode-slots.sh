@@ -1,0 +1,27 @@
+#!/bin/bash
+# Serving decode (sequences at their own positions in the KV cache's slots, one step of all
+# of them: tdacl_model_decode_slots) against commit BASE (default: the session's start) on the
+# GPU host of ../shared/gpu-host:   bash bench/gpu-decode-slots.sh [BASE]
+#   test-native.txt      test_model (test_decode_slots: every row of a step of 10, 5, 3, 1 slots
+#                        equals its sequence's prefill; every kind's decode), test_matmul,
+#                        test_registry, test_attention --part decode, natively
+#   forward-{base,new}.json/.txt  tdacl-bench --suite peak,forward --no-prefill, softmax and tda,
+#                        f32 and bf16 (GPT-2 small, random weights): the decode rows at contexts
+#                        1024 and 8192 (batch 1) and, new only, the serving rows: 32 and 64
+#                        sequences at positions 512..1023 in one step, tokens/s
+#   compare.txt          new / base on the common rows
+. bench/gpu-setup.sh
+BASE=${1:-$(git rev-parse HEAD)}
+build_base "$BASE"
+{
+    (cd build-gpu/tests && ./test_model && ./test_matmul && ./test_registry && TDACL_LOG=warn ./test_attention --part decode) 2>&1
+} >"$OUT/test-native.txt"
+grep -E "PASSED|FAILED|ERROR" "$OUT/test-native.txt" | tail -8
+export TDACL_BENCH_MODELS=/tmp/tdacl-bench-models
+ROWS="--device nvidia --suite peak,forward --kinds softmax,tda --dtype f32,bf16 --no-prefill"
+build-gpu/tdacl-bench $ROWS --json "$OUT/forward-new.json" >"$OUT/forward-new.txt" 2>&1
+grep -E "decode" "$OUT/forward-new.txt" | cut -c1-250
+/tmp/base/build/tdacl-bench $ROWS --json "$OUT/forward-base.json" >"$OUT/forward-base.txt" 2>&1
+build-gpu/tdacl-bench --load "$OUT/forward-new.json" --compare "$OUT/forward-base.json" >"$OUT/compare.txt" 2>&1
+tail -12 "$OUT/compare.txt"
+exit 0
