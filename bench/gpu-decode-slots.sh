@@ -1,15 +1,19 @@
 #!/bin/bash
 # Serving decode (sequences at their own positions in the KV cache's slots, one step of all
-# of them: tdacl_model_decode_slots) against commit BASE (default: the session's start) on the
-# GPU host of ../shared/gpu-host:   bash bench/gpu-decode-slots.sh [BASE]
-#   test-native.txt      test_model (test_decode_slots: every row of a step of 10, 5, 3, 1 slots
-#                        equals its sequence's prefill; every kind's decode), test_matmul,
-#                        test_registry, test_attention --part decode, natively
-#   forward-{base,new}.json/.txt  tdacl-bench --suite peak,forward --no-prefill, softmax and tda,
-#                        f32 and bf16 (GPT-2 small, random weights): the decode rows at contexts
-#                        1024 and 8192 (batch 1) and, new only, the serving rows: 32 and 64
-#                        sequences at positions 512..1023 in one step, tokens/s
-#   compare.txt          new / base on the common rows
+# of them: tdacl_model_decode_slots) and the split-K tiled GEMM, against commit BASE (default:
+# the session's start) on the GPU host of ../shared/gpu-host:   bash bench/gpu-decode-slots.sh [BASE]
+#   test-native.txt      test_model (test_decode_slots: every row of steps of 10, 5, 3 and 1
+#                        slots equals its sequence's prefill; every kind's decode), test_matmul
+#                        (split-K cases forced and by occupancy), test_registry,
+#                        test_attention --part decode, natively
+#   forward-{base,new}.json/.txt  tdacl-bench --suite peak,forward, softmax and tda, f32 and
+#                        bf16 (GPT-2 small, random weights): prefill B1/B8 x T1024/T4096, decode
+#                        at contexts 1024 and 8192 (batch 1) and, new only, the serving rows: 32
+#                        and 64 sequences at positions 512..1023 in one step, tokens/s
+#   compare.txt          new / base on the common forward rows
+#   gemm-{base,new}.json, gemm-compare.txt  TDACL_PRECISION=bf16 tdacl-bench --suite peak,gemm
+#   matmul-anchors.json, gemm-vs-torch.txt  torch.addmm bf16 (cuBLAS) on the same shapes, and
+#                        ours against it
 . bench/gpu-setup.sh
 BASE=${1:-$(git rev-parse HEAD)}
 build_base "$BASE"
@@ -18,10 +22,19 @@ build_base "$BASE"
 } >"$OUT/test-native.txt"
 grep -E "PASSED|FAILED|ERROR" "$OUT/test-native.txt" | tail -8
 export TDACL_BENCH_MODELS=/tmp/tdacl-bench-models
-ROWS="--device nvidia --suite peak,forward --kinds softmax,tda --dtype f32,bf16 --no-prefill"
+ROWS="--device nvidia --suite peak,forward --kinds softmax,tda --dtype f32,bf16"
 build-gpu/tdacl-bench $ROWS --json "$OUT/forward-new.json" >"$OUT/forward-new.txt" 2>&1
-grep -E "decode" "$OUT/forward-new.txt" | cut -c1-250
+grep -E "forward" "$OUT/forward-new.txt" | cut -c1-230
 /tmp/base/build/tdacl-bench $ROWS --json "$OUT/forward-base.json" >"$OUT/forward-base.txt" 2>&1
 build-gpu/tdacl-bench --load "$OUT/forward-new.json" --compare "$OUT/forward-base.json" >"$OUT/compare.txt" 2>&1
-tail -12 "$OUT/compare.txt"
+tail -26 "$OUT/compare.txt"
+TDACL_PRECISION=bf16 /tmp/base/build/tdacl-bench --device nvidia --suite peak,gemm --json "$OUT/gemm-base.json" \
+    >/dev/null 2>&1
+TDACL_PRECISION=bf16 build-gpu/tdacl-bench --device nvidia --suite peak,gemm --json "$OUT/gemm-new.json" \
+    >/dev/null 2>&1
+build-gpu/tdacl-bench --load "$OUT/gemm-new.json" --compare "$OUT/gemm-base.json" >"$OUT/gemm-compare.txt" 2>&1
+(cd bench/anchors && python3 matmul.py --out "$OUT/matmul-anchors.json") >/dev/null 2>&1
+build-gpu/tdacl-bench --load "$OUT/gemm-new.json" --compare "$OUT/matmul-anchors.json" >"$OUT/gemm-vs-torch.txt" 2>&1
+tail -14 "$OUT/gemm-compare.txt" | cut -c1-160
+tail -10 "$OUT/gemm-vs-torch.txt" | cut -c1-160
 exit 0

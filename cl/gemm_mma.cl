@@ -7,7 +7,8 @@
  * GMM_BM x GMM_BN tile of c; per GMM_BK-wide K step, A is read into registers one step ahead and
  * stored rounded, B is copied by cp.async into the other of two local stages, so both
  * loads overlap the products of the current step.  The same argument list as gemm
- * (cl/layers.cl), so the host launches either. */
+ * (cl/layers.cl), so the host launches either; work-group dim 2 splits K into chunks of
+ * kchunk (a multiple of GMM_BK) when nsplit > 1 (splitk_last, epilogue.cl). */
 
 #ifndef GMM_BM
 #define GMM_BM 128 /* rows of c per work-group */
@@ -119,15 +120,19 @@ inline void gmm_load_b(__local mma_t *Bs, __global const mma_t *b, int N, int K,
 
 __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR void gemm_mma(
     __global float *c, __global const float *a, __global const void *bv, __global const float *bias,
-    __global const float *res, int M, int N, int K, int lda, int ldb, int ldc, int flags)
+    __global const float *res, int M, int N, int K, int lda, int ldb, int ldc, int flags, __global float *part,
+    __global uint *arrivals, int kchunk)
 {
     __local mma_t As[2 * A_STAGE] __attribute__((aligned(16)));
     __local mma_t Bs[2 * B_STAGE] __attribute__((aligned(16)));
+    __local int last;
     __global const mma_t *b = (__global const mma_t *)bv;
     const int tid = get_local_id(0), warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int wm = warp / GMM_WN, wn = warp % GMM_WN;
     const int m0 = get_group_id(1) * GMM_BM, n0 = get_group_id(0) * GMM_BN;
-    const int nk = (K + GMM_BK - 1) / GMM_BK;
+    /* this work-group's K chunk [klo, khi): the loads zero-fill past khi as past K */
+    const int nsplit = get_num_groups(2), klo = get_group_id(2) * kchunk, khi = min(K, klo + kchunk);
+    const int nk = (khi - klo + GMM_BK - 1) / GMM_BK;
 
     float acc[MTI][NBI][4];
     UNROLL for (int i = 0; i < MTI; i++)
@@ -135,8 +140,8 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
             UNROLL for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
 
     float4 ar[A_CHUNKS];
-    gmm_load_a(ar, a, M, K, lda, m0, 0, tid);
-    gmm_load_b(Bs, b, N, K, ldb, n0, 0, tid);
+    gmm_load_a(ar, a, M, khi, lda, m0, klo, tid);
+    gmm_load_b(Bs, b, N, khi, ldb, n0, klo, tid);
     mma_copy_commit();
     gmm_store_a(As, ar, tid);
 
@@ -145,8 +150,8 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
         MMA_COPY_WAIT(0);
         barrier(CLK_LOCAL_MEM_FENCE); /* step kt staged; the other stage was last read in kt-1 */
         if (kt + 1 < nk) {
-            gmm_load_a(ar, a, M, K, lda, m0, (kt + 1) * GMM_BK, tid);
-            gmm_load_b(Bs + (cur ^ 1) * B_STAGE, b, N, K, ldb, n0, (kt + 1) * GMM_BK, tid);
+            gmm_load_a(ar, a, M, khi, lda, m0, klo + (kt + 1) * GMM_BK, tid);
+            gmm_load_b(Bs + (cur ^ 1) * B_STAGE, b, N, khi, ldb, n0, klo + (kt + 1) * GMM_BK, tid);
         }
         mma_copy_commit();
         __local const mma_t *At = As + cur * A_STAGE + wm * WTM * LDAS;
@@ -176,15 +181,23 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
     }
     MMA_COPY_WAIT(0);
 
-    /* lane (g, t) holds rows g and g + 8 of each m-tile, columns 2t and 2t + 1 of each n-block */
+    /* lane (g, t) holds rows g and g + 8 of each m-tile, columns 2t and 2t + 1 of each n-block;
+     * one chunk: the epilogue at once, else this chunk's raw sums to part */
+    __global float *out = nsplit > 1 ? part + (long)get_group_id(2) * M * N : c;
     UNROLL for (int mt = 0; mt < MTI; mt++)
         UNROLL for (int nb = 0; nb < NBI; nb++)
             UNROLL for (int e = 0; e < 4; e++) {
                 const int m = m0 + wm * WTM + 16 * mt + g + 8 * (e >> 1);
                 const int n = n0 + wn * WTN + 8 * nb + 2 * t + (e & 1);
                 if (m < M && n < N) {
-                    const long idx = (long)m * ldc + n;
-                    c[idx] = epilogue(acc[mt][nb][e], flags, bias, n, res, idx);
+                    if (nsplit > 1) {
+                        out[(long)m * N + n] = acc[mt][nb][e];
+                    } else {
+                        const long idx = (long)m * ldc + n;
+                        c[idx] = epilogue(acc[mt][nb][e], flags, bias, n, res, idx);
+                    }
                 }
             }
+    if (nsplit > 1 && splitk_last(arrivals, get_group_id(1) * get_num_groups(0) + get_group_id(0), nsplit, &last))
+        splitk_finish(c, part, nsplit, m0, n0, GMM_BM, GMM_BN, GMM_NT, M, N, ldc, flags, bias, res);
 }

@@ -134,7 +134,8 @@ __kernel void kv_append(__global const float *qkv, int ld, int rows, int C, int4
 /* ---- GEMM: C[M,N] = epilogue(A[M,K] B[K,N]) ----
  * A fp32 with row stride lda; B in WDT (row stride ldb, or transposed when TRANS_B); C and
  * the residual R with row stride ldc.  Work-item (rg, cg) owns rows 4*(rg + NRG*i4) + e and
- * columns 4*(cg + NCG*j4) + e of the GBM x GBN tile; A and B chunks are staged k-major. */
+ * columns 4*(cg + NCG*j4) + e of the GBM x GBN tile; A and B chunks are staged k-major.
+ * Work-group dim 2 splits K into chunks of kchunk (splitk_last, epilogue.cl) when nsplit > 1. */
 #define GNRG (GBM / GTM)
 #define GNCG (GBN / GTN)
 #define GNT (GNRG * GNCG)
@@ -151,38 +152,41 @@ inline float loadB(__global const void *b, long ldb, int k, int n, int K, int N)
 
 __kernel __attribute__((reqd_work_group_size(GNT, 1, 1))) void gemm(
     __global float *c, __global const float *a, __global const void *b, __global const float *bias,
-    __global const float *res, int M, int N, int K, int lda, int ldb, int ldc, int flags)
+    __global const float *res, int M, int N, int K, int lda, int ldb, int ldc, int flags, __global float *part,
+    __global uint *arrivals, int kchunk)
 {
     __local float4 As4[GKC * GBM / 4];
     __local float4 Bs4[GKC * GBN / 4];
     __local float *As = (__local float *)As4, *Bs = (__local float *)Bs4;
+    __local int last;
     const int tid = get_local_id(0);
     const int rg = tid / GNCG, cg = tid - (tid / GNCG) * GNCG;
     const int m0 = get_group_id(1) * GBM, n0 = get_group_id(0) * GBN;
+    const int nsplit = get_num_groups(2), klo = get_group_id(2) * kchunk, khi = min(K, klo + kchunk);
     float acc[GTM][GTN];
 UNROLL
     for (int i = 0; i < GTM; i++)
 UNROLL
         for (int j = 0; j < GTN; j++) acc[i][j] = 0.0f;
 
-    for (int k0 = 0; k0 < K; k0 += GKC) {
+    for (int k0 = klo; k0 < khi; k0 += GKC) {
         barrier(CLK_LOCAL_MEM_FENCE);
         /* A chunk: rows m0.., columns k0.. -> As[k][m] */
         for (int idx = tid; idx < GBM * GKC; idx += GNT) {
             int r = idx / GKC, kk = idx - (idx / GKC) * GKC;
             int m = m0 + r, k = k0 + kk;
-            As[kk * GBM + r] = (m < M && k < K) ? a[(long)m * lda + k] : 0.0f;
+            As[kk * GBM + r] = (m < M && k < khi) ? a[(long)m * lda + k] : 0.0f;
         }
         /* B chunk -> Bs[k][n] */
 #if TRANS_B
         for (int idx = tid; idx < GBN * GKC; idx += GNT) {
             int cc = idx / GKC, kk = idx - (idx / GKC) * GKC;
-            Bs[kk * GBN + cc] = loadB(b, ldb, k0 + kk, n0 + cc, K, N);
+            Bs[kk * GBN + cc] = loadB(b, ldb, k0 + kk, n0 + cc, khi, N);
         }
 #else
         for (int idx = tid; idx < GBN * GKC; idx += GNT) {
             int kk = idx / GBN, cc = idx - (idx / GBN) * GBN;
-            Bs[kk * GBN + cc] = loadB(b, ldb, k0 + kk, n0 + cc, K, N);
+            Bs[kk * GBN + cc] = loadB(b, ldb, k0 + kk, n0 + cc, khi, N);
         }
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -206,6 +210,8 @@ UNROLL
                 }
         }
     }
+    /* one chunk: the epilogue at once; else this chunk's raw sums to part */
+    __global float *out = nsplit > 1 ? part + (long)get_group_id(2) * M * N : c;
 UNROLL
     for (int i = 0; i < GTM; i++) {
         int m = m0 + 4 * (rg + GNRG * (i / 4)) + i % 4;
@@ -214,10 +220,16 @@ UNROLL
         for (int j = 0; j < GTN; j++) {
             int n = n0 + 4 * (cg + GNCG * (j / 4)) + j % 4;
             if (n >= N) continue;
-            long idx = (long)m * ldc + n;
-            c[idx] = epilogue(acc[i][j], flags, bias, n, res, idx);
+            if (nsplit > 1) {
+                out[(long)m * N + n] = acc[i][j];
+            } else {
+                long idx = (long)m * ldc + n;
+                c[idx] = epilogue(acc[i][j], flags, bias, n, res, idx);
+            }
         }
     }
+    if (nsplit > 1 && splitk_last(arrivals, get_group_id(1) * get_num_groups(0) + get_group_id(0), nsplit, &last))
+        splitk_finish(c, part, nsplit, m0, n0, GBM, GBN, GNT, M, N, ldc, flags, bias, res);
 }
 
 /* ---- GEMV for decode: C[m, n] for m < GV_M rows of A, B [K, N] not transposed ----

@@ -58,6 +58,9 @@
  *  TDACL_PRECISION  exact | tf32 | bf16: replaces tdacl_attention_desc.precision and
  *                   tdacl_matmul_desc.precision in every call, and sets the model forward's
  *                   (run an unchanged program with fp32 inputs on the matrix units)
+ *  TDACL_GEMM_SPLIT_K  N: the tiled GEMMs split K into N chunks over work-groups (as far as K
+ *                     allows); unset: they split only where their tiles are too few to fill
+ *                     the device (docs/spec.md section 4b)
  *  TDACL_BUILD_OPTIONS  extra OpenCL C compiler options appended to every program the library
  *                       builds (part of the program-cache key), e.g. -cl-opt-disable, which the
  *                       test suite uses on PoCL, or -cl-nv-verbose

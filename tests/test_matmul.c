@@ -184,6 +184,38 @@ static void test_matmul_values(void **state)
         if (c.epi == 7) c.epi = ALL;
         check_case(&c);
     }
+    /* K split over work-groups (few tiles: a decode step of many sequences), forced to 3 and
+     * 7 chunks: chunks ending inside a K step, residual = c, both layouts, every row */
+    static const mm_case split[] = {
+        {9, 67, 301, 0, TDACL_F32, 7, 0, 5, TDACL_PRECISION_EXACT, 0},
+        {33, 50, 200, 1, TDACL_BF16, 7, 1, 0, TDACL_PRECISION_EXACT, 0},
+        {12, 136, 230, 0, TDACL_BF16, 7, 1, 0, TDACL_PRECISION_BF16, 0},
+        {40, 50, 330, 1, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 4, TDACL_PRECISION_BF16, 0},
+        {17, 67, 129, 0, TDACL_F32, 7, 0, 0, TDACL_PRECISION_TF32, 0},
+    };
+    for (int chunks = 3; chunks <= 7; chunks += 4) {
+        char n[8];
+        snprintf(n, sizeof n, "%d", chunks);
+        setenv("TDACL_GEMM_SPLIT_K", n, 1);
+        for (size_t i = 0; i < sizeof split / sizeof *split; i++) {
+            mm_case c = split[i];
+            if (c.epi == 7) c.epi = ALL;
+            check_case(&c);
+        }
+    }
+    setenv("TDACL_GEMM_SPLIT_K", "two", 1);
+    {
+        const int M = 20, N = 8, K = 16;
+        tdacl_tensor *a = upload_2d(TDACL_F32, M, K, K, NULL), *b = upload_2d(TDACL_F32, K, N, N, NULL);
+        tdacl_tensor *c = upload_2d(TDACL_F32, M, N, N, NULL);
+        tdacl_matmul_desc d;
+        tdacl_matmul_desc_init(&d);
+        tdacl_matmul_tensors t = {a, b, NULL, NULL, c};
+        assert_status(g_ctx, tdacl_matmul(g_ctx, &d, &t), TDACL_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(tdacl_last_error(g_ctx), "TDACL_GEMM_SPLIT_K=two"));
+        tdacl_tensor_destroy(a), tdacl_tensor_destroy(b), tdacl_tensor_destroy(c);
+    }
+    unsetenv("TDACL_GEMM_SPLIT_K");
 }
 
 /* The tensor-core GEMM's warp layouts and K steps other than the device's own, through a

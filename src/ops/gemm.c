@@ -1,5 +1,6 @@
 /* Dispatch of the matmul kernels of cl/layers.cl through the variant registry. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/gemm.h"
@@ -151,10 +152,37 @@ void tdacl__gemm_call_options(const void *call, tdacl_strbuf *sb)
     tdacl__sb_printf(sb, "-DWDT=%d -DTRANS_B=%d", (int)c->w->dtype, c->trans);
 }
 
+/* Chunks of K (a multiple of `step`) the tiled GEMM splits into: the tiles alone should give
+ * every compute unit two work-groups, else K is split (each chunk at least two steps).
+ * $TDACL_GEMM_SPLIT_K=N forces N chunks (as far as K allows; tests and comparisons). */
+static tdacl_status k_chunk(tdacl_context *ctx, int64_t tiles, int K, int step, int *nsplit, cl_int *kchunk)
+{
+    const int64_t target = 2 * (int64_t)(ctx->info.compute_units ? ctx->info.compute_units : 1);
+    const char *env = getenv("TDACL_GEMM_SPLIT_K");
+    int64_t n = tiles >= target ? 1 : (target + tiles - 1) / tiles;
+    if (env && *env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end || v < 1 || v > 4096)
+            return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "TDACL_GEMM_SPLIT_K=%s is not a chunk count 1..4096", env);
+        n = v;
+    }
+    const int64_t most = K / (2 * step);
+    if (n > most) n = most;
+    if (n < 1) n = 1;
+    int64_t chunk = (K + n - 1) / n;
+    chunk = (chunk + step - 1) / step * step;
+    *nsplit = (int)((K + chunk - 1) / chunk);
+    *kchunk = (cl_int)chunk;
+    return TDACL_SUCCESS;
+}
+
 /* Both GEMM kernels (gemm, gemm_mma) take the same arguments: build the row's program for
- * this call and launch `kernel` over global g in work-groups of l. */
+ * this call and launch `kernel` over the (column block, row block) tiles of bm x bn in
+ * work-groups of nt, K split into chunks of a multiple of `step` where the tiles are few. */
 static tdacl_status launch_gemm_kernel(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_matmul_call *c,
-                                       const tdacl_param_values *v, const char *kernel, size_t g[2], size_t l[2])
+                                       const tdacl_param_values *v, const char *kernel, int bm, int bn, size_t nt,
+                                       int step)
 {
     tdacl_strbuf opts = {0};
     tdacl__variant_options(row, c, v, &opts);
@@ -166,10 +194,22 @@ static tdacl_status launch_gemm_kernel(tdacl_context *ctx, const tdacl_variant_d
     cl_mem cm = mem(c->c), am = mem(c->a), wm = mem(c->w), bmm = mem(c->bias), rm = mem(c->res);
     cl_int cM = c->M, cN = c->N, cK = c->K, lda = (cl_int)c->a->strides[0], ldb = (cl_int)c->w->strides[0],
            ldc = (cl_int)c->c->strides[0], fl = c->flags;
+    const size_t cols = (size_t)(c->N + bn - 1) / (size_t)bn, rows = (size_t)(c->M + bm - 1) / (size_t)bm;
+    int nsplit = 1;
+    cl_int kchunk = c->K;
+    cl_mem part = NULL, arrivals = NULL;
+    if ((st = k_chunk(ctx, (int64_t)(cols * rows), c->K, step, &nsplit, &kchunk))) return st;
+    if (nsplit > 1) {
+        st = tdacl__scratch(ctx, TDACL_SCRATCH_GEMV, (size_t)nsplit * (size_t)c->M * (size_t)c->N * 4, &part);
+        if (!st) st = tdacl__arrival_counters(ctx, cols * rows, &arrivals);
+        if (st) return st;
+    }
     st = tdacl__set_args(ctx, k, kernel, sizeof cm, &cm, sizeof am, &am, sizeof wm, &wm, sizeof bmm, &bmm, sizeof rm, &rm,
                          sizeof cM, &cM, sizeof cN, &cN, sizeof cK, &cK, sizeof lda, &lda, sizeof ldb, &ldb,
-                         sizeof ldc, &ldc, sizeof fl, &fl, (size_t)0);
-    return st ? st : tdacl__launch(ctx, k, 2, g, l, c->ev, kernel);
+                         sizeof ldc, &ldc, sizeof fl, &fl, sizeof part, &part, sizeof arrivals, &arrivals,
+                         sizeof kchunk, &kchunk, (size_t)0);
+    size_t g[3] = {cols * nt, rows, (size_t)nsplit}, l[3] = {nt, 1, 1};
+    return st ? st : tdacl__launch(ctx, k, 3, g, l, c->ev, kernel);
 }
 
 tdacl_status tdacl__gemm_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
@@ -179,8 +219,7 @@ tdacl_status tdacl__gemm_launch(tdacl_context *ctx, const tdacl_variant_def *row
     const tdacl_kernel_space *ks = row->space;
     const int bm = tdacl__param(ks, v, "GBM"), bn = tdacl__param(ks, v, "GBN");
     const size_t nt = (size_t)((bm / tdacl__param(ks, v, "GTM")) * (bn / tdacl__param(ks, v, "GTN")));
-    size_t g[2] = {(size_t)(c->N + bn - 1) / (size_t)bn * nt, (size_t)(c->M + bm - 1) / (size_t)bm}, l[2] = {nt, 1};
-    return launch_gemm_kernel(ctx, row, c, v, "gemm", g, l);
+    return launch_gemm_kernel(ctx, row, c, v, "gemm", bm, bn, nt, tdacl__param(ks, v, "GKC"));
 }
 
 /* ---- the tensor-core GEMM (cl/gemm_mma.cl) ---- */
@@ -238,8 +277,7 @@ tdacl_status tdacl__gemm_mma_launch(tdacl_context *ctx, const tdacl_variant_def 
     const tdacl_matmul_call *c = callp;
     const int bm = tdacl__param(row->space, v, "GMM_BM"), bn = tdacl__param(row->space, v, "GMM_BN");
     const size_t nt = 32 * (size_t)tdacl__param(row->space, v, "GMM_WM") * (size_t)tdacl__param(row->space, v, "GMM_WN");
-    size_t g[2] = {(size_t)(c->N + bn - 1) / (size_t)bn * nt, (size_t)(c->M + bm - 1) / (size_t)bm}, l[2] = {nt, 1};
-    return launch_gemm_kernel(ctx, row, c, v, "gemm_mma", g, l);
+    return launch_gemm_kernel(ctx, row, c, v, "gemm_mma", bm, bn, nt, tdacl__param(row->space, v, "GMM_BK"));
 }
 
 /* Chooses the row (force_row with force pins it), logs the choice, looks its parameters up
