@@ -8,7 +8,7 @@
  * stored rounded, B is copied by cp.async into the other of two local stages, so both
  * loads overlap the products of the current step.  The same argument list as gemm
  * (cl/layers.cl), so the host launches either; work-group dim 2 splits K into chunks of
- * kchunk (a multiple of GMM_BK) when nsplit > 1 (splitk_last, epilogue.cl). */
+ * kchunk (a multiple of GMM_BK) when nsplit > 1 (gemm_splitk_reduce, epilogue.cl). */
 
 #ifndef GMM_BM
 #define GMM_BM 128 /* rows of c per work-group */
@@ -121,11 +121,10 @@ inline void gmm_load_b(__local mma_t *Bs, __global const mma_t *b, int N, int K,
 __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR void gemm_mma(
     __global float *c, __global const float *a, __global const void *bv, __global const float *bias,
     __global const float *res, int M, int N, int K, int lda, int ldb, int ldc, int flags, __global float *part,
-    __global uint *arrivals, int kchunk)
+    int kchunk)
 {
     __local mma_t As[2 * A_STAGE] __attribute__((aligned(16)));
     __local mma_t Bs[2 * B_STAGE] __attribute__((aligned(16)));
-    __local int last;
     __global const mma_t *b = (__global const mma_t *)bv;
     const int tid = get_local_id(0), warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int wm = warp / GMM_WN, wn = warp % GMM_WN;
@@ -198,6 +197,4 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
                     }
                 }
             }
-    if (nsplit > 1 && splitk_last(arrivals, get_group_id(1) * get_num_groups(0) + get_group_id(0), nsplit, &last))
-        splitk_finish(c, part, nsplit, m0, n0, GMM_BM, GMM_BN, GMM_NT, M, N, ldc, flags, bias, res);
 }

@@ -116,26 +116,27 @@ __kernel void rope(__global float *qkv, int ld, int T, int pos0, int rows, int H
     p[m + hd] = x2 * c + x1 * s;
 }
 
-/* ---- KV append of a decode step through its row map: the C columns of row r of qkv that
- * start at cols.s0 (k), cols.s1 (k2, -1: none) and cols.s2 (v) go to the caches [slots, ctx, C]
- * at sequence rowmap[r].x, position rowmap[r].y ---- */
+/* ---- KV append: the C columns of row r of qkv that start at cols.s0 (k), cols.s1 (k2, -1:
+ * none) and cols.s2 (v) go to the caches [slots, ctx, C] at sequence slot0 + r / T, position
+ * row_pos(r); with a row map, at sequence rowmap[r].x ---- */
 __kernel void kv_append(__global const float *qkv, int ld, int rows, int C, int4 cols, __global float *kc,
-                        __global float *k2c, __global float *vc, long cache_ld, __global const int2 *rowmap)
+                        __global float *k2c, __global float *vc, long cache_ld, int T, int pos0, int slot0,
+                        __global const int2 *rowmap)
 {
     const int c = get_global_id(0), v = get_global_id(1), row = get_global_id(2);
     if (c >= C || row >= rows) return;
     const int col = v == 0 ? cols.s0 : v == 1 ? cols.s1 : cols.s2;
     __global float *dst = v == 0 ? kc : v == 1 ? k2c : vc;
     if (col < 0 || !dst) return;
-    const int2 at = rowmap[row];
-    dst[(long)at.x * cache_ld + (long)at.y * C + c] = qkv[(long)row * ld + col + c];
+    const long seq = rowmap ? rowmap[row].x : slot0 + row / T;
+    dst[seq * cache_ld + row_pos(rowmap, row, T, pos0) * C + c] = qkv[(long)row * ld + col + c];
 }
 
 /* ---- GEMM: C[M,N] = epilogue(A[M,K] B[K,N]) ----
  * A fp32 with row stride lda; B in WDT (row stride ldb, or transposed when TRANS_B); C and
  * the residual R with row stride ldc.  Work-item (rg, cg) owns rows 4*(rg + NRG*i4) + e and
  * columns 4*(cg + NCG*j4) + e of the GBM x GBN tile; A and B chunks are staged k-major.
- * Work-group dim 2 splits K into chunks of kchunk (splitk_last, epilogue.cl) when nsplit > 1. */
+ * Work-group dim 2 splits K into chunks of kchunk (gemm_splitk_reduce, epilogue.cl) when nsplit > 1. */
 #define GNRG (GBM / GTM)
 #define GNCG (GBN / GTN)
 #define GNT (GNRG * GNCG)
@@ -153,12 +154,11 @@ inline float loadB(__global const void *b, long ldb, int k, int n, int K, int N)
 __kernel __attribute__((reqd_work_group_size(GNT, 1, 1))) void gemm(
     __global float *c, __global const float *a, __global const void *b, __global const float *bias,
     __global const float *res, int M, int N, int K, int lda, int ldb, int ldc, int flags, __global float *part,
-    __global uint *arrivals, int kchunk)
+    int kchunk)
 {
     __local float4 As4[GKC * GBM / 4];
     __local float4 Bs4[GKC * GBN / 4];
     __local float *As = (__local float *)As4, *Bs = (__local float *)Bs4;
-    __local int last;
     const int tid = get_local_id(0);
     const int rg = tid / GNCG, cg = tid - (tid / GNCG) * GNCG;
     const int m0 = get_group_id(1) * GBM, n0 = get_group_id(0) * GBN;
@@ -228,8 +228,6 @@ UNROLL
             }
         }
     }
-    if (nsplit > 1 && splitk_last(arrivals, get_group_id(1) * get_num_groups(0) + get_group_id(0), nsplit, &last))
-        splitk_finish(c, part, nsplit, m0, n0, GBM, GBN, GNT, M, N, ldc, flags, bias, res);
 }
 
 /* ---- GEMV for decode: C[m, n] for m < GV_M rows of A, B [K, N] not transposed ----

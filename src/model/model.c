@@ -477,38 +477,22 @@ static tdacl_status rope(tdacl_model *m, int rows, int T, int pos0, const tdacl_
     return st ? st : tdacl__launch(m->ctx, k, 3, g, l, NULL, "rope");
 }
 
-/* A [B, T, width] window of a 2-D activation buffer whose rows are b * T + t, starting at
- * column col; or of a [B, ctx, C] cache starting at position pos. */
-static tdacl_status rows_view(tdacl_tensor *base, int B, int T, int64_t row_stride, int64_t col, int width,
-                              tdacl_tensor **out)
-{
-    int64_t shape[3] = {B, T, width}, strides[3] = {(int64_t)T * row_stride, row_stride, 1};
-    return tdacl_tensor_view(base, 3, shape, strides, col, out);
-}
-
-static tdacl_status cache_view(tdacl_model *m, tdacl_tensor *cache, int slot0, int B, int pos, int T,
-                               tdacl_tensor **out)
-{
-    const int64_t seq = (int64_t)m->info.max_context * m->C;
-    int64_t shape[3] = {B, T, m->C}, strides[3] = {seq, m->C, 1};
-    return tdacl_tensor_view(cache, 3, shape, strides, slot0 * seq + (int64_t)pos * m->C, out);
-}
-
-/* The k (k2) and v columns of a decode step's rows into the caches through its row map. */
-static tdacl_status kv_append(tdacl_model *m, const layer *L, int rows, const tdacl_kv_rows *kv)
+/* The k (k2) and v columns of the rows of B sequences of T tokens into the caches: slots
+ * slot0.., positions pos0..; or through a decode step's row map. */
+static tdacl_status kv_append(tdacl_model *m, const layer *L, int B, int T, int pos0, int slot0, const tdacl_kv_rows *kv)
 {
     cl_kernel k;
     tdacl_status st = layers_kernel(m, "kv_append", NULL, &k);
     if (st) return st;
     const int C = m->C, two = m->kqkv == 5;
-    cl_int ld = m->kqkv * C, r = rows, cC = C;
+    cl_int ld = m->kqkv * C, r = B * T, cC = C, cT = T, p0 = pos0, s0 = slot0;
     cl_int4 cols = {{C, two ? 3 * C : -1, two ? 4 * C : 2 * C, -1}};
-    cl_mem q = mem(m->qkv), kc = mem(L->kcache), k2c = mem(L->k2cache), vc = mem(L->vcache), rm = kv->mem;
+    cl_mem q = mem(m->qkv), kc = mem(L->kcache), k2c = mem(L->k2cache), vc = mem(L->vcache), rm = rowmap_of(kv);
     cl_long cache_ld = (cl_long)m->info.max_context * C;
     st = tdacl__set_args(m->ctx, k, "kv_append", sizeof q, &q, sizeof ld, &ld, sizeof r, &r, sizeof cC, &cC,
                          sizeof cols, &cols, sizeof kc, &kc, sizeof k2c, &k2c, sizeof vc, &vc, sizeof cache_ld,
-                         &cache_ld, sizeof rm, &rm, (size_t)0);
-    size_t g[3] = {(size_t)(C + 63) / 64 * 64, 3, (size_t)rows}, l[3] = {64, 1, 1};
+                         &cache_ld, sizeof cT, &cT, sizeof p0, &p0, sizeof s0, &s0, sizeof rm, &rm, (size_t)0);
+    size_t g[3] = {(size_t)(C + 63) / 64 * 64, 3, (size_t)r}, l[3] = {64, 1, 1};
     return st ? st : tdacl__launch(m->ctx, k, 3, g, l, NULL, "kv_append");
 }
 
@@ -530,19 +514,8 @@ static tdacl_status attention_block(tdacl_model *m, int l, int B, int T, int pos
     layer *L = &m->layers[l];
     const int C = m->C, ld = m->kqkv * C, two = m->kqkv == 5;
     const int Tk = pos0 + T;
-    tdacl_status st = TDACL_SUCCESS;
     /* new k (and k2) and v rows into the caches */
-    tdacl_tensor *src = NULL, *dst = NULL;
-    tdacl_tensor *caches[3] = {L->kcache, two ? L->k2cache : NULL, L->vcache};
-    const int cols[3] = {C, 3 * C, two ? 4 * C : 2 * C};
-    if (append && kv) st = kv_append(m, L, B, kv);
-    for (int v = 0; append && !kv && v < 3 && !st; v++) {
-        if (!caches[v]) continue;
-        st = rows_view(m->qkv, B, T, ld, cols[v], C, &src);
-        if (!st) st = cache_view(m, caches[v], slot0, B, pos0, T, &dst);
-        if (!st) st = tdacl_tensor_copy(dst, src);
-        free_tensor(&src), free_tensor(&dst);
-    }
+    tdacl_status st = append ? kv_append(m, L, B, T, pos0, slot0, kv) : TDACL_SUCCESS;
     if (st) return st;
     /* attention over the cache (every slot with a row map); queries straight from the
      * projection rows */

@@ -184,32 +184,37 @@ static tdacl_status launch_gemm_kernel(tdacl_context *ctx, const tdacl_variant_d
                                        const tdacl_param_values *v, const char *kernel, int bm, int bn, size_t nt,
                                        int step)
 {
-    tdacl_strbuf opts = {0};
-    tdacl__variant_options(row, c, v, &opts);
-    cl_kernel k;
-    tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", kernel)
-                               : tdacl__variant_kernel(ctx, row, opts.data, kernel, &k);
-    tdacl__sb_free(&opts);
-    if (st) return st;
-    cl_mem cm = mem(c->c), am = mem(c->a), wm = mem(c->w), bmm = mem(c->bias), rm = mem(c->res);
-    cl_int cM = c->M, cN = c->N, cK = c->K, lda = (cl_int)c->a->strides[0], ldb = (cl_int)c->w->strides[0],
-           ldc = (cl_int)c->c->strides[0], fl = c->flags;
+    const char *reduce = "gemm_splitk_reduce";
     const size_t cols = (size_t)(c->N + bn - 1) / (size_t)bn, rows = (size_t)(c->M + bm - 1) / (size_t)bm;
     int nsplit = 1;
     cl_int kchunk = c->K;
-    cl_mem part = NULL, arrivals = NULL;
-    if ((st = k_chunk(ctx, (int64_t)(cols * rows), c->K, step, &nsplit, &kchunk))) return st;
-    if (nsplit > 1) {
+    tdacl_status st = k_chunk(ctx, (int64_t)(cols * rows), c->K, step, &nsplit, &kchunk);
+    if (st) return st;
+    tdacl_strbuf opts = {0};
+    tdacl__variant_options(row, c, v, &opts);
+    cl_kernel k, kr = NULL;
+    st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", kernel)
+                  : tdacl__variant_kernel(ctx, row, opts.data, kernel, &k);
+    if (!st && nsplit > 1) st = tdacl__variant_kernel(ctx, row, opts.data, reduce, &kr);
+    tdacl__sb_free(&opts);
+    cl_mem part = NULL;
+    if (!st && nsplit > 1)
         st = tdacl__scratch(ctx, TDACL_SCRATCH_GEMV, (size_t)nsplit * (size_t)c->M * (size_t)c->N * 4, &part);
-        if (!st) st = tdacl__arrival_counters(ctx, cols * rows, &arrivals);
-        if (st) return st;
-    }
+    if (st) return st;
+    cl_mem cm = mem(c->c), am = mem(c->a), wm = mem(c->w), bmm = mem(c->bias), rm = mem(c->res);
+    cl_int cM = c->M, cN = c->N, cK = c->K, lda = (cl_int)c->a->strides[0], ldb = (cl_int)c->w->strides[0],
+           ldc = (cl_int)c->c->strides[0], fl = c->flags, ns = nsplit;
     st = tdacl__set_args(ctx, k, kernel, sizeof cm, &cm, sizeof am, &am, sizeof wm, &wm, sizeof bmm, &bmm, sizeof rm, &rm,
                          sizeof cM, &cM, sizeof cN, &cN, sizeof cK, &cK, sizeof lda, &lda, sizeof ldb, &ldb,
-                         sizeof ldc, &ldc, sizeof fl, &fl, sizeof part, &part, sizeof arrivals, &arrivals,
-                         sizeof kchunk, &kchunk, (size_t)0);
+                         sizeof ldc, &ldc, sizeof fl, &fl, sizeof part, &part, sizeof kchunk, &kchunk, (size_t)0);
     size_t g[3] = {cols * nt, rows, (size_t)nsplit}, l[3] = {nt, 1, 1};
-    return st ? st : tdacl__launch(ctx, k, 3, g, l, c->ev, kernel);
+    if (!st) st = tdacl__launch(ctx, k, 3, g, l, kr ? NULL : c->ev, kernel);
+    if (st || !kr) return st;
+    /* the chunks' sums in order and the epilogue, one work-item per element */
+    st = tdacl__set_args(ctx, kr, reduce, sizeof cm, &cm, sizeof part, &part, sizeof ns, &ns, sizeof cM, &cM,
+                         sizeof cN, &cN, sizeof ldc, &ldc, sizeof fl, &fl, sizeof bmm, &bmm, sizeof rm, &rm, (size_t)0);
+    size_t gr[2] = {(size_t)(c->N + 63) / 64 * 64, (size_t)c->M}, lr[2] = {64, 1};
+    return st ? st : tdacl__launch(ctx, kr, 2, gr, lr, c->ev, reduce);
 }
 
 tdacl_status tdacl__gemm_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
