@@ -315,11 +315,12 @@ static tdacl_status own_gemm_once(void *user, double *ms)
         *ms = (tdacl__now() - t0) * 1e3;
         return st;
     }
-    cl_event ev = NULL;
+    cl_event ev[2] = {NULL, NULL};
     tdacl_status st = tdacl__gemm(j->ctx, j->c, j->a, j->w, j->bias, NULL, TDACL_EPI_BIAS, j->m, j->n, j->k, 0,
-                                  j->precision, NULL, NULL, &ev);
-    if (!st) st = tdacl__event_ms(j->ctx, ev, ms);
-    if (ev) clReleaseEvent(ev);
+                                  j->precision, NULL, NULL, ev);
+    if (!st) st = tdacl__span_ms(j->ctx, ev, ms);
+    for (int i = 0; i < 2; i++)
+        if (ev[i]) clReleaseEvent(ev[i]);
     return st;
 }
 

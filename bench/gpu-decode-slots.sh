@@ -6,11 +6,12 @@
 #                        slots equals its sequence's prefill; every kind's decode), test_matmul
 #                        (split-K cases forced and by occupancy), test_registry,
 #                        test_attention --part decode, natively
-#   forward-{base,new}.json/.txt  tdacl-bench --suite peak,forward, softmax and tda, f32 and
-#                        bf16 (GPT-2 small, random weights): prefill B1/B8 x T1024/T4096, decode
-#                        at contexts 1024 and 8192 (batch 1) and, new only, the serving rows: 32
-#                        and 64 sequences at positions 512..1023 in one step, tokens/s
-#   compare.txt          new / base on the common forward rows
+#   forward-{new,base}-KIND-DTYPE.json/.txt  tdacl-bench --suite peak,forward, softmax and tda,
+#                        f32 and bf16, one process each (GPT-2 small, random weights): prefill
+#                        B1/B8 x T1024/T4096, decode at contexts 1024 and 8192 (batch 1) and, new
+#                        only, the serving rows: 32 and 64 sequences at positions 512..1023 in
+#                        one step, tokens/s
+#   compare.txt          new / base on the common forward rows of each process
 #   gemm-{base,new}.json, gemm-compare.txt  TDACL_PRECISION=bf16 tdacl-bench --suite peak,gemm
 #   matmul-anchors.json, gemm-vs-torch.txt  torch.addmm bf16 (cuBLAS) on the same shapes, and
 #                        ours against it
@@ -22,12 +23,20 @@ build_base "$BASE"
 } >"$OUT/test-native.txt"
 grep -E "PASSED|FAILED|ERROR" "$OUT/test-native.txt" | tail -8
 export TDACL_BENCH_MODELS=/tmp/tdacl-bench-models
-ROWS="--device nvidia --suite peak,forward --kinds softmax,tda --dtype f32,bf16"
-build-gpu/tdacl-bench $ROWS --json "$OUT/forward-new.json" >"$OUT/forward-new.txt" 2>&1
-grep -E "forward" "$OUT/forward-new.txt" | cut -c1-230
-/tmp/base/build/tdacl-bench $ROWS --json "$OUT/forward-base.json" >"$OUT/forward-base.txt" 2>&1
-build-gpu/tdacl-bench --load "$OUT/forward-new.json" --compare "$OUT/forward-base.json" >"$OUT/compare.txt" 2>&1
-tail -26 "$OUT/compare.txt"
+# one process per (kind, dtype), new then base: a row is not timed after another build's or
+# another model's rows on a GPU whose memory they left in use
+: >"$OUT/compare.txt"
+for kind in softmax tda; do
+    for dt in f32 bf16; do
+        ROWS="--device nvidia --suite peak,forward --kinds $kind --dtype $dt"
+        build-gpu/tdacl-bench $ROWS --json "$OUT/forward-new-$kind-$dt.json" >"$OUT/forward-new-$kind-$dt.txt" 2>&1
+        /tmp/base/build/tdacl-bench $ROWS --json "$OUT/forward-base-$kind-$dt.json" >"$OUT/forward-base-$kind-$dt.txt" 2>&1
+        build-gpu/tdacl-bench --load "$OUT/forward-new-$kind-$dt.json" --compare "$OUT/forward-base-$kind-$dt.json" 2>&1 |
+            sed -n '/^compare:/,$p' >>"$OUT/compare.txt"
+        grep -E "forward" "$OUT/forward-new-$kind-$dt.txt" | cut -c1-200
+    done
+done
+grep -E "REGRESSION|faster|compared" "$OUT/compare.txt"
 TDACL_PRECISION=bf16 /tmp/base/build/tdacl-bench --device nvidia --suite peak,gemm --json "$OUT/gemm-base.json" \
     >/dev/null 2>&1
 TDACL_PRECISION=bf16 build-gpu/tdacl-bench --device nvidia --suite peak,gemm --json "$OUT/gemm-new.json" \

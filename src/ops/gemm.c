@@ -208,13 +208,13 @@ static tdacl_status launch_gemm_kernel(tdacl_context *ctx, const tdacl_variant_d
                          sizeof cM, &cM, sizeof cN, &cN, sizeof cK, &cK, sizeof lda, &lda, sizeof ldb, &ldb,
                          sizeof ldc, &ldc, sizeof fl, &fl, sizeof part, &part, sizeof kchunk, &kchunk, (size_t)0);
     size_t g[3] = {cols * nt, rows, (size_t)nsplit}, l[3] = {nt, 1, 1};
-    if (!st) st = tdacl__launch(ctx, k, 3, g, l, kr ? NULL : c->ev, kernel);
+    if (!st) st = tdacl__launch(ctx, k, 3, g, l, c->ev, kernel);
     if (st || !kr) return st;
     /* the chunks' sums in order and the epilogue, one work-item per element */
     st = tdacl__set_args(ctx, kr, reduce, sizeof cm, &cm, sizeof part, &part, sizeof ns, &ns, sizeof cM, &cM,
                          sizeof cN, &cN, sizeof ldc, &ldc, sizeof fl, &fl, sizeof bmm, &bmm, sizeof rm, &rm, (size_t)0);
     size_t gr[2] = {(size_t)(c->N + 63) / 64 * 64, (size_t)c->M}, lr[2] = {64, 1};
-    return st ? st : tdacl__launch(ctx, kr, 2, gr, lr, c->ev, reduce);
+    return st ? st : tdacl__launch(ctx, kr, 2, gr, lr, c->ev ? c->ev + 1 : NULL, reduce);
 }
 
 tdacl_status tdacl__gemm_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
@@ -309,7 +309,7 @@ static tdacl_status run_call(tdacl_context *ctx, const tdacl_matmul_call *call, 
 tdacl_status tdacl__gemm(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor *a, const tdacl_tensor *w,
                          const tdacl_tensor *bias, const tdacl_tensor *res, int flags, int M, int N, int K, int trans,
                          tdacl_precision precision, const tdacl_variant_def *force_row,
-                         const tdacl_param_values *force, cl_event *ev)
+                         const tdacl_param_values *force, cl_event ev[2])
 {
     const tdacl_matmul_call call = {c, a, w, bias, res, flags, M, N, K, trans, ev, precision, NULL};
     return run_call(ctx, &call, force_row, force);

@@ -30,7 +30,8 @@ typedef struct tdacl_matmul_call {
     tdacl_tensor *c;
     const tdacl_tensor *a, *w, *bias, *res;
     int flags, M, N, K, trans;
-    cl_event *ev; /* receives the last kernel's event when not NULL */
+    cl_event *ev; /* when not NULL: ev[0] receives the first kernel's event, ev[1] the second's
+                     (split K's reduction) or NULL; tdacl__span_ms times them */
     tdacl_precision precision; /* BF16: a may be rounded to bf16 for the matrix units */
     const tdacl_gemv_fusion *fuse; /* NULL, or a fused decode GEMV (gemv.simt only) */
 } tdacl_matmul_call;
@@ -44,7 +45,7 @@ typedef struct tdacl_matmul_call {
 tdacl_status tdacl__gemm(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor *a, const tdacl_tensor *w,
                          const tdacl_tensor *bias, const tdacl_tensor *res, int flags, int M, int N, int K, int trans,
                          tdacl_precision precision, const tdacl_variant_def *force_row,
-                         const tdacl_param_values *force, cl_event *ev);
+                         const tdacl_param_values *force, cl_event ev[2]);
 /* A GEMV (M <= TDACL_GEMV_MAX_ROWS, B not transposed) with the decode step's fusions. */
 tdacl_status tdacl__gemv_fused(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor *a, const tdacl_tensor *w,
                                const tdacl_tensor *bias, const tdacl_tensor *res, int flags, int M, int N, int K,

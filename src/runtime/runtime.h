@@ -172,6 +172,8 @@ tdacl_status tdacl__tensor_fill_normal(tdacl_tensor *t, uint32_t seed, float mea
 
 /* Elapsed device time of a completed event in milliseconds (profiling queue). */
 tdacl_status tdacl__event_ms(tdacl_context *ctx, cl_event ev, double *ms);
+/* From the start of ev[0] to the end of ev[1] (ev[1] NULL: ev[0] alone): a call of two kernels. */
+tdacl_status tdacl__span_ms(tdacl_context *ctx, cl_event ev[2], double *ms);
 /* Monotonic host clock in seconds. */
 double tdacl__now(void);
 

@@ -26,6 +26,22 @@ tdacl_status tdacl__event_ms(tdacl_context *ctx, cl_event ev, double *ms)
     return TDACL_SUCCESS;
 }
 
+tdacl_status tdacl__span_ms(tdacl_context *ctx, cl_event ev[2], double *ms)
+{
+    if (!ev[1]) return tdacl__event_ms(ctx, ev[0], ms);
+    cl_ulong t0 = 0, t1 = 0;
+    cl_int err = clWaitForEvents(2, ev);
+    if (!err && !ctx->queue_profiling) {
+        *ms = 0.0;
+        return TDACL_SUCCESS;
+    }
+    if (!err) err = clGetEventProfilingInfo(ev[0], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+    if (!err) err = clGetEventProfilingInfo(ev[1], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+    if (err) return tdacl__fail_cl(ctx, err, "reading kernel profiling times");
+    *ms = t1 > t0 ? 1e-6 * (double)(t1 - t0) : 0.0;
+    return TDACL_SUCCESS;
+}
+
 tdacl_status tdacl__launch(tdacl_context *ctx, cl_kernel k, cl_uint dims, const size_t *global,
                            const size_t *local, cl_event *ev, const char *what)
 {

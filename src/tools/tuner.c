@@ -286,11 +286,12 @@ static tdacl_status gemm_run_check(target *t, tdacl_context *ctx, const tdacl_pa
 static tdacl_status gemm_run_timed(target *t, tdacl_context *ctx, const tdacl_param_values *v, double *ms)
 {
     gemm_state *s = t->state;
-    cl_event ev = NULL;
+    cl_event ev[2] = {NULL, NULL};
     tdacl_status st = tdacl__gemm(ctx, s->bc, s->ba, s->bw, s->bbias, NULL, TDACL_EPI_BIAS | TDACL_EPI_GELU, s->m, s->n,
-                                  s->k, 0, gemm_precision(t), t->row, v, &ev);
-    if (!st) st = tdacl__event_ms(ctx, ev, ms);
-    if (ev) clReleaseEvent(ev);
+                                  s->k, 0, gemm_precision(t), t->row, v, ev);
+    if (!st) st = tdacl__span_ms(ctx, ev, ms);
+    for (int i = 0; i < 2; i++)
+        if (ev[i]) clReleaseEvent(ev[i]);
     return st;
 }
 
