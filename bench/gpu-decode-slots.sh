@@ -12,6 +12,8 @@
 #                        only, the serving rows: 32 and 64 sequences at positions 512..1023 in
 #                        one step, tokens/s
 #   compare.txt          new / base on the common forward rows of each process
+#   hf.json, vs-hf.txt   bench/anchors/gpt_hf.py (Hugging Face GPT2LMHeadModel, sdpa, fp32 and
+#                        bf16) and our softmax rows against it
 #   gemm-{base,new}.json, gemm-compare.txt  TDACL_PRECISION=bf16 tdacl-bench --suite peak,gemm
 #   matmul-anchors.json, gemm-vs-torch.txt  torch.addmm bf16 (cuBLAS) on the same shapes, and
 #                        ours against it
@@ -37,6 +39,14 @@ for kind in softmax tda; do
     done
 done
 grep -E "REGRESSION|faster|compared" "$OUT/compare.txt"
+# Hugging Face transformers in the same run (GPT2LMHeadModel, sdpa, fp32 and bf16), and ours
+# against it on the softmax rows
+python3 bench/anchors/gpt_hf.py --out "$OUT/hf.json" >"$OUT/hf.txt" 2>&1
+for dt in f32 bf16; do
+    build-gpu/tdacl-bench --load "$OUT/forward-new-softmax-$dt.json" --compare "$OUT/hf.json" 2>&1 |
+        sed -n '/^compare:/,$p'
+done >"$OUT/vs-hf.txt"
+cat "$OUT/vs-hf.txt" | cut -c1-150
 TDACL_PRECISION=bf16 /tmp/base/build/tdacl-bench --device nvidia --suite peak,gemm --json "$OUT/gemm-base.json" \
     >/dev/null 2>&1
 TDACL_PRECISION=bf16 build-gpu/tdacl-bench --device nvidia --suite peak,gemm --json "$OUT/gemm-new.json" \
