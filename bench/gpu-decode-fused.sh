@@ -19,10 +19,7 @@
 . bench/gpu-setup.sh
 BASE=${1:-$(git rev-parse HEAD)}
 build_base "$BASE"
-{
-    (cd build-gpu/tests && ./test_model && ./test_matmul && ./test_registry && TDACL_LOG=warn ./test_attention --part decode) 2>&1
-} >"$OUT/test-native.txt"
-grep -E "PASSED|FAILED|ERROR" "$OUT/test-native.txt" | tail -8
+native_model_tests
 export TDACL_BENCH_MODELS=/tmp/tdacl-bench-models
 ROWS="--device nvidia --suite peak,forward --kinds softmax,tda --dtype f32,bf16"
 /tmp/base/build/tdacl-bench $ROWS --json "$OUT/forward-base.json" >"$OUT/forward-base.txt" 2>&1

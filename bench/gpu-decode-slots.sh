@@ -20,10 +20,7 @@
 . bench/gpu-setup.sh
 BASE=${1:-$(git rev-parse HEAD)}
 build_base "$BASE"
-{
-    (cd build-gpu/tests && ./test_model && ./test_matmul && ./test_registry && TDACL_LOG=warn ./test_attention --part decode) 2>&1
-} >"$OUT/test-native.txt"
-grep -E "PASSED|FAILED|ERROR" "$OUT/test-native.txt" | tail -8
+native_model_tests
 export TDACL_BENCH_MODELS=/tmp/tdacl-bench-models
 # one process per (kind, dtype), new then base: a row is not timed after another build's or
 # another model's rows on a GPU whose memory they left in use

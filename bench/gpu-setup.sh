@@ -28,3 +28,11 @@ native_parts() {
     } >"$OUT/test-native.txt"
     grep -E "PASSED|FAILED|ERROR" "$OUT/test-native.txt" | tail -14
 }
+
+# native_model_tests: test_model, test_matmul, test_registry and test_attention --part decode
+# on this GPU -> $OUT/test-native.txt, with the pass/fail lines echoed
+native_model_tests() {
+    (cd build-gpu/tests && ./test_model && ./test_matmul && ./test_registry &&
+        TDACL_LOG=warn ./test_attention --part decode) >"$OUT/test-native.txt" 2>&1
+    grep -E "PASSED|FAILED|ERROR" "$OUT/test-native.txt" | tail -8
+}
