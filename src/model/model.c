@@ -25,53 +25,9 @@
 #include "model/checkpoint.h"
 #include "model/hub.h"
 #include "model/model.h"
+#include "model/model_impl.h"
 #include "ops/attention.h"
 #include "ops/gemm.h"
-
-
-enum { ROWMAP_RING = 4 };
-
-typedef struct layer {
-    tdacl_tensor *ln1_w, *ln1_b, *attn_w, *attn_b, *proj_w, *proj_b;
-    tdacl_tensor *ln2_w, *ln2_b, *fc_w, *fc_b, *fcproj_w, *fcproj_b;
-    tdacl_tensor *head_norm; /* [d] or NULL */
-    tdacl_tensor *lambdas;   /* [H] (two-view kinds) or NULL */
-    float beta;
-    tdacl_tensor *kcache, *k2cache, *vcache; /* [B, ctx, C] */
-} layer;
-
-struct tdacl_model {
-    tdacl_context *ctx;
-    int warned_nonfinite;
-    tdacl_model_config cfg;
-    tdacl_model_info info;
-    tdacl_dtype wdt;
-    int C, H, d, kqkv; /* kqkv: width of the fused projection in units of C */
-    tdacl_tensor *wte, *wpe, *lnf_w, *lnf_b, *lm_head;
-    layer *layers;
-    cl_mem rope_cos, rope_sin; /* [ctx, d/2] */
-    /* activations, grown on demand to `rows` rows */
-    int64_t rows_cap;
-    tdacl_tensor *x, *xn, *qkv, *att, *hid, *last, *logits;
-    int64_t logits_cap;
-    cl_mem tokens;
-    int64_t tokens_cap;
-    /* state: the sequence of each KV cache slot (slot_len[s] tokens, 0: empty); the last
-     * call's logits are [batch, logit_rows, vocab] */
-    int *slot_len;
-    int batch, logit_rows;
-    /* a decode step's (slot, position) per row when they are not 0..B-1 at one position:
-     * written to `rowmap` from a ring of host copies, each left alone until its write is done */
-    cl_mem rowmap;
-    int32_t *rowmap_host; /* ROWMAP_RING copies of 2 * max_batch */
-    cl_event rowmap_ev[ROWMAP_RING];
-    int rowmap_next;
-    /* device sampling: `tokens` holds the last draw (drawn_on_device), copied without waiting
-     * into `drawn` (drawn_ev marks the copy's end) */
-    int drawn_on_device;
-    int32_t *drawn;
-    cl_event drawn_ev;
-};
 
 /* ---- helpers ---- */
 
@@ -350,35 +306,6 @@ tdacl_status tdacl_model_destroy(tdacl_model *m)
 
 TDACL_GETTER(tdacl_model_get_info, tdacl_model, "model", tdacl_model_info, "info", o->info)
 
-tdacl_status tdacl_model_position(const tdacl_model *m, int *position)
-{
-    const char *call = "tdacl_model_position";
-    if (!m || !position)
-        return tdacl__fail(m ? m->ctx : NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call, m ? "position" : "model");
-    int len = 0;
-    for (int s = 0; s < m->info.max_batch; s++) {
-        if (!m->slot_len[s]) continue;
-        if (len && m->slot_len[s] != len)
-            return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: the sequences have different lengths (slot %d: "
-                               "%d, an earlier one %d); tdacl_model_slot_position gives each", call, s, m->slot_len[s], len);
-        len = m->slot_len[s];
-    }
-    *position = len;
-    return TDACL_SUCCESS;
-}
-
-tdacl_status tdacl_model_slot_position(const tdacl_model *m, int slot, int *position)
-{
-    const char *call = "tdacl_model_slot_position";
-    if (!m || !position)
-        return tdacl__fail(m ? m->ctx : NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call, m ? "position" : "model");
-    if (slot < 0 || slot >= m->info.max_batch)
-        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: slot %d is outside 0..%d (desc.max_batch)", call, slot,
-                           m->info.max_batch - 1);
-    *position = m->slot_len[slot];
-    return TDACL_SUCCESS;
-}
-
 /* ---- activations ---- */
 
 static tdacl_status ensure(tdacl_model *m, tdacl_tensor **t, int64_t rows, int64_t cols)
@@ -403,7 +330,7 @@ static tdacl_status activations(tdacl_model *m, int64_t rows)
 
 /* ---- kernels ---- */
 
-static tdacl_status layers_kernel(tdacl_model *m, const char *name, const char *extra, cl_kernel *k)
+tdacl_status tdacl__model_layers_kernel(tdacl_model *m, const char *name, const char *extra, cl_kernel *k)
 {
     char opts[160];
     snprintf(opts, sizeof opts, "-DWDT=%d%s%s", (int)m->wdt, extra && *extra ? " " : "", extra ? extra : "");
@@ -418,7 +345,7 @@ static cl_mem rowmap_of(const tdacl_kv_rows *kv) { return kv ? kv->mem : NULL; }
 static tdacl_status embed(tdacl_model *m, int rows, int T, int pos0, const tdacl_kv_rows *kv)
 {
     cl_kernel k;
-    tdacl_status st = layers_kernel(m, "embed", NULL, &k);
+    tdacl_status st = tdacl__model_layers_kernel(m, "embed", NULL, &k);
     if (st) return st;
     cl_mem x = mem(m->x), wte = mem(m->wte), wpe = mem(m->wpe), rm = rowmap_of(kv);
     cl_int C = m->C, cT = T, p0 = pos0, r = rows;
@@ -434,7 +361,7 @@ static tdacl_status norm(tdacl_model *m, tdacl_tensor *out, const tdacl_tensor *
                          const tdacl_tensor *b, int rows)
 {
     cl_kernel k;
-    tdacl_status st = layers_kernel(m, "norm_rows", NULL, &k);
+    tdacl_status st = tdacl__model_layers_kernel(m, "norm_rows", NULL, &k);
     if (st) return st;
     cl_mem o = mem(out), x = mem(in), wm = mem(w), bm = mem(b);
     cl_int C = m->C, rms = m->cfg.norm_type == 1;
@@ -461,7 +388,7 @@ static tdacl_status linear(tdacl_model *m, tdacl_tensor *c, const tdacl_tensor *
 static tdacl_status rope(tdacl_model *m, int rows, int T, int pos0, const tdacl_kv_rows *kv)
 {
     cl_kernel k;
-    tdacl_status st = layers_kernel(m, "rope", NULL, &k);
+    tdacl_status st = tdacl__model_layers_kernel(m, "rope", NULL, &k);
     if (st) return st;
     int C = m->C;
     /* q1, k1 (, q2, k2) columns of [q|k|v] or [q1|k1|q2|k2|v] */
@@ -482,7 +409,7 @@ static tdacl_status rope(tdacl_model *m, int rows, int T, int pos0, const tdacl_
 static tdacl_status kv_append(tdacl_model *m, const layer *L, int B, int T, int pos0, int slot0, const tdacl_kv_rows *kv)
 {
     cl_kernel k;
-    tdacl_status st = layers_kernel(m, "kv_append", NULL, &k);
+    tdacl_status st = tdacl__model_layers_kernel(m, "kv_append", NULL, &k);
     if (st) return st;
     const int C = m->C, two = m->kqkv == 5;
     cl_int ld = m->kqkv * C, r = B * T, cC = C, cT = T, p0 = pos0, s0 = slot0;
@@ -596,12 +523,9 @@ static tdacl_status decode_step(tdacl_model *m, int B, int pos, const tdacl_kv_r
     return st ? st : head(m, B, 1, 0);
 }
 
-/* The whole stack for B sequences of T new tokens at positions pos0 ... pos0 + T - 1 in cache
- * slots slot0 ..; or (kv, T = 1) a decode step whose row b extends slot kv->host[2b] at
- * position kv->host[2b + 1], pos0 the largest of those.  The final norm and LM head run on
- * every row, or on the last row of each sequence. */
-static tdacl_status forward(tdacl_model *m, int B, int T, int pos0, int slot0, const tdacl_kv_rows *kv,
-                           const int32_t *tokens, int last_only)
+/* The whole stack (model_impl.h). */
+tdacl_status tdacl__model_forward(tdacl_model *m, int B, int T, int pos0, int slot0, const tdacl_kv_rows *kv,
+                                  const int32_t *tokens, int last_only)
 {
     const int rows = B * T, C = m->C;
     tdacl_status st = activations(m, rows);
@@ -670,335 +594,4 @@ static tdacl_status head(tdacl_model *m, int B, int T, int last_only)
     if (!st) st = linear(m, m->logits, m->xn, head, NULL, NULL, 0, out_rows, V, C, 1);
     if (!st) m->logit_rows = last_only ? 1 : T;
     return st;
-}
-
-static tdacl_status check_tokens(tdacl_model *m, const char *call, const int32_t *tokens, int64_t n)
-{
-    if (!tokens) return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: tokens is NULL", call);
-    for (int64_t i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= m->info.vocab_size)
-            return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: tokens[%lld] = %d is outside the vocabulary 0..%d",
-                               call, (long long)i, tokens[i], m->info.vocab_size - 1);
-    return TDACL_SUCCESS;
-}
-
-static tdacl_status check_len(tdacl_model *m, const char *call, int len)
-{
-    if (len < 1 || len > m->info.max_context)
-        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: len %d is outside 1..%d (the context)", call, len,
-                           m->info.max_context);
-    return TDACL_SUCCESS;
-}
-
-tdacl_status tdacl__model_prefill(tdacl_model *m, int batch, int len, const int32_t *tokens, int last_only)
-{
-    const char *call = "tdacl_model_prefill";
-    if (!m) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: model is NULL", call);
-    if (batch < 1 || batch > m->info.max_batch)
-        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: batch %d is outside 1..%d (desc.max_batch)", call,
-                           batch, m->info.max_batch);
-    tdacl_status st = check_len(m, call, len);
-    if (!st) st = check_tokens(m, call, tokens, (int64_t)batch * len);
-    if (st) return st;
-    m->batch = 0, m->drawn_on_device = 0;
-    memset(m->slot_len, 0, (size_t)m->info.max_batch * sizeof *m->slot_len);
-    st = forward(m, batch, len, 0, 0, NULL, tokens, last_only);
-    if (st) return st;
-    m->batch = batch;
-    for (int b = 0; b < batch; b++) m->slot_len[b] = len;
-    return TDACL_SUCCESS;
-}
-
-tdacl_status tdacl_model_prefill(tdacl_model *m, int batch, int len, const int32_t *tokens)
-{
-    return tdacl__model_prefill(m, batch, len, tokens, 0);
-}
-
-tdacl_status tdacl_model_prefill_slot(tdacl_model *m, int slot, int len, const int32_t *tokens)
-{
-    const char *call = "tdacl_model_prefill_slot";
-    if (!m) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: model is NULL", call);
-    if (slot < 0 || slot >= m->info.max_batch)
-        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: slot %d is outside 0..%d (desc.max_batch)", call, slot,
-                           m->info.max_batch - 1);
-    tdacl_status st = check_len(m, call, len);
-    if (!st) st = check_tokens(m, call, tokens, len);
-    if (st) return st;
-    m->batch = 0, m->drawn_on_device = 0, m->slot_len[slot] = 0;
-    if ((st = forward(m, 1, len, 0, slot, NULL, tokens, 0))) return st;
-    m->batch = 1, m->slot_len[slot] = len;
-    return TDACL_SUCCESS;
-}
-
-/* The (slot, position) pairs of a decode step into the next host copy of the ring and onto
- * the device without waiting; kv receives them. */
-static tdacl_status upload_rowmap(tdacl_model *m, int count, const int32_t *slots, tdacl_kv_rows *kv)
-{
-    const int r = m->rowmap_next;
-    m->rowmap_next = (r + 1) % ROWMAP_RING;
-    int32_t *host = m->rowmap_host + (size_t)r * 2 * (size_t)m->info.max_batch;
-    if (m->rowmap_ev[r]) { /* written ROWMAP_RING steps ago: long done */
-        clWaitForEvents(1, &m->rowmap_ev[r]);
-        clReleaseEvent(m->rowmap_ev[r]);
-        m->rowmap_ev[r] = NULL;
-    }
-    cl_int err;
-    if (!m->rowmap) {
-        m->rowmap = clCreateBuffer(m->ctx->cl, CL_MEM_READ_ONLY, (size_t)m->info.max_batch * 8, NULL, &err);
-        if (!m->rowmap) return tdacl__fail_cl(m->ctx, err, "model: row map buffer");
-    }
-    for (int b = 0; b < count; b++) host[2 * b] = slots[b], host[2 * b + 1] = m->slot_len[slots[b]];
-    err = clEnqueueWriteBuffer(m->ctx->queue, m->rowmap, CL_FALSE, 0, (size_t)count * 8, host, 0, NULL, &m->rowmap_ev[r]);
-    if (err) return tdacl__fail_cl(m->ctx, err, "model: uploading the row map");
-    kv->mem = m->rowmap, kv->host = host;
-    return TDACL_SUCCESS;
-}
-
-/* One decode step of the sequences in slots[0..count-1] (each at its own length). */
-static tdacl_status decode_slots(tdacl_model *m, const char *call, int count, const int32_t *slots,
-                                 const int32_t *tokens)
-{
-    if (count < 1 || count > m->info.max_batch)
-        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: count %d is outside 1..%d (desc.max_batch)", call,
-                           count, m->info.max_batch);
-    int uniform = 1, pos_max = 0;
-    for (int b = 0; b < count; b++) {
-        const int s = slots[b];
-        if (s < 0 || s >= m->info.max_batch)
-            return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: slots[%d] = %d is outside 0..%d (desc.max_batch)",
-                               call, b, s, m->info.max_batch - 1);
-        if (!m->slot_len[s])
-            return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: slot %d holds no sequence to extend (call "
-                               "tdacl_model_prefill or tdacl_model_prefill_slot first)", call, s);
-        if (m->slot_len[s] >= m->info.max_context)
-            return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: the context of %d tokens of slot %d is full", call,
-                               m->info.max_context, s);
-        for (int c = 0; c < b; c++)
-            if (slots[c] == s)
-                return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: slot %d appears twice (slots[%d] and slots[%d])",
-                                   call, s, c, b);
-        uniform &= s == b && m->slot_len[s] == m->slot_len[0];
-        if (m->slot_len[s] > pos_max) pos_max = m->slot_len[s];
-    }
-    if (!tokens && !m->drawn_on_device)
-        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: tokens is NULL and no tdacl_model_sample draw is "
-                           "waiting on the device", call);
-    if (!tokens && count != m->batch)
-        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: tokens is NULL but the last draw has %d ids for %d "
-                           "sequences", call, m->batch, count);
-    tdacl_status st = tokens ? check_tokens(m, call, tokens, count) : TDACL_SUCCESS;
-    /* sequences 0..count-1 at one position need no row map */
-    tdacl_kv_rows kv = {0};
-    if (!st && !uniform) st = upload_rowmap(m, count, slots, &kv);
-    if (st) return st;
-    m->drawn_on_device = 0;
-    if ((st = forward(m, count, 1, pos_max, 0, uniform ? NULL : &kv, tokens, 0))) return st;
-    for (int b = 0; b < count; b++) m->slot_len[slots[b]]++;
-    m->batch = count;
-    return TDACL_SUCCESS;
-}
-
-tdacl_status tdacl_model_decode(tdacl_model *m, int batch, const int32_t *tokens)
-{
-    const char *call = "tdacl_model_decode";
-    if (!m) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: model is NULL", call);
-    int held = 0;
-    while (held < m->info.max_batch && m->slot_len[held]) held++;
-    if (held == 0)
-        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: no sequence to extend (call tdacl_model_prefill first)", call);
-    if (batch != held)
-        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: batch %d, but slots 0..%d hold sequences "
-                           "(tdacl_model_decode_slots extends any of them)", call, batch, held - 1);
-    int32_t *slots = malloc((size_t)batch * sizeof *slots);
-    if (!slots) return tdacl__fail(m->ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
-    for (int b = 0; b < batch; b++) slots[b] = b;
-    tdacl_status st = decode_slots(m, call, batch, slots, tokens);
-    free(slots);
-    return st;
-}
-
-tdacl_status tdacl_model_decode_slots(tdacl_model *m, int count, const int32_t *slots, const int32_t *tokens)
-{
-    const char *call = "tdacl_model_decode_slots";
-    if (!m || !slots)
-        return tdacl__fail(m ? m->ctx : NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call, m ? "slots" : "model");
-    return decode_slots(m, call, count, slots, tokens);
-}
-
-tdacl_status tdacl_model_logits(tdacl_model *m, float *logits, int64_t count, int *rows)
-{
-    const char *call = "tdacl_model_logits";
-    if (!m || !logits) return tdacl__fail(m ? m->ctx : NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call, m ? "logits" : "model");
-    if (m->batch == 0) return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: nothing has run yet", call);
-    int64_t want = (int64_t)m->batch * m->logit_rows * m->info.vocab_size;
-    if (count != want)
-        return tdacl__fail(m->ctx, TDACL_ERR_SHAPE, "%s: count %lld does not match batch %d x rows %d x vocab %d", call,
-                           (long long)count, m->batch, m->logit_rows, m->info.vocab_size);
-    if (rows) *rows = m->logit_rows;
-    cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->logits->storage->mem, CL_TRUE, 0, (size_t)want * 4, logits, 0,
-                                     NULL, NULL);
-    return err ? tdacl__fail_cl(m->ctx, err, "%s: reading the logits", call) : TDACL_SUCCESS;
-}
-
-/* ---- sampling on the device ---- */
-
-const char *tdacl__sample_kernel(float temperature, int top_k, int vocab)
-{
-    return temperature == 0.0f || top_k == 1 ? "sample_greedy" : top_k >= vocab ? "sample_all" : "sample_topk";
-}
-
-tdacl_status tdacl_model_sample(tdacl_model *m, float temperature, int top_k, uint64_t *seed)
-{
-    const char *call = "tdacl_model_sample";
-    if (!m) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: model is NULL", call);
-    if (m->batch == 0) return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: nothing has run yet", call);
-    if (!(temperature >= 0) || !isfinite(temperature))
-        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: temperature %g must be finite and >= 0", call,
-                           temperature);
-    const int V = m->info.vocab_size, greedy = temperature == 0.0f || top_k == 1;
-    if (top_k < 0 || (!greedy && top_k > 256 && top_k < V))
-        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: top_k %d: the device draws from 1..256 tokens or the "
-                           "whole vocabulary (0 or >= %d); tdacl_sample on the logits takes any", call, top_k, V);
-    if (!greedy && !seed) return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: seed is NULL (needed when temperature > 0)", call);
-    if (!m->drawn && !(m->drawn = malloc((size_t)m->info.max_batch * sizeof *m->drawn)))
-        return tdacl__fail(m->ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
-    if (m->drawn_ev) { /* the previous copy lands in `drawn` first */
-        clWaitForEvents(1, &m->drawn_ev);
-        clReleaseEvent(m->drawn_ev);
-        m->drawn_ev = NULL;
-    }
-    cl_kernel k;
-    cl_int cV = V, ck = top_k == 0 || top_k > V ? V : top_k;
-    const char *kernel = tdacl__sample_kernel(temperature, ck, V);
-    tdacl_status st = layers_kernel(m, kernel, NULL, &k);
-    if (st) return st;
-    cl_long row0 = (cl_long)(m->logit_rows - 1) * V, row_stride = (cl_long)m->logit_rows * V;
-    cl_float temp = temperature;
-    cl_ulong s0 = greedy ? 0 : *seed;
-    cl_mem lg = mem(m->logits);
-    st = tdacl__set_args(m->ctx, k, kernel, sizeof m->tokens, &m->tokens, sizeof lg, &lg, sizeof row0, &row0,
-                         sizeof row_stride, &row_stride, sizeof cV, &cV, sizeof temp, &temp, sizeof ck, &ck,
-                         sizeof s0, &s0, (size_t)0);
-    size_t g[2] = {256, (size_t)m->batch}, l[2] = {256, 1};
-    if (!st) st = tdacl__launch(m->ctx, k, 2, g, l, NULL, kernel);
-    if (st) return st;
-    cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->tokens, CL_FALSE, 0, (size_t)m->batch * 4, m->drawn, 0, NULL,
-                                     &m->drawn_ev);
-    if (err) return tdacl__fail_cl(m->ctx, err, "%s: reading the ids back", call);
-    clFlush(m->ctx->queue); /* start now: the caller may enqueue the next step before waiting */
-    if (!greedy) *seed += (uint64_t)m->batch * 0x9e3779b97f4a7c15ULL;
-    m->drawn_on_device = 1;
-    return TDACL_SUCCESS;
-}
-
-tdacl_status tdacl_model_sampled(tdacl_model *m, int32_t *tokens, int64_t count)
-{
-    const char *call = "tdacl_model_sampled";
-    if (!m || !tokens) return tdacl__fail(m ? m->ctx : NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call, m ? "tokens" : "model");
-    if (!m->drawn_ev && !m->drawn_on_device)
-        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: no tdacl_model_sample to wait for", call);
-    if (count != m->batch)
-        return tdacl__fail(m->ctx, TDACL_ERR_SHAPE, "%s: count %lld differs from the batch %d", call, (long long)count, m->batch);
-    if (m->drawn_ev) {
-        cl_int err = clWaitForEvents(1, &m->drawn_ev);
-        clReleaseEvent(m->drawn_ev);
-        m->drawn_ev = NULL;
-        if (err) return tdacl__fail_cl(m->ctx, err, "%s: waiting for the draw", call);
-    }
-    memcpy(tokens, m->drawn, (size_t)count * sizeof *tokens);
-    return TDACL_SUCCESS;
-}
-
-/* ---- sampling on the host ---- */
-
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* a ranks before b: larger logit, then smaller index */
-static int better(const float *l, int a, int b) { return l[a] > l[b] || (l[a] == l[b] && a < b); }
-
-/* min-heap on rank: idx[0] is the worst of those kept */
-static void heap_up(const float *l, int *h, int i)
-{
-    while (i > 0 && better(l, h[(i - 1) / 2], h[i])) {
-        int p = (i - 1) / 2, t = h[p];
-        h[p] = h[i], h[i] = t, i = p;
-    }
-}
-
-static void heap_down(const float *l, int *h, int n, int i)
-{
-    for (;;) {
-        int c = 2 * i + 1, w = i;
-        if (c < n && better(l, h[w], h[c])) w = c;
-        if (c + 1 < n && better(l, h[w], h[c + 1])) w = c + 1;
-        if (w == i) return;
-        int t = h[w];
-        h[w] = h[i], h[i] = t, i = w;
-    }
-}
-
-tdacl_status tdacl_sample(const float *logits, int vocab, float temperature, int top_k, uint64_t *seed, int32_t *token)
-{
-    const char *call = "tdacl_sample";
-    if (!logits || !token) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call, logits ? "token" : "logits");
-    if (vocab < 1) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: vocab %d < 1", call, vocab);
-    if (!(temperature >= 0) || !isfinite(temperature))
-        return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: temperature %g must be finite and >= 0", call, temperature);
-    if (top_k < 0) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: top_k %d < 0", call, top_k);
-    int best = 0;
-    for (int i = 1; i < vocab; i++)
-        if (logits[i] > logits[best]) best = i;
-    if (temperature == 0.0f || top_k == 1) {
-        *token = best;
-        return TDACL_SUCCESS;
-    }
-    if (!seed) return tdacl__fail(NULL, TDACL_ERR_INVALID_ARGUMENT, "%s: seed is NULL (needed when temperature > 0)", call);
-    /* the k largest logits (ties broken by index), then softmax(logit / T) over them */
-    int k = top_k == 0 || top_k > vocab ? vocab : top_k;
-    int *idx = malloc((size_t)vocab * sizeof *idx);
-    double *p = malloc((size_t)k * sizeof *p);
-    if (!idx || !p) {
-        free(idx), free(p);
-        return tdacl__fail(NULL, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
-    }
-    if (k < vocab) {
-        /* the k best by (logit desc, index asc): a min-heap of the k best so far, O(V log k),
-         * then sorted best first, so the draw below is the same as over a full sort */
-        for (int i = 0; i < vocab; i++) {
-            if (i < k) {
-                idx[i] = i;
-                heap_up(logits, idx, i);
-            } else if (better(logits, i, idx[0])) {
-                idx[0] = i;
-                heap_down(logits, idx, k, 0);
-            }
-        }
-        for (int end = k - 1; end > 0; end--) { /* heap sort: the worst goes last */
-            int t = idx[0];
-            idx[0] = idx[end], idx[end] = t;
-            heap_down(logits, idx, end, 0);
-        }
-    } else {
-        for (int i = 0; i < vocab; i++) idx[i] = i;
-    }
-    double mx = logits[best], sum = 0;
-    for (int i = 0; i < k; i++) sum += (p[i] = exp(((double)logits[idx[i]] - mx) / temperature));
-    double u = (double)(splitmix(seed) >> 11) / 9007199254740992.0 * sum, acc = 0;
-    int pick = idx[k - 1];
-    for (int i = 0; i < k; i++) {
-        acc += p[i];
-        if (u < acc) {
-            pick = idx[i];
-            break;
-        }
-    }
-    free(idx), free(p);
-    *token = pick;
-    return TDACL_SUCCESS;
 }

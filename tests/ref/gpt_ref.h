@@ -2,7 +2,7 @@
  * section 3 (with the attention kinds of section 1), in the spirit of karpathy's llm.c:
  * one function per layer, shapes in comments, no tiling, no KV cache, no cleverness.  It
  * is the oracle of tests/test_model.c, so it is slow on purpose and shares no code with
- * src/model/model.c or cl/.
+ * src/model/ or cl/.
  *
  * Usage: gpt_ref_load() copies every weight of an open checkpoint into doubles (so a test
  * may also perturb them), gpt_ref_forward() runs one token sequence from position 0 and

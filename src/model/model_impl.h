@@ -1,0 +1,64 @@
+/* The model handle's state, shared by the files of src/model/: model.c (loading, the forward
+ * pass), model_steps.c (prefill, decode steps, sequences in slots, logits) and
+ * model_sample.c (sampling on the device and on the host). */
+#ifndef TDACL_MODEL_IMPL_H
+#define TDACL_MODEL_IMPL_H
+
+#include "model/checkpoint.h"
+#include "ops/attention.h"
+
+enum { ROWMAP_RING = 4 };
+
+typedef struct layer {
+    tdacl_tensor *ln1_w, *ln1_b, *attn_w, *attn_b, *proj_w, *proj_b;
+    tdacl_tensor *ln2_w, *ln2_b, *fc_w, *fc_b, *fcproj_w, *fcproj_b;
+    tdacl_tensor *head_norm; /* [d] or NULL */
+    tdacl_tensor *lambdas;   /* [H] (two-view kinds) or NULL */
+    float beta;
+    tdacl_tensor *kcache, *k2cache, *vcache; /* [B, ctx, C] */
+} layer;
+
+struct tdacl_model {
+    tdacl_context *ctx;
+    int warned_nonfinite;
+    tdacl_model_config cfg;
+    tdacl_model_info info;
+    tdacl_dtype wdt;
+    int C, H, d, kqkv; /* kqkv: width of the fused projection in units of C */
+    tdacl_tensor *wte, *wpe, *lnf_w, *lnf_b, *lm_head;
+    layer *layers;
+    cl_mem rope_cos, rope_sin; /* [ctx, d/2] */
+    /* activations, grown on demand to `rows` rows */
+    int64_t rows_cap;
+    tdacl_tensor *x, *xn, *qkv, *att, *hid, *last, *logits;
+    int64_t logits_cap;
+    cl_mem tokens;
+    int64_t tokens_cap;
+    /* state: the sequence of each KV cache slot (slot_len[s] tokens, 0: empty); the last
+     * call's logits are [batch, logit_rows, vocab] */
+    int *slot_len;
+    int batch, logit_rows;
+    /* a decode step's (slot, position) per row when they are not 0..B-1 at one position:
+     * written to `rowmap` from a ring of host copies, each left alone until its write is done */
+    cl_mem rowmap;
+    int32_t *rowmap_host; /* ROWMAP_RING copies of 2 * max_batch */
+    cl_event rowmap_ev[ROWMAP_RING];
+    int rowmap_next;
+    /* device sampling: `tokens` holds the last draw (drawn_on_device), copied without waiting
+     * into `drawn` (drawn_ev marks the copy's end) */
+    int drawn_on_device;
+    int32_t *drawn;
+    cl_event drawn_ev;
+};
+
+/* The whole stack for B sequences of T new tokens at positions pos0 ... pos0 + T - 1 in cache
+ * slots slot0 ..; or (kv, T = 1) a decode step whose row b extends slot kv->host[2b] at
+ * position kv->host[2b + 1], pos0 the largest of those.  tokens NULL: the ids in m->tokens
+ * (the last device draw).  The final norm and LM head run on every row, or on the last row
+ * of each sequence. */
+tdacl_status tdacl__model_forward(tdacl_model *m, int B, int T, int pos0, int slot0, const tdacl_kv_rows *kv,
+                                  const int32_t *tokens, int last_only);
+/* A kernel of cl/layers.cl built for the model's weight dtype (and extra options). */
+tdacl_status tdacl__model_layers_kernel(tdacl_model *m, const char *name, const char *extra, cl_kernel *k);
+
+#endif
