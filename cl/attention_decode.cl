@@ -16,6 +16,9 @@
 #define RED_NT 64 /* work-items per row of the split reduction (attention_reduce.cl) */
 #endif
 #define COMBINE_NT (NTD < RED_NT ? NTD : RED_NT)
+#ifndef KV_ROWS
+#define KV_ROWS 0 /* 1: per-row cache sequence and position from kv_rows (tdacl_kv_rows) */
+#endif
 #ifndef FUSED_COMBINE
 #define FUSED_COMBINE 1 /* 0: attention_decode_reduce combines the splits in a second launch */
 #endif
@@ -163,14 +166,17 @@ __kernel __attribute__((reqd_work_group_size(NTD, 1, 1))) TDACL_SUBGROUP_ATTR vo
     const int tid = get_local_id(0);
     ATTENTION_HEAD(H, lambdas, lambda);
     const int split = get_group_id(2), nsplit = get_num_groups(2);
-    /* kv_rows (a model's sequences at their own positions): row b reads cache sequence
-     * kv_rows[b].x, its query 0 at position kv_rows[b].y; the splits past its keys are empty */
-    long offset = offset_all;
-    int bk = b;
-    if (kv_rows) {
-        const int2 kr = kv_rows[b];
-        bk = kr.x, offset = kr.y;
-    }
+    /* KV_ROWS (a model's sequences at their own positions; a program of its own, so the usual
+     * decode keeps its registers): row b reads cache sequence kv_rows[b].x, its query 0 at
+     * position kv_rows[b].y; the splits past its keys are empty */
+#if KV_ROWS
+    const int2 kr = kv_rows[b];
+    const int bk = kr.x;
+    const long offset = kr.y;
+#else
+    const int bk = b;
+    const long offset = offset_all;
+#endif
     const long kend_all = min(Tk, offset + Tq);
     const long s0 = (long)split * split_len, s1 = min(s0 + split_len, kend_all);
 

@@ -96,6 +96,17 @@ static int attention_programs(tdacl_context *ctx, dump *d)
                     fprintf(stderr, "tdacl __programs: %s: %s\n", label, tdacl_last_error(ctx));
                     bad++;
                 }
+                if (!st && decode && dts[di] == TDACL_F32) {
+                    /* the model's decode of sequences at their own positions (f32 caches) */
+                    const int32_t pairs[2] = {0, 100};
+                    const tdacl_kv_rows rows = {t[0]->storage->mem, pairs};
+                    snprintf(label, sizeof label, "%s %s d=64 kv_rows", tdacl__kind_name(kind), tdacl_dtype_name(dts[di]));
+                    st = tdacl__attention_plan_rows(ctx, &desc, &at, &rows, &plan);
+                    if (st || write_program(ctx, d, plan.row, &call, label)) {
+                        fprintf(stderr, "tdacl __programs: %s: %s\n", label, tdacl_last_error(ctx));
+                        bad++;
+                    }
+                }
                 for (int i = 0; i < 6; i++) tdacl_tensor_destroy(t[i]);
             }
     return bad;

@@ -383,7 +383,8 @@ void tdacl__attention_decode_call_options(const void *call, tdacl_strbuf *sb)
 {
     const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
     tdacl__attention_call_options(call, sb);
-    tdacl__sb_printf(sb, " -DTQP=%d -DRED_NT=%d", tdacl__decode_tqp(p->Tq), tdacl__reduce_nt(p));
+    tdacl__sb_printf(sb, " -DTQP=%d -DRED_NT=%d%s", tdacl__decode_tqp(p->Tq), tdacl__reduce_nt(p),
+                     p->kv_rows ? " -DKV_ROWS=1" : "");
     /* 16-bit keys on 16-byte rows move 8 elements per load (cl/attention_decode.cl) */
     if (p->problem.wide16) tdacl__sb_printf(sb, " -DALIGNED16");
 }
