@@ -12,6 +12,8 @@
 #                        only, the serving rows: 32 and 64 sequences at positions 512..1023 in
 #                        one step, tokens/s
 #   compare.txt          new / base on the common forward rows of each process
+#   test-native-kvrows.txt  the native tests again after the per-sequence decode became a
+#                        program of its own (-DKV_ROWS=1): `. bench/gpu-setup.sh; native_model_tests`
 #   hf.json, vs-hf.txt   bench/anchors/gpt_hf.py (Hugging Face GPT2LMHeadModel, sdpa, fp32 and
 #                        bf16) and our softmax rows against it
 #   gemm-{base,new}.json, gemm-compare.txt  TDACL_PRECISION=bf16 tdacl-bench --suite peak,gemm
