@@ -132,6 +132,12 @@ static int forward_dtypes(const bench_options *o, tdacl_dtype out[2])
 static int slots_rows(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtype dt, const char *kind, const char *dir,
                       int n, int context, const tdacl_measure_opts *mo);
 
+/* Serving rows of a model: 32 and 64 sequences on GPUs; --quick, the softmax model's only */
+static int serving_rows(int quick, int gpu, const char *kind)
+{
+    return quick ? !strcmp(kind, "softmax") : gpu ? 2 : 1;
+}
+
 static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtype dt, const char *const kinds[2], int gpu,
                          int quick)
 {
@@ -159,7 +165,7 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtyp
                 if (decode && contexts[pi - nprefill] > max_ctx) continue;
                 bench_count_only(run);
             }
-            for (int si = 0; si < (gpu && !quick ? 2 : 1); si++) bench_count_only(run);
+            for (int si = 0; si < serving_rows(quick, gpu, kinds[ki]); si++) bench_count_only(run);
             continue;
         }
         if (bench_stop_requested()) break;
@@ -246,9 +252,10 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtyp
         }
         free(tokens);
         tdacl_model_destroy(m);
-        /* serving: sequences at different positions in one step (GPUs: 32 and 64) */
+        /* serving: sequences at different positions in one step (GPUs: 32 and 64; --quick: the
+         * softmax model's 4, one more decode program to build on a CPU) */
         const int nslots[2] = {quick || !gpu ? 4 : 32, 64};
-        for (int si = 0; si < (gpu && !quick ? 2 : 1); si++)
+        for (int si = 0; si < serving_rows(quick, gpu, kinds[ki]); si++)
             failures += slots_rows(run, ctx, dev, dt, kinds[ki], dir, nslots[si], contexts[0], &mo);
         if (saved) setenv("TDACL_PRECISION", saved, 1);
         else unsetenv("TDACL_PRECISION");
