@@ -93,6 +93,9 @@ tdacl_status tdacl_model_prefill_slot(tdacl_model *m, int slot, int len, const i
     return TDACL_SUCCESS;
 }
 
+/* Slot of row b: slots[b], or b when slots is NULL (tdacl_model_decode's 0..batch-1). */
+static int slot_of(const int32_t *slots, int b) { return slots ? slots[b] : b; }
+
 /* The (slot, position) pairs of a decode step into the next host copy of the ring and onto
  * the device without waiting; kv receives them. */
 static tdacl_status upload_rowmap(tdacl_model *m, int count, const int32_t *slots, tdacl_kv_rows *kv)
@@ -110,14 +113,15 @@ static tdacl_status upload_rowmap(tdacl_model *m, int count, const int32_t *slot
         m->rowmap = clCreateBuffer(m->ctx->cl, CL_MEM_READ_ONLY, (size_t)m->info.max_batch * 8, NULL, &err);
         if (!m->rowmap) return tdacl__fail_cl(m->ctx, err, "model: row map buffer");
     }
-    for (int b = 0; b < count; b++) host[2 * b] = slots[b], host[2 * b + 1] = m->slot_len[slots[b]];
+    for (int b = 0; b < count; b++) host[2 * b] = slot_of(slots, b), host[2 * b + 1] = m->slot_len[slot_of(slots, b)];
     err = clEnqueueWriteBuffer(m->ctx->queue, m->rowmap, CL_FALSE, 0, (size_t)count * 8, host, 0, NULL, &m->rowmap_ev[r]);
     if (err) return tdacl__fail_cl(m->ctx, err, "model: uploading the row map");
     kv->mem = m->rowmap, kv->host = host;
     return TDACL_SUCCESS;
 }
 
-/* One decode step of the sequences in slots[0..count-1] (each at its own length). */
+/* One decode step of the sequences in slots[0..count-1] (each at its own length; NULL: slots
+ * 0..count-1). */
 static tdacl_status decode_slots(tdacl_model *m, const char *call, int count, const int32_t *slots,
                                  const int32_t *tokens)
 {
@@ -126,7 +130,7 @@ static tdacl_status decode_slots(tdacl_model *m, const char *call, int count, co
                            count, m->info.max_batch);
     int uniform = 1, pos_max = 0;
     for (int b = 0; b < count; b++) {
-        const int s = slots[b];
+        const int s = slot_of(slots, b);
         if (s < 0 || s >= m->info.max_batch)
             return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: slots[%d] = %d is outside 0..%d (desc.max_batch)",
                                call, b, s, m->info.max_batch - 1);
@@ -136,7 +140,7 @@ static tdacl_status decode_slots(tdacl_model *m, const char *call, int count, co
         if (m->slot_len[s] >= m->info.max_context)
             return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: the context of %d tokens of slot %d is full", call,
                                m->info.max_context, s);
-        for (int c = 0; c < b; c++)
+        for (int c = 0; slots && c < b; c++)
             if (slots[c] == s)
                 return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: slot %d appears twice (slots[%d] and slots[%d])",
                                    call, s, c, b);
@@ -156,7 +160,7 @@ static tdacl_status decode_slots(tdacl_model *m, const char *call, int count, co
     if (st) return st;
     m->drawn_on_device = 0;
     if ((st = tdacl__model_forward(m, count, 1, pos_max, 0, uniform ? NULL : &kv, tokens, 0))) return st;
-    for (int b = 0; b < count; b++) m->slot_len[slots[b]]++;
+    for (int b = 0; b < count; b++) m->slot_len[slot_of(slots, b)]++;
     m->batch = count;
     return TDACL_SUCCESS;
 }
@@ -172,12 +176,7 @@ tdacl_status tdacl_model_decode(tdacl_model *m, int batch, const int32_t *tokens
     if (batch != held)
         return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: batch %d, but slots 0..%d hold sequences "
                            "(tdacl_model_decode_slots extends any of them)", call, batch, held - 1);
-    int32_t *slots = malloc((size_t)batch * sizeof *slots);
-    if (!slots) return tdacl__fail(m->ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
-    for (int b = 0; b < batch; b++) slots[b] = b;
-    tdacl_status st = decode_slots(m, call, batch, slots, tokens);
-    free(slots);
-    return st;
+    return decode_slots(m, call, batch, NULL, tokens);
 }
 
 tdacl_status tdacl_model_decode_slots(tdacl_model *m, int count, const int32_t *slots, const int32_t *tokens)

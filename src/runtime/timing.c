@@ -11,35 +11,26 @@ double tdacl__now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-tdacl_status tdacl__event_ms(tdacl_context *ctx, cl_event ev, double *ms)
+tdacl_status tdacl__span_ms(tdacl_context *ctx, cl_event ev[2], double *ms)
 {
+    cl_event first = ev[0], last = ev[1] ? ev[1] : ev[0];
     cl_ulong t0 = 0, t1 = 0;
-    cl_int err = clWaitForEvents(1, &ev);
+    cl_int err = clWaitForEvents(ev[1] ? 2 : 1, ev);
     if (!err && !ctx->queue_profiling) { /* the caller's queue does not time: reported as 0 */
         *ms = 0.0;
         return TDACL_SUCCESS;
     }
-    if (!err) err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-    if (!err) err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+    if (!err) err = clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+    if (!err) err = clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
     if (err) return tdacl__fail_cl(ctx, err, "reading kernel profiling times");
     *ms = t1 > t0 ? 1e-6 * (double)(t1 - t0) : 0.0;
     return TDACL_SUCCESS;
 }
 
-tdacl_status tdacl__span_ms(tdacl_context *ctx, cl_event ev[2], double *ms)
+tdacl_status tdacl__event_ms(tdacl_context *ctx, cl_event ev, double *ms)
 {
-    if (!ev[1]) return tdacl__event_ms(ctx, ev[0], ms);
-    cl_ulong t0 = 0, t1 = 0;
-    cl_int err = clWaitForEvents(2, ev);
-    if (!err && !ctx->queue_profiling) {
-        *ms = 0.0;
-        return TDACL_SUCCESS;
-    }
-    if (!err) err = clGetEventProfilingInfo(ev[0], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-    if (!err) err = clGetEventProfilingInfo(ev[1], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
-    if (err) return tdacl__fail_cl(ctx, err, "reading kernel profiling times");
-    *ms = t1 > t0 ? 1e-6 * (double)(t1 - t0) : 0.0;
-    return TDACL_SUCCESS;
+    cl_event one[2] = {ev, NULL};
+    return tdacl__span_ms(ctx, one, ms);
 }
 
 tdacl_status tdacl__launch(tdacl_context *ctx, cl_kernel k, cl_uint dims, const size_t *global,
