@@ -21,7 +21,8 @@ static void usage(FILE *f)
             "  --kinds LIST       attention kinds (%s)\n"
             "  --T LIST           sequence lengths (default 512..32768 on GPUs, 128..4096 on CPUs)\n"
             "  --dtype LIST       f32,bf16 (default both; forward: f32 unless named, bf16 = bf16 weights at TDACL_PRECISION=bf16);\n"
-            "                     attention also tf32: f32 storage at desc.precision tf32 (the tensor-core variant)\n"
+            "                     attention also tf32: f32 storage at desc.precision tf32 (the tensor-core variant);\n"
+            "                     forward also bf16act: bf16 weights, activations and KV cache\n"
             "  --beta LIST        density sweep for tra/tda (default 1,0.5,0.25,0)\n"
             "  --B N --H N --d N  prefill shape (default 4, 8, 64)\n"
             "  --decode-B N --decode-H N --decode-Tk N   decode shape (default 8, 16, 32768|4096)\n"
@@ -114,8 +115,9 @@ int bench_parse_args(int argc, char **argv, bench_options *o)
             char tmp[BENCH_MAX_LIST][16];
             if ((o->ndtypes = split_list(v, tmp, BENCH_MAX_LIST, 8)) < 0) goto bad;
             for (int k = 0; k < o->ndtypes; k++) {
-                if (!strcmp(tmp[k], "tf32")) { /* attention: f32 storage at precision tf32 */
-                    snprintf(o->dtypes[k], sizeof o->dtypes[k], "tf32");
+                /* attention: f32 storage at precision tf32; forward: bf16 weights and activations */
+                if (!strcmp(tmp[k], "tf32") || !strcmp(tmp[k], "bf16act")) {
+                    snprintf(o->dtypes[k], sizeof o->dtypes[k], "%s", tmp[k]);
                     continue;
                 }
                 if (tdacl__dtype_from_name(tmp[k]) < 0) {

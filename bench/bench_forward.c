@@ -115,21 +115,33 @@ static tdacl_status fwd_once(void *user, double *ms)
     return st;
 }
 
+/* A forward row's storage: weights and activations (docs/spec.md section 4.6), and the
+ * dtype label of its rows. */
+typedef struct fwd_mode {
+    tdacl_dtype weights, activations;
+    const char *label, *note;
+} fwd_mode;
+
 /* The forward dtypes: f32 unless --dtype names others; bf16 means bf16 weights on the device
  * and TDACL_PRECISION=bf16 for the pass (the GEMMs and attention on the matrix units where the
- * device has them; activations stay fp32).  f16 has no model path. */
-static int forward_dtypes(const bench_options *o, tdacl_dtype out[2])
+ * device has them; activations stay fp32); bf16act: bf16 weights and bf16 activations and KV
+ * cache (the matrix units without a precision setting).  f16 has no model path. */
+static int forward_modes(const bench_options *o, fwd_mode out[3])
 {
-    if (!o->ndtypes) return out[0] = TDACL_F32, 1;
+    static const fwd_mode modes[3] = {
+        {TDACL_F32, TDACL_F32, "f32", ""},
+        {TDACL_BF16, TDACL_F32, "bf16", "bf16 weights, TDACL_PRECISION=bf16, fp32 activations"},
+        {TDACL_BF16, TDACL_BF16, "bf16act", "bf16 weights and activations"},
+    };
+    if (!o->ndtypes) return out[0] = modes[0], 1;
     int n = 0;
-    for (int i = 0; i < o->ndtypes && n < 2; i++) {
-        if (!strcmp(o->dtypes[i], "f32")) out[n++] = TDACL_F32;
-        else if (!strcmp(o->dtypes[i], "bf16")) out[n++] = TDACL_BF16;
-    }
+    for (int i = 0; i < o->ndtypes && n < 3; i++)
+        for (int k = 0; k < 3; k++)
+            if (!strcmp(o->dtypes[i], modes[k].label)) out[n++] = modes[k];
     return n;
 }
 
-static int slots_rows(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtype dt, const char *kind, const char *dir,
+static int slots_rows(bench_run *run, tdacl_context *ctx, int dev, const fwd_mode *fm, const char *kind, const char *dir,
                       int n, int context, const tdacl_measure_opts *mo);
 
 /* Serving rows of a model: 32 and 64 sequences on GPUs; --quick, the softmax model's only */
@@ -138,8 +150,8 @@ static int serving_rows(int quick, int gpu, const char *kind)
     return quick ? !strcmp(kind, "softmax") : gpu ? 2 : 1;
 }
 
-static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtype dt, const char *const kinds[2], int gpu,
-                         int quick)
+static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, const fwd_mode *fm, const char *const kinds[2],
+                         int gpu, int quick)
 {
     const bench_options *o = &run->opt;
     const bench_device *bd = &run->devices[dev];
@@ -178,7 +190,8 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtyp
         tdacl_model_desc desc;
         tdacl_model_desc_init(&desc);
         desc.path = dir;
-        desc.weight_dtype = dt;
+        desc.weight_dtype = fm->weights;
+        desc.activation_dtype = fm->activations;
         desc.max_batch = max_batch;
         desc.max_context = max_ctx;
         tdacl_model *m = NULL;
@@ -199,10 +212,11 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtyp
             s = s * 6364136223846793005ULL + 1442695040888963407ULL;
             tokens[i] = (int32_t)((s >> 33) % (uint64_t)info.vocab_size);
         }
-        /* bf16 rows: the pass on the matrix units through the documented switch, restored after */
+        /* bf16 weights, f32 activations: the pass on the matrix units through the documented
+         * switch, restored after */
         const char *was = getenv("TDACL_PRECISION");
         char *saved = was ? strdup(was) : NULL;
-        if (dt == TDACL_BF16) setenv("TDACL_PRECISION", "bf16", 1);
+        if (fm->weights == TDACL_BF16 && fm->activations == TDACL_F32) setenv("TDACL_PRECISION", "bf16", 1);
         for (int pi = 0; pi < nprefill + ncontexts; pi++) {
             int decode = pi >= nprefill;
             fwd_job j = {ctx, m, decode ? 1 : prefill[pi][1], decode ? 1 : prefill[pi][0],
@@ -215,8 +229,8 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtyp
             snprintf(r->name, sizeof r->name, "%s-%s", kinds[ki], decode ? "decode" : "prefill");
             snprintf(r->device, sizeof r->device, "%s", bd->info.name);
             r->device_index = dev;
-            snprintf(r->dtype, sizeof r->dtype, "%s", tdacl_dtype_name(dt));
-            if (dt == TDACL_BF16) snprintf(r->note, sizeof r->note, "bf16 weights, TDACL_PRECISION=bf16, fp32 activations");
+            snprintf(r->dtype, sizeof r->dtype, "%s", fm->label);
+            snprintf(r->note, sizeof r->note, "%s", fm->note);
             snprintf(r->path, sizeof r->path, "%s", decode ? "decode" : "prefill");
             r->B = j.batch, r->Tq = decode ? 1 : j.len, r->Tk = decode ? j.context : j.len, r->d = info.head_dim;
             r->H = info.n_head;
@@ -245,7 +259,7 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtyp
             if (decode && bd->have_peak && bd->peak.bandwidth_gbs > 0) {
                 /* every weight once, plus the KV cache the new token attends to */
                 double kv = (double)info.n_layer * (info.attention == TDACL_ATTN_TDA ? 3.0 : 2.0) * (double)j.context *
-                            (double)info.n_embd * 4.0;
+                            (double)info.n_embd * (double)tdacl_dtype_size(fm->activations);
                 r->bound_ms = ((double)info.weight_bytes + kv) / (bd->peak.bandwidth_gbs * 1e9) * 1e3;
             }
             bench_row_done(run, r);
@@ -256,7 +270,7 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtyp
          * softmax model's 4, one more decode program to build on a CPU) */
         const int nslots[2] = {quick || !gpu ? 4 : 32, 64};
         for (int si = 0; si < serving_rows(quick, gpu, kinds[ki]); si++)
-            failures += slots_rows(run, ctx, dev, dt, kinds[ki], dir, nslots[si], contexts[0], &mo);
+            failures += slots_rows(run, ctx, dev, fm, kinds[ki], dir, nslots[si], contexts[0], &mo);
         if (saved) setenv("TDACL_PRECISION", saved, 1);
         else unsetenv("TDACL_PRECISION");
         free(saved);
@@ -267,7 +281,7 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtyp
 /* Serving rows: `n` sequences at different positions decoded together in each step
  * (tdacl_model_decode_slots), tokens/s over the step's rows; a model of its own with n slots
  * and a cache of context + 256 tokens. */
-static int slots_rows(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtype dt, const char *kind, const char *dir,
+static int slots_rows(bench_run *run, tdacl_context *ctx, int dev, const fwd_mode *fm, const char *kind, const char *dir,
                       int n, int context, const tdacl_measure_opts *mo)
 {
     const bench_device *bd = &run->devices[dev];
@@ -275,7 +289,8 @@ static int slots_rows(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtype d
     tdacl_model_desc desc;
     tdacl_model_desc_init(&desc);
     desc.path = dir;
-    desc.weight_dtype = dt;
+    desc.weight_dtype = fm->weights;
+    desc.activation_dtype = fm->activations;
     desc.max_batch = n;
     desc.max_context = context + 256;
     tdacl_model *m = NULL;
@@ -289,7 +304,7 @@ static int slots_rows(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtype d
     snprintf(r->name, sizeof r->name, "%s-decode-slots", kind);
     snprintf(r->device, sizeof r->device, "%s", bd->info.name);
     r->device_index = dev;
-    snprintf(r->dtype, sizeof r->dtype, "%s", tdacl_dtype_name(dt));
+    snprintf(r->dtype, sizeof r->dtype, "%s", fm->label);
     snprintf(r->path, sizeof r->path, "decode");
     int failed = tdacl_model_load(ctx, &desc, &m) != TDACL_SUCCESS;
     tdacl_model_info info = {0};
@@ -313,8 +328,8 @@ static int slots_rows(bench_run *run, tdacl_context *ctx, int dev, tdacl_dtype d
             snprintf(r->unit, sizeof r->unit, "tokens/s");
             char why[200];
             const int fused = tdacl__model_decode_fused(m, n, why, sizeof why);
-            snprintf(r->note, sizeof r->note, "%s%d sequences at positions %d..%d; %s; %llu kernels a step",
-                     dt == TDACL_BF16 ? "bf16 weights, TDACL_PRECISION=bf16; " : "", n, context / 2,
+            snprintf(r->note, sizeof r->note, "%s%s%d sequences at positions %d..%d; %s; %llu kernels a step",
+                     fm->note, fm->note[0] ? "; " : "", n, context / 2,
                      spread_len(n - 1, n, context), fused ? "fused decode" : why, (unsigned long long)j.launches);
         }
     }
@@ -335,9 +350,9 @@ int bench_suite_forward(bench_run *run, tdacl_context *ctx, int dev)
     int gpu = bd->info.type == TDACL_DEVICE_GPU, quick = o->quick;
     static const char *kinds[] = {"tda", "softmax"};
     int failures = 0;
-    tdacl_dtype dts[2];
-    const int ndts = forward_dtypes(o, dts);
-    for (int di = 0; di < ndts; di++)
-        failures += forward_dtype(run, ctx, dev, dts[di], kinds, gpu, quick);
+    fwd_mode modes[3];
+    const int nmodes = forward_modes(o, modes);
+    for (int mi = 0; mi < nmodes; mi++)
+        failures += forward_dtype(run, ctx, dev, &modes[mi], kinds, gpu, quick);
     return failures;
 }

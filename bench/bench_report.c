@@ -38,7 +38,7 @@ void bench_print_device(const bench_run *run, int i, FILE *f)
 
 void bench_print_header(FILE *f)
 {
-    fprintf(f, "%-3s %-9s %-13s %-5s %-7s %-34s %5s %10s %10s %10s %8s %6s %8s %8s %8s  %s\n", "dev", "suite", "name",
+    fprintf(f, "%-3s %-9s %-13s %-7s %-7s %-34s %5s %10s %10s %10s %8s %6s %8s %8s %8s  %s\n", "dev", "suite", "name",
             "dtype", "path", "shape", "beta", "median_ms", "min_ms", "max_ms", "TFLOP/s", "%peak", "GB/s", "sparsity",
             "bound_ms", "params");
 }
@@ -54,7 +54,7 @@ void bench_print_row(const bench_row *r, FILE *f)
     if (r->beta >= 0) snprintf(beta, sizeof beta, "%g", r->beta);
     if (r->sparsity >= 0) snprintf(sp, sizeof sp, "%.6f", r->sparsity);
     if (r->bound_ms > 0) snprintf(bound, sizeof bound, "%.4f", r->bound_ms);
-    fprintf(f, "%-3d %-9s %-13s %-5s %-7s %-34s %5s %10.4f %10.4f %10.4f %8.2f %6.1f %8.1f %8s %8s  %s%s%s [%s]%s%s%s\n",
+    fprintf(f, "%-3d %-9s %-13s %-7s %-7s %-34s %5s %10.4f %10.4f %10.4f %8.2f %6.1f %8.1f %8s %8s  %s%s%s [%s]%s%s%s\n",
             r->device_index, r->suite, r->name, r->dtype, r->path[0] ? r->path : "-", shape, beta, r->s.median,
             r->s.min, r->s.max, r->tflops, r->pct_peak_flops, r->gbs, sp, bound, r->variant, r->variant[0] ? " " : "",
             r->params, r->params_source[0] ? r->params_source : r->impl, r->s.noisy ? " NOISY" : "",
@@ -379,7 +379,7 @@ int bench_compare(const bench_run *now, const bench_run *old, FILE *f)
 {
     int regressions = 0, matched = 0;
     fprintf(f, "\ncompare: new / old median time (>1 is slower); regression = beyond max(5%%, 2 x noise band)\n");
-    fprintf(f, "%-13s %-5s %-7s %-34s %5s %-16s %10s %10s %7s\n", "name", "dtype", "path", "shape", "beta", "old impl",
+    fprintf(f, "%-13s %-7s %-7s %-34s %5s %-16s %10s %10s %7s\n", "name", "dtype", "path", "shape", "beta", "old impl",
             "new_ms", "old_ms", "ratio");
     for (int i = 0; i < now->nrows; i++) {
         const bench_row *n = &now->rows[i];
@@ -400,7 +400,7 @@ int bench_compare(const bench_run *now, const bench_run *old, FILE *f)
                 char shape[64], beta[16] = "-";
                 shape_text(n, shape, sizeof shape);
                 if (n->beta >= 0) snprintf(beta, sizeof beta, "%g", n->beta);
-                fprintf(f, "%-13s %-5s %-7s %-34s %5s %-16s %10.4f %10.4f %7.3f %s\n", n->name, n->dtype,
+                fprintf(f, "%-13s %-7s %-7s %-34s %5s %-16s %10.4f %10.4f %7.3f %s\n", n->name, n->dtype,
                         n->path[0] ? n->path : "-", shape, beta, o->impl, n->s.median, o->s.median, ratio, mark);
                 matched++;
             }

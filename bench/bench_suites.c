@@ -212,6 +212,7 @@ int bench_suite_attention(bench_run *run, tdacl_context *ctx, int dev)
     int failures = 0;
     for (int di = 0; di < ndt; di++) {
         const char *dtn = dtypes[di];
+        if (!strcmp(dtn, "bf16act")) continue; /* a forward mode: the attention rows of bf16 are "bf16" */
         const tdacl_dtype dt = !strcmp(dtn, "tf32") ? TDACL_F32 : (tdacl_dtype)tdacl__dtype_from_name(dtn);
         for (int ti = 0; ti < (o->no_prefill ? 0 : nT) && !bench_stop_requested(); ti++) {
             int64_t T = Ts[ti];
@@ -340,8 +341,9 @@ int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev)
         const int nshapes = o->quick ? 1 : m == 1 ? 5 : 4;
         for (int si = 0; si < nshapes; si++) {
             size_t n = nk[si][0], k = nk[si][1];
-            /* CLBlast SGEMM, then our own GEMM (+bias epilogue) with f32 and bf16 weights */
-            for (int impl = 0; impl < 3; impl++) {
+            /* CLBlast SGEMM, then our own GEMM (+bias epilogue) with f32 and bf16 weights (f32 a
+             * and c), and all bf16 (a, w and c: "bf16act", the model's bf16 activations) */
+            for (int impl = 0; impl < 4; impl++) {
                 if (bench_stop_requested() || bench_count_only(run)) continue;
                 bench_row *r = bench_add_row(run);
                 if (!r) return failures + 1;
@@ -350,16 +352,16 @@ int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev)
                 snprintf(r->impl, sizeof r->impl, "%s", impl ? "tdacl" : "clblast");
                 snprintf(r->device, sizeof r->device, "%s", run->devices[dev].info.name);
                 r->device_index = dev;
-                tdacl_dtype wdt = impl == 2 ? TDACL_BF16 : TDACL_F32;
-                snprintf(r->dtype, sizeof r->dtype, "%s", tdacl_dtype_name(wdt));
+                const tdacl_dtype wdt = impl >= 2 ? TDACL_BF16 : TDACL_F32, adt = impl == 3 ? TDACL_BF16 : TDACL_F32;
+                snprintf(r->dtype, sizeof r->dtype, "%s", impl == 3 ? "bf16act" : tdacl_dtype_name(wdt));
                 r->M = (int64_t)m, r->N = (int64_t)n, r->K = (int64_t)k;
                 bench_progress(run, "%s gemm %s %s %zux%zux%zu", run->devices[dev].info.name, r->impl, r->dtype, m, n, k);
                 int64_t sa[2] = {(int64_t)m, (int64_t)k}, sb[2] = {(int64_t)k, (int64_t)n}, sc[2] = {(int64_t)m, (int64_t)n},
                         sbias[2] = {1, (int64_t)n};
                 tdacl_tensor *ta = NULL, *tb = NULL, *tc = NULL, *tbias = NULL;
-                tdacl_status st = tdacl_tensor_create(ctx, TDACL_F32, 2, sa, &ta);
+                tdacl_status st = tdacl_tensor_create(ctx, adt, 2, sa, &ta);
                 if (!st) st = tdacl_tensor_create(ctx, wdt, 2, sb, &tb);
-                if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 2, sc, &tc);
+                if (!st) st = tdacl_tensor_create(ctx, adt, 2, sc, &tc);
                 if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 2, sbias, &tbias);
                 if (!st) st = tdacl__tensor_fill_normal(ta, 7, 0, 1);
                 if (!st) st = tdacl__tensor_fill_normal(tb, 8, 0, 1);
@@ -393,7 +395,8 @@ int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev)
                     failures++;
                 } else {
                     r->flops = 2.0 * (double)m * (double)n * (double)k;
-                    r->bytes = 4.0 * ((double)m * k + (double)m * n) + (double)tdacl_dtype_size(wdt) * k * n;
+                    r->bytes = (double)tdacl_dtype_size(adt) * ((double)m * k + (double)m * n) +
+                               (double)tdacl_dtype_size(wdt) * k * n;
                     bench_finish_row(run, r);
                 }
                 bench_row_done(run, r);

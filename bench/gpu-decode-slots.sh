@@ -46,13 +46,7 @@ for dt in f32 bf16; do
         sed -n '/^compare:/,$p'
 done >"$OUT/vs-hf.txt"
 cat "$OUT/vs-hf.txt" | cut -c1-150
-TDACL_PRECISION=bf16 /tmp/base/build/tdacl-bench --device nvidia --suite peak,gemm --json "$OUT/gemm-base.json" \
-    >/dev/null 2>&1
-TDACL_PRECISION=bf16 build-gpu/tdacl-bench --device nvidia --suite peak,gemm --json "$OUT/gemm-new.json" \
-    >/dev/null 2>&1
-build-gpu/tdacl-bench --load "$OUT/gemm-new.json" --compare "$OUT/gemm-base.json" >"$OUT/gemm-compare.txt" 2>&1
-(cd bench/anchors && python3 matmul.py --out "$OUT/matmul-anchors.json") >/dev/null 2>&1
-build-gpu/tdacl-bench --load "$OUT/gemm-new.json" --compare "$OUT/matmul-anchors.json" >"$OUT/gemm-vs-torch.txt" 2>&1
+gemm_vs_base_and_torch
 tail -14 "$OUT/gemm-compare.txt" | cut -c1-160
 tail -10 "$OUT/gemm-vs-torch.txt" | cut -c1-160
 exit 0

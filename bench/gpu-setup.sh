@@ -36,3 +36,17 @@ native_model_tests() {
         TDACL_LOG=warn ./test_attention --part decode) >"$OUT/test-native.txt" 2>&1
     grep -E "PASSED|FAILED|ERROR" "$OUT/test-native.txt" | tail -8
 }
+
+# gemm_vs_base_and_torch: TDACL_PRECISION=bf16 tdacl-bench --suite peak,gemm of this build and of
+# /tmp/base (build_base) -> $OUT/gemm-{new,base}.json, gemm-compare.txt; torch.addmm bf16 on the
+# same shapes (bench/anchors/matmul.py) -> matmul-anchors.json, and ours against it ->
+# gemm-vs-torch.txt
+gemm_vs_base_and_torch() {
+    TDACL_PRECISION=bf16 /tmp/base/build/tdacl-bench --device nvidia --suite peak,gemm --json "$OUT/gemm-base.json" \
+        >/dev/null 2>&1
+    TDACL_PRECISION=bf16 build-gpu/tdacl-bench --device nvidia --suite peak,gemm --json "$OUT/gemm-new.json" \
+        >/dev/null 2>&1
+    build-gpu/tdacl-bench --load "$OUT/gemm-new.json" --compare "$OUT/gemm-base.json" >"$OUT/gemm-compare.txt" 2>&1
+    (cd bench/anchors && python3 matmul.py --out "$OUT/matmul-anchors.json") >/dev/null 2>&1
+    build-gpu/tdacl-bench --load "$OUT/gemm-new.json" --compare "$OUT/matmul-anchors.json" >"$OUT/gemm-vs-torch.txt" 2>&1
+}

@@ -1,12 +1,13 @@
 /* Tensor-core GEMM: c[M,N] = epilogue(a[M,K] @ B) on the m16n8k16 fragments of mma.cl, for
- * 16-bit weights B (bf16, MMA_IN 1) with a in fp32 rounded to the weights' type as it is
+ * 16-bit weights B (bf16, MMA_IN 1) with a (ADT) rounded to the weights' type as it is
  * staged, or fp32 weights as tf32 (MMA_IN 3: a and B staged as they are, both rounded to
  * tf32 as fragments are formed) -- as the caller's precision allows; products accumulate in
- * fp32.  B is b[K,N] or,
+ * fp32; c and the residual are CDT.  B is b[K,N] or,
  * with TRANS_B, b[N,K] (the tied LM head).  A work-group of GMM_WM x GMM_WN warps owns a
- * GMM_BM x GMM_BN tile of c; per GMM_BK-wide K step, A is read into registers one step ahead and
- * stored rounded, B is copied by cp.async into the other of two local stages, so both
- * loads overlap the products of the current step.  The same argument list as gemm
+ * GMM_BM x GMM_BN tile of c; per GMM_BK-wide K step, B (and a, where it is stored as the
+ * fragments' type: A_DIRECT) is copied by cp.async into the other of two local stages; an a
+ * that needs rounding is read into registers one step ahead and stored rounded; so the loads
+ * overlap the products of the current step.  The same argument list as gemm
  * (cl/layers.cl), so the host launches either; work-group dim 2 splits K into chunks of
  * kchunk (a multiple of GMM_BK) when nsplit > 1 (gemm_splitk_reduce, epilogue.cl). */
 
@@ -30,6 +31,18 @@
 #endif
 
 #define GMM_NT (32 * GMM_WM * GMM_WN)
+/* a stored as the fragments' type is copied as it is */
+#define A_DIRECT ((ADT == 0 && MMA_IN == 3) || (ADT == 1 && MMA_IN == 1) || (ADT == 2 && MMA_IN == 2))
+#ifdef ALIGNED_A
+#define ALIGNED_A_ 1
+#else
+#define ALIGNED_A_ 0
+#endif
+#ifdef ALIGNED_B
+#define ALIGNED_B_ 1
+#else
+#define ALIGNED_B_ 0
+#endif
 #define WTM (GMM_BM / GMM_WM) /* a warp's rows */
 #define WTN (GMM_BN / GMM_WN) /* a warp's columns */
 #define MTI (WTM / 16)   /* its m-tiles */
@@ -55,24 +68,24 @@
 #endif
 
 /* This thread's part of A rows m0.., columns k0..k0+GMM_BK into registers (zero outside). */
-inline void gmm_load_a(float4 ar[A_CHUNKS], __global const float *a, int M, int K, int lda, int m0, int k0, int tid)
+inline void gmm_load_a(float4 ar[A_CHUNKS], __global const void *a, int M, int K, int lda, int m0, int k0, int tid)
 {
     UNROLL for (int i = 0; i < A_CHUNKS; i++) {
         const int idx = tid + i * GMM_NT, r = idx / (GMM_BK / 4), c = (idx % (GMM_BK / 4)) * 4;
         const int m = m0 + r, k = k0 + c;
-        __global const float *p = a + (long)m * lda + k;
-#ifdef ALIGNED_A
+        const long at = (long)m * lda + k;
+#if defined(ALIGNED_A) && ADT == 0
         if (m < M && k + 4 <= K) {
-            ar[i] = vload4(0, p);
+            ar[i] = vload4(0, (__global const float *)a + at);
             continue;
         }
 #endif
         float4 x = (float4)(0.0f);
         if (m < M) {
-            if (k < K) x.s0 = p[0];
-            if (k + 1 < K) x.s1 = p[1];
-            if (k + 2 < K) x.s2 = p[2];
-            if (k + 3 < K) x.s3 = p[3];
+            if (k < K) x.s0 = LOAD(ADT, a, at);
+            if (k + 1 < K) x.s1 = LOAD(ADT, a, at + 1);
+            if (k + 2 < K) x.s2 = LOAD(ADT, a, at + 2);
+            if (k + 3 < K) x.s3 = LOAD(ADT, a, at + 3);
         }
         ar[i] = x;
     }
@@ -91,36 +104,51 @@ inline void gmm_store_a(__local mma_t *As, const float4 ar[A_CHUNKS], int tid)
     }
 }
 
-/* B's step k0 into a local stage: 16-byte copies (cp.async on NVIDIA) when rows are
- * 16-byte aligned, zero-filled past K and N; element copies otherwise. */
-inline void gmm_load_b(__local mma_t *Bs, __global const mma_t *b, int N, int K, int ldb, int n0, int k0, int tid)
+/* Rows r0.. (nrows exist) and columns c0.. (ncols exist) of the row-major src (row stride
+ * ld) into a local stage of `rows` x `cols` with row stride lds: 16-byte copies (cp.async on
+ * NVIDIA) when rows are 16-byte aligned, zero-filled outside; element copies otherwise. */
+inline void gmm_stage(__local mma_t *S, int lds, int rows, int cols, __global const mma_t *src, int ld, int r0,
+                      int c0, int nrows, int ncols, int aligned, int tid)
 {
-#if TRANS_B
-    const int rows = GMM_BN, chunks = GMM_BK / GVEC; /* row n, GVEC k per chunk */
-#else
-    const int rows = GMM_BK, chunks = GMM_BN / GVEC; /* row k, GVEC n per chunk */
-#endif
+    const int chunks = cols / GVEC;
     for (int idx = tid; idx < rows * chunks; idx += GMM_NT) {
-        const int r = idx / chunks, c = (idx % chunks) * GVEC;
-#if TRANS_B
-        const int row = n0 + r, col = k0 + c, nrows = N, ncols = K;
-#else
-        const int row = k0 + r, col = n0 + c, nrows = K, ncols = N;
-#endif
-        __local mma_t *to = Bs + r * LDBS + c;
-        __global const mma_t *from = b + (long)row * ldb + col;
-#ifdef ALIGNED_B
-        const int bytes = row < nrows ? (int)sizeof(mma_t) * clamp(ncols - col, 0, GVEC) : 0;
-        mma_copy16(to, bytes ? from : b, bytes);
-#else
-        for (int e = 0; e < GVEC; e++) to[e] = (row < nrows && col + e < ncols) ? from[e] : (mma_t)0;
-#endif
+        const int r = idx / chunks, c = (idx % chunks) * GVEC, row = r0 + r, col = c0 + c;
+        __local mma_t *to = S + r * lds + c;
+        __global const mma_t *from = src + (long)row * ld + col;
+        if (aligned) {
+            const int bytes = row < nrows ? (int)sizeof(mma_t) * clamp(ncols - col, 0, GVEC) : 0;
+            mma_copy16(to, bytes ? from : src, bytes);
+        } else {
+            for (int e = 0; e < GVEC; e++) to[e] = (row < nrows && col + e < ncols) ? from[e] : (mma_t)0;
+        }
     }
 }
 
+/* B's step k0 into a local stage: Bs[n][k] (TRANS_B) or Bs[k][n] */
+inline void gmm_load_b(__local mma_t *Bs, __global const mma_t *b, int N, int K, int ldb, int n0, int k0, int tid)
+{
+#if TRANS_B
+    gmm_stage(Bs, LDBS, GMM_BN, GMM_BK, b, ldb, n0, k0, N, K, ALIGNED_B_, tid);
+#else
+    gmm_stage(Bs, LDBS, GMM_BK, GMM_BN, b, ldb, k0, n0, K, N, ALIGNED_B_, tid);
+#endif
+}
+
+/* A's step k0: copied into a local stage (A_DIRECT), or read into registers for
+ * gmm_store_a */
+inline void gmm_fetch_a(__local mma_t *As, float4 ar[A_CHUNKS], __global const void *a, int M, int K, int lda, int m0,
+                        int k0, int tid)
+{
+#if A_DIRECT
+    gmm_stage(As, LDAS, GMM_BM, GMM_BK, (__global const mma_t *)a, lda, m0, k0, M, K, ALIGNED_A_, tid);
+#else
+    gmm_load_a(ar, a, M, K, lda, m0, k0, tid);
+#endif
+}
+
 __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR void gemm_mma(
-    __global float *c, __global const float *a, __global const void *bv, __global const float *bias,
-    __global const float *res, int M, int N, int K, int lda, int ldb, int ldc, int flags, __global float *part,
+    __global void *c, __global const void *a, __global const void *bv, __global const float *bias,
+    __global const void *res, int M, int N, int K, int lda, int ldb, int ldc, int flags, __global float *part,
     int kchunk)
 {
     __local mma_t As[2 * A_STAGE] __attribute__((aligned(16)));
@@ -138,18 +166,18 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
         UNROLL for (int j = 0; j < NBI; j++)
             UNROLL for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
 
-    float4 ar[A_CHUNKS];
-    gmm_load_a(ar, a, M, khi, lda, m0, klo, tid);
+    float4 ar[A_CHUNKS]; /* unused (and dropped) when A_DIRECT */
+    gmm_fetch_a(As, ar, a, M, khi, lda, m0, klo, tid);
     gmm_load_b(Bs, b, N, khi, ldb, n0, klo, tid);
     mma_copy_commit();
-    gmm_store_a(As, ar, tid);
+    if (!A_DIRECT) gmm_store_a(As, ar, tid);
 
     for (int kt = 0; kt < nk; kt++) {
         const int cur = kt & 1;
         MMA_COPY_WAIT(0);
         barrier(CLK_LOCAL_MEM_FENCE); /* step kt staged; the other stage was last read in kt-1 */
         if (kt + 1 < nk) {
-            gmm_load_a(ar, a, M, khi, lda, m0, klo + (kt + 1) * GMM_BK, tid);
+            gmm_fetch_a(As + (cur ^ 1) * A_STAGE, ar, a, M, khi, lda, m0, klo + (kt + 1) * GMM_BK, tid);
             gmm_load_b(Bs + (cur ^ 1) * B_STAGE, b, N, khi, ldb, n0, klo + (kt + 1) * GMM_BK, tid);
         }
         mma_copy_commit();
@@ -176,13 +204,13 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
             }
         }
         /* the other stage is free: every warp passed this step's barrier after reading it */
-        if (kt + 1 < nk) gmm_store_a(As + (cur ^ 1) * A_STAGE, ar, tid);
+        if (!A_DIRECT && kt + 1 < nk) gmm_store_a(As + (cur ^ 1) * A_STAGE, ar, tid);
     }
     MMA_COPY_WAIT(0);
 
     /* lane (g, t) holds rows g and g + 8 of each m-tile, columns 2t and 2t + 1 of each n-block;
      * one chunk: the epilogue at once, else this chunk's raw sums to part */
-    __global float *out = nsplit > 1 ? part + (long)get_group_id(2) * M * N : c;
+    __global float *out = part + (long)get_group_id(2) * M * N;
     UNROLL for (int mt = 0; mt < MTI; mt++)
         UNROLL for (int nb = 0; nb < NBI; nb++)
             UNROLL for (int e = 0; e < 4; e++) {
@@ -193,7 +221,7 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
                         out[(long)m * N + n] = acc[mt][nb][e];
                     } else {
                         const long idx = (long)m * ldc + n;
-                        c[idx] = epilogue(acc[mt][nb][e], flags, bias, n, res, idx);
+                        STORE(CDT, c, idx, epilogue(acc[mt][nb][e], flags, bias, n, res, idx));
                     }
                 }
             }

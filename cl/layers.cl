@@ -1,6 +1,7 @@
 /* Transformer layers around attention: embedding, LayerNorm/RMSNorm, RoPE, and the matmuls
  * (a tiled GEMM for prefill and a GEMV for decode) with bias, GELU and residual fused into
- * their epilogues.  Activations are fp32; weights are stored as WDT (fp32 or bf16). */
+ * their epilogues.  Weights are stored as WDT (fp32 or bf16); the residual stream x is fp32, the
+ * other activations ADT (fp32 or bf16; the matmuls' C and residual CDT, cl/epilogue.cl). */
 
 #ifndef WDT
 #define WDT 0 /* storage dtype of weights (0 f32, 1 bf16, 2 f16) */
@@ -57,7 +58,7 @@ __kernel void embed(__global float *x, __global const int *tokens, __global cons
 /* ---- LayerNorm (rms = 0: (x - mean) / sqrt(var + eps) * w + b) or RMSNorm (rms = 1) ---- */
 
 __kernel __attribute__((reqd_work_group_size(NORM_WG, 1, 1))) void norm_rows(
-    __global float *out, __global const float *x, __global const float *w, __global const float *b, int C,
+    __global void *out, __global const float *x, __global const float *w, __global const float *b, int C,
     float eps, int rms)
 {
     __local float red[NORM_WG];
@@ -90,7 +91,7 @@ __kernel __attribute__((reqd_work_group_size(NORM_WG, 1, 1))) void norm_rows(
     for (int c = tid; c < C; c += NORM_WG) {
         float v = (xr[c] - mean) * inv * w[c];
         if (b) v += b[c];
-        out[row * C + c] = v;
+        STORE(ADT, out, row * C + c, v);
     }
 }
 
@@ -99,7 +100,7 @@ __kernel __attribute__((reqd_work_group_size(NORM_WG, 1, 1))) void norm_rows(
  * (q1, k1[, q2, k2]) starts at column view_cols[v]; head h at + h*d.  Element m < d/2 pairs
  * with m + d/2 and turns by angle pos * theta^(-2m/d), read from the host's cos/sin table
  * [pos][d/2] (computed in double so long positions keep their precision). */
-__kernel void rope(__global float *qkv, int ld, int T, int pos0, int rows, int H, int d, int4 view_cols,
+__kernel void rope(__global void *qkv, int ld, int T, int pos0, int rows, int H, int d, int4 view_cols,
                    int nviews, __global const float *cos_t, __global const float *sin_t,
                    __global const int2 *rowmap)
 {
@@ -109,32 +110,33 @@ __kernel void rope(__global float *qkv, int ld, int T, int pos0, int rows, int H
     const int v = hv / H, h = hv - (hv / H) * H;
     const int col = (v == 0 ? view_cols.s0 : v == 1 ? view_cols.s1 : v == 2 ? view_cols.s2 : view_cols.s3) + h * d;
     const long pos = row_pos(rowmap, row, T, pos0);
-    __global float *p = qkv + (long)row * ld + col;
+    const long at = (long)row * ld + col;
     const float c = cos_t[pos * hd + m], s = sin_t[pos * hd + m];
-    const float x1 = p[m], x2 = p[m + hd];
-    p[m] = x1 * c - x2 * s;
-    p[m + hd] = x2 * c + x1 * s;
+    const float x1 = LOAD(ADT, qkv, at + m), x2 = LOAD(ADT, qkv, at + m + hd);
+    STORE(ADT, qkv, at + m, x1 * c - x2 * s);
+    STORE(ADT, qkv, at + m + hd, x2 * c + x1 * s);
 }
 
 /* ---- KV append: the C columns of row r of qkv that start at cols.s0 (k), cols.s1 (k2, -1:
  * none) and cols.s2 (v) go to the caches [slots, ctx, C] at sequence slot0 + r / T, position
  * row_pos(r); with a row map, at sequence rowmap[r].x ---- */
-__kernel void kv_append(__global const float *qkv, int ld, int rows, int C, int4 cols, __global float *kc,
-                        __global float *k2c, __global float *vc, long cache_ld, int T, int pos0, int slot0,
+__kernel void kv_append(__global const void *qkv, int ld, int rows, int C, int4 cols, __global void *kc,
+                        __global void *k2c, __global void *vc, long cache_ld, int T, int pos0, int slot0,
                         __global const int2 *rowmap)
 {
     const int c = get_global_id(0), v = get_global_id(1), row = get_global_id(2);
     if (c >= C || row >= rows) return;
     const int col = v == 0 ? cols.s0 : v == 1 ? cols.s1 : cols.s2;
-    __global float *dst = v == 0 ? kc : v == 1 ? k2c : vc;
+    __global void *dst = v == 0 ? kc : v == 1 ? k2c : vc;
     if (col < 0 || !dst) return;
     const long seq = rowmap ? rowmap[row].x : slot0 + row / T;
-    dst[seq * cache_ld + row_pos(rowmap, row, T, pos0) * C + c] = qkv[(long)row * ld + col + c];
+    /* ADT to ADT: the round trip through fp32 is exact */
+    STORE(ADT, dst, seq * cache_ld + row_pos(rowmap, row, T, pos0) * C + c, LOAD(ADT, qkv, (long)row * ld + col + c));
 }
 
 /* ---- GEMM: C[M,N] = epilogue(A[M,K] B[K,N]) ----
- * A fp32 with row stride lda; B in WDT (row stride ldb, or transposed when TRANS_B); C and
- * the residual R with row stride ldc.  Work-item (rg, cg) owns rows 4*(rg + NRG*i4) + e and
+ * A in ADT with row stride lda; B in WDT (row stride ldb, or transposed when TRANS_B); C and
+ * the residual R (CDT) with row stride ldc.  Work-item (rg, cg) owns rows 4*(rg + NRG*i4) + e and
  * columns 4*(cg + NCG*j4) + e of the GBM x GBN tile; A and B chunks are staged k-major.
  * Work-group dim 2 splits K into chunks of kchunk (gemm_splitk_reduce, epilogue.cl) when nsplit > 1. */
 #define GNRG (GBM / GTM)
@@ -152,8 +154,8 @@ inline float loadB(__global const void *b, long ldb, int k, int n, int K, int N)
 }
 
 __kernel __attribute__((reqd_work_group_size(GNT, 1, 1))) void gemm(
-    __global float *c, __global const float *a, __global const void *b, __global const float *bias,
-    __global const float *res, int M, int N, int K, int lda, int ldb, int ldc, int flags, __global float *part,
+    __global void *c, __global const void *a, __global const void *b, __global const float *bias,
+    __global const void *res, int M, int N, int K, int lda, int ldb, int ldc, int flags, __global float *part,
     int kchunk)
 {
     __local float4 As4[GKC * GBM / 4];
@@ -175,7 +177,7 @@ UNROLL
         for (int idx = tid; idx < GBM * GKC; idx += GNT) {
             int r = idx / GKC, kk = idx - (idx / GKC) * GKC;
             int m = m0 + r, k = k0 + kk;
-            As[kk * GBM + r] = (m < M && k < khi) ? a[(long)m * lda + k] : 0.0f;
+            As[kk * GBM + r] = (m < M && k < khi) ? LOAD(ADT, a, (long)m * lda + k) : 0.0f;
         }
         /* B chunk -> Bs[k][n] */
 #if TRANS_B
@@ -211,7 +213,7 @@ UNROLL
         }
     }
     /* one chunk: the epilogue at once; else this chunk's raw sums to part */
-    __global float *out = nsplit > 1 ? part + (long)get_group_id(2) * M * N : c;
+    __global float *out = part + (long)get_group_id(2) * M * N;
 UNROLL
     for (int i = 0; i < GTM; i++) {
         int m = m0 + 4 * (rg + GNRG * (i / 4)) + i % 4;
@@ -224,7 +226,7 @@ UNROLL
                 out[(long)m * N + n] = acc[i][j];
             } else {
                 long idx = (long)m * ldc + n;
-                c[idx] = epilogue(acc[i][j], flags, bias, n, res, idx);
+                STORE(CDT, c, idx, epilogue(acc[i][j], flags, bias, n, res, idx));
             }
         }
     }
@@ -288,13 +290,13 @@ UNROLL
 }
 
 #if GV_NORM
-#define A_AT(m, k) ((a[(long)(m) * lda + (k)] - nmean[m]) * ninv[m] * nw[k] + (nb ? nb[k] : 0.0f))
+#define A_AT(m, k) ((LOAD(ADT, a, (long)(m) * lda + (k)) - nmean[m]) * ninv[m] * nw[k] + (nb ? nb[k] : 0.0f))
 #else
-#define A_AT(m, k) a[(long)(m) * lda + (k)]
+#define A_AT(m, k) LOAD(ADT, a, (long)(m) * lda + (k))
 #endif
 
 /* mean (LayerNorm) and 1 / rms of the deviations of the M rows, over K columns */
-inline void row_stats(__global const float *a, int lda, int M, int K, int rms, float eps, __local float *red,
+inline void row_stats(__global const void *a, int lda, int M, int K, int rms, float eps, __local float *red,
                       float *nmean, float *ninv)
 {
     const int tid = get_local_id(0);
@@ -305,7 +307,7 @@ UNROLL
             acc[m] = 0.0f;
             if (m < M && (pass || !rms))
                 for (int k = tid; k < K; k += GV_WG) {
-                    float x = a[(long)m * lda + k] - (pass ? nmean[m] : 0.0f);
+                    float x = LOAD(ADT, a, (long)m * lda + k) - (pass ? nmean[m] : 0.0f);
                     acc[m] = pass ? fma(x, x, acc[m]) : acc[m] + x;
                 }
             red[m * GV_WG + tid] = acc[m];
@@ -337,11 +339,11 @@ inline int view_of(int n, int4 cols, int C)
 inline int col_of(int4 cols, int v) { return v == 0 ? cols.s0 : v == 1 ? cols.s1 : v == 2 ? cols.s2 : cols.s3; }
 
 __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
-    __global float *c, __global const float *a, __global const void *b, __global const float *bias,
-    __global const float *res, __global float *part, __global uint *arrivals, int M, int N, int K, int lda, int ldb,
+    __global void *c, __global const void *a, __global const void *b, __global const float *bias,
+    __global const void *res, __global float *part, __global uint *arrivals, int M, int N, int K, int lda, int ldb,
     int ldc, int flags, int kchunk, int nchunks,
     __global const float *nw, __global const float *nb, float eps, int rms,
-    __global float *kc, __global float *k2c, __global float *vc, long cache_ld, int pos, int C, int d,
+    __global void *kc, __global void *k2c, __global void *vc, long cache_ld, int pos, int C, int d,
     int4 rope_cols, int4 cache_cols, __global const float *cos_t, __global const float *sin_t,
     __global const int2 *rowmap)
 {
@@ -446,17 +448,17 @@ UNROLL
             const float cs = cos_t[at * hd + jj], sn = sin_t[at * hd + jj];
             val = j < hd ? x1 * cs - x2 * sn : x2 * cs + x1 * sn;
         }
-        c[(long)m * ldc + nn] = val;
+        STORE(CDT, c, (long)m * ldc + nn, val);
         const int cv = view_of(nn, cache_cols, C);
         if (cv >= 0) {
-            __global float *dst = cv == 0 ? kc : cv == 1 ? k2c : vc;
-            dst[seq * cache_ld + at * C + (nn - col_of(cache_cols, cv))] = val;
+            __global void *dst = cv == 0 ? kc : cv == 1 ? k2c : vc; /* caches in C's dtype */
+            STORE(CDT, dst, seq * cache_ld + at * C + (nn - col_of(cache_cols, cv)), val);
         }
     }
 #else
     for (int i = tid; i < GV_M * GV_COLS; i += GV_WG) {
         const int m = i / GV_COLS, cc = i % GV_COLS, nn = cb * GV_COLS + cc;
-        if (m < M && nn < N) c[(long)m * ldc + nn] = outv[i];
+        if (m < M && nn < N) STORE(CDT, c, (long)m * ldc + nn, outv[i]);
     }
 #endif
 }
@@ -470,8 +472,8 @@ UNROLL
 #define GVT_COLS (GV_WG / GVT_LANES)
 
 __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv_t(
-    __global float *c, __global const float *a, __global const void *b, __global const float *bias,
-    __global const float *res, int M, int N, int K, int lda, int ldb, int ldc, int flags)
+    __global void *c, __global const void *a, __global const void *b, __global const float *bias,
+    __global const void *res, int M, int N, int K, int lda, int ldb, int ldc, int flags)
 {
     __local float red[GV_M][GV_WG];
     const int tid = get_local_id(0), lane = tid % GVT_LANES, n = get_group_id(0) * GVT_COLS + tid / GVT_LANES;
@@ -494,7 +496,7 @@ UNROLL
                         if (m < M)
 UNROLL
                             for (int v = 0; v < GV_VEC; v++)
-                                if (k + v < K) acc[m] = fma(a[(long)m * lda + k + v], w[r][v], acc[m]);
+                                if (k + v < K) acc[m] = fma(LOAD(ADT, a, (long)m * lda + k + v), w[r][v], acc[m]);
             }
         }
 UNROLL
@@ -508,7 +510,7 @@ UNROLL
     }
     if (lane < GV_M && lane < M && n < N) {
         long idx = (long)lane * ldc + n;
-        c[idx] = epilogue(red[lane][tid - lane], flags, bias, n, res, idx);
+        STORE(CDT, c, idx, epilogue(red[lane][tid - lane], flags, bias, n, res, idx));
     }
 }
 

@@ -444,21 +444,22 @@ typedef enum tdacl_epilogue {
 typedef struct tdacl_matmul_desc {
     int transpose_b;    /* 0: b is [K, N]; 1: b is [N, K] (a tied LM head) */
     unsigned epilogue;  /* tdacl_epilogue flags, or 0 */
-    tdacl_precision precision; /* TDACL_PRECISION_BF16 with bf16 b: a is rounded to bf16 for
-                                  the matrix units; TDACL_PRECISION_TF32 with f32 b: a and b are
+    tdacl_precision precision; /* TDACL_PRECISION_BF16 with bf16 b: an a not stored as bf16 is
+                                  rounded to bf16 for the matrix units; TDACL_PRECISION_TF32 with f32 b: a and b are
                                   rounded to tf32 there (default exact); $TDACL_PRECISION
                                   replaces it */
 } tdacl_matmul_desc;
 
 TDACL_API void tdacl_matmul_desc_init(tdacl_matmul_desc *desc);
 
-/* c [M, N] = epilogue(a [M, K] @ B).  a, c, bias and residual are f32; b is f32, bf16 or
- * f16 (read as it is stored, accumulated in f32).  Each 2-D tensor starts at its storage's
+/* c [M, N] = epilogue(a [M, K] @ B).  a and c are f32, bf16 or f16, residual in c's dtype,
+ * bias f32; b is f32, bf16 or f16 (read as it is stored, accumulated in f32; the epilogue in
+ * f32, rounded once to c's dtype).  Each 2-D tensor starts at its storage's
  * element 0 with unit column stride and any row stride >= its width; bias is [N] or [1, N]
  * contiguous; residual has c's shape and row stride and may be c itself; c must not overlap
  * a, b or bias.  M, N, K >= 1 and below 2^31.  Few rows (M <= 8) run the GEMV variant, more
- * the tiled GEMM: on NVIDIA tensor cores (compute capability >= 8.0) for bf16 b at precision
- * bf16 and f32 b at precision tf32, on the FP32 lanes otherwise (TDACL_LOG=debug says which
+ * the tiled GEMM: on NVIDIA tensor cores (compute capability >= 8.0) for bf16 b with bf16 a
+ * (any precision) or at precision bf16, and f32 b at precision tf32, on the FP32 lanes otherwise (TDACL_LOG=debug says which
  * and why); each tuned per
  * device; asynchronous like tdacl_attention without stats. */
 typedef struct tdacl_matmul_tensors {
@@ -475,8 +476,8 @@ TDACL_API tdacl_status tdacl_matmul(tdacl_context *ctx, const tdacl_matmul_desc 
 
 typedef struct tdacl_model tdacl_model;
 
-/* Load options.  Defaults (tdacl_model_desc_init): fp32 weights, batch 1, context = the
- * config's n_positions. */
+/* Load options.  Defaults (tdacl_model_desc_init): fp32 weights and activations, batch 1,
+ * context = the config's n_positions. */
 typedef struct tdacl_model_desc {
     const char *path;          /* directory with config.json and model.safetensors (or shards),
                                   or a Hugging Face repo id ("gpt2", "org/name") found offline
@@ -485,6 +486,10 @@ typedef struct tdacl_model_desc {
     tdacl_dtype weight_dtype;  /* device storage of the weights: TDACL_F32 or TDACL_BF16 */
     int max_batch;             /* sequences decoded together (KV cache rows) */
     int max_context;           /* KV cache length; 0 = n_positions */
+    tdacl_dtype activation_dtype; /* TDACL_F32 or TDACL_BF16: the activations between kernels
+                                     (norm outputs, q/k/v, attention output, MLP hidden) and the
+                                     KV cache; the residual stream, statistics, accumulators and
+                                     logits stay f32 (docs/spec.md section 4.6) */
 } tdacl_model_desc;
 
 typedef enum tdacl_position_kind {
@@ -501,6 +506,7 @@ typedef struct tdacl_model_info {
     int max_batch, max_context;
     uint64_t parameters;       /* total parameter count */
     uint64_t weight_bytes;     /* device bytes of the weights */
+    tdacl_dtype weight_dtype, activation_dtype;
 } tdacl_model_info;
 
 TDACL_API void tdacl_model_desc_init(tdacl_model_desc *desc);
@@ -553,7 +559,7 @@ TDACL_API tdacl_status tdacl_model_position(const tdacl_model *model, int *posit
 TDACL_API tdacl_status tdacl_model_slot_position(const tdacl_model *model, int slot, int *position);
 
 /* ------------------------------------------------------------------------------------ */
-/* Tokenizer: GPT-2 byte-level BPE (docs/spec.md section 4.4), no device needed          */
+/* Tokenizer: GPT-2 byte-level BPE (docs/spec.md section 4.6), no device needed          */
 
 typedef struct tdacl_tokenizer tdacl_tokenizer;
 

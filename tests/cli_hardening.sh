@@ -72,6 +72,13 @@ expect context-learned 1 'exceeds n_positions 128' -- \
     "$TDACL" forward --model "$M" --tokens 1,2,3 --out "$WORK/l.npy" --context 129
 #     a RoPE model with 16M positions sizes its cache by the run (it allocated 2.2 GB up front)
 expect rope-huge-positions 0 'logits \[3, 256\]' -- "$TDACL" forward --model "$R" --tokens 1,2,3 --out "$WORK/l.npy"
+# --activations: bf16 activations and KV cache (the attention runs on bf16 q/k/v); only f32 / bf16
+expect activations-bf16 0 'attention softmax bf16' -- \
+    env TDACL_LOG=debug "$TDACL" forward --model "$M" --tokens 1,2,3 --out "$WORK/l.npy" --dtype bf16 --activations bf16
+expect activations-generate 0 '^1,2,[0-9]+,[0-9]+$' -- \
+    sh -c '"$0" generate --model "$1" --tokens 1,2 --max-new 2 --activations bf16 2>/dev/null' "$TDACL" "$M"
+expect activations-f16 2 "bad value 'f16' for --activations: expected f32 or bf16" -- \
+    "$TDACL" forward --model "$M" --tokens 1,2,3 --out "$WORK/l.npy" --activations f16
 # TDACL_PROFILE=1 prints the kernel table without TDACL_LOG
 expect profile-table 0 'profile: forward|profile: attention_fwd|profile: gemm' -- \
     env -u TDACL_LOG TDACL_PROFILE=1 "$TDACL" forward --model "$M" --tokens 1,2,3 --out "$WORK/l.npy"

@@ -76,7 +76,11 @@ typedef struct mm_case {
     tdacl_precision precision; /* BF16 (bf16 weights) / TF32 (f32 weights): the tensor-core GEMM,
                                   a rounded to bf16 / a and b to tf32 */
     int ldb_pad;               /* b's row stride beyond its row length */
+    tdacl_dtype adt, cdt;      /* storage of a; of c and the residual (f32 when left out) */
 } mm_case;
+
+/* unit roundoff of a storage dtype: a value rounded to it is within u |x| */
+static double unit_roundoff(tdacl_dtype dt) { return dt == TDACL_BF16 ? 0x1p-8 : dt == TDACL_F16 ? 0x1p-11 : 0x1p-24; }
 
 static void check_case(const mm_case *c)
 {
@@ -86,25 +90,27 @@ static void check_case(const mm_case *c)
     /* at precision bf16 the reference takes a rounded as the kernel stages it, at tf32 a and b
      * rounded as the kernel's fragments take them; the products of two bf16 or two tf32 values
      * are exact in f32, so the f32 accumulation bound below still holds */
-    const int mma = c->precision != TDACL_PRECISION_EXACT, tf = c->precision == TDACL_PRECISION_TF32;
-    for (int i = 0; i < M * K; i++) a[i] = (float)uniform();
+    /* bf16 a with bf16 b takes the tensor-core row at any precision (more rows than the GEMV) */
+    const int mma = c->precision != TDACL_PRECISION_EXACT || (c->adt == TDACL_BF16 && c->wdt == TDACL_BF16 && M > 8);
+    const int tf = c->precision == TDACL_PRECISION_TF32;
+    for (int i = 0; i < M * K; i++) a[i] = stored((float)uniform(), c->adt);
     float *a_used = malloc((size_t)M * K * 4), *b_used = malloc((size_t)K * N * 4);
     for (int i = 0; i < M * K; i++)
         a_used[i] = c->precision == TDACL_PRECISION_BF16 ? stored(a[i], TDACL_BF16) : tf ? tf32(a[i]) : a[i];
     for (int i = 0; i < K * N; i++) b[i] = stored((float)uniform(), c->wdt), b_used[i] = tf ? tf32(b[i]) : b[i];
     for (int i = 0; i < N; i++) bias[i] = (float)uniform();
-    for (int i = 0; i < M * N; i++) res[i] = (float)uniform();
-    tdacl_tensor *ta = upload_2d(TDACL_F32, M, K, lda, a);
+    for (int i = 0; i < M * N; i++) res[i] = stored((float)uniform(), c->cdt);
+    tdacl_tensor *ta = upload_2d(c->adt, M, K, lda, a);
     tdacl_tensor *tb = c->trans ? upload_2d(c->wdt, N, K, K + c->ldb_pad, b)
                                 : upload_2d(c->wdt, K, N, N + c->ldb_pad, b); /* b[n*K+k] or b[k*N+n] */
-    tdacl_tensor *tc = upload_2d(TDACL_F32, M, N, N, c->residual_is_c ? res : NULL);
+    tdacl_tensor *tc = upload_2d(c->cdt, M, N, N, c->residual_is_c ? res : NULL);
     tdacl_tensor *tbias = NULL, *tres = NULL;
     if (c->epi & TDACL_EPILOGUE_BIAS) {
         int64_t n1[1] = {N};
         assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 1, n1, &tbias));
         assert_ok(g_ctx, tdacl_tensor_upload(tbias, bias, TDACL_F32, N));
     }
-    if (c->epi & TDACL_EPILOGUE_RESIDUAL) tres = c->residual_is_c ? tc : upload_2d(TDACL_F32, M, N, N, res);
+    if (c->epi & TDACL_EPILOGUE_RESIDUAL) tres = c->residual_is_c ? tc : upload_2d(c->cdt, M, N, N, res);
     tdacl_matmul_desc desc;
     tdacl_matmul_desc_init(&desc);
     desc.transpose_b = c->trans, desc.epilogue = c->epi, desc.precision = c->precision;
@@ -117,8 +123,8 @@ static void check_case(const mm_case *c)
     assert_ok(g_ctx, st);
     assert_ok(g_ctx, tdacl_tensor_download(tc, got, TDACL_F32, (int64_t)M * N));
     /* f32 accumulation over K terms: gamma_(K+2) of sum |a||b| + |bias|, through gelu (slope
-     * below 1.2), plus the final additions' rounding */
-    const double u = 0x1p-24;
+     * below 1.2), plus the final additions' rounding; then the one rounding to c's dtype */
+    const double u = 0x1p-24, uc = unit_roundoff(c->cdt);
     double worst = 0;
     for (int m = 0; m < M; m++)
         for (int n = 0; n < N; n++) {
@@ -130,14 +136,15 @@ static void check_case(const mm_case *c)
             if (c->epi & TDACL_EPILOGUE_BIAS) acc += bias[n], mag += fabs(bias[n]);
             if (c->epi & TDACL_EPILOGUE_GELU) acc = gelu(acc), mag *= 1.2;
             if (c->epi & TDACL_EPILOGUE_RESIDUAL) acc += res[(size_t)m * N + n], mag += fabs(res[(size_t)m * N + n]);
-            const double err = fabs(got[(size_t)m * N + n] - acc), tol = (K + 8) * u * mag + 4 * u * fabs(acc) + 1e-30;
+            const double err = fabs(got[(size_t)m * N + n] - acc), tol = (K + 8) * u * mag + (4 * u + uc) * fabs(acc) + 1e-30;
             if (!(err <= tol))
                 fail_msg("M%d N%d K%d trans%d %s epi%u: c[%d][%d] = %.9g, reference %.9g (error %.3g > %.3g)", M, N, K, c->trans,
                          tdacl_dtype_name(c->wdt), c->epi, m, n, got[(size_t)m * N + n], acc, err, tol);
             if (err / tol > worst) worst = err / tol;
         }
-    print_message("matmul M%-3d N%-3d K%-3d trans%d %-4s epi%u%s: worst error %.2f of the bound\n", M, N, K, c->trans,
-                  tdacl_dtype_name(c->wdt), c->epi, tf ? " mma tf32" : mma ? " mma" : "", worst);
+    print_message("matmul M%-3d N%-3d K%-3d trans%d %-4s epi%u a %-4s c %-4s%s: worst error %.2f of the bound\n", M, N,
+                  K, c->trans, tdacl_dtype_name(c->wdt), c->epi, tdacl_dtype_name(c->adt), tdacl_dtype_name(c->cdt),
+                  tf ? " mma tf32" : mma ? " mma" : "", worst);
     tdacl_tensor_destroy(ta), tdacl_tensor_destroy(tb), tdacl_tensor_destroy(tc), tdacl_tensor_destroy(tbias);
     if (tres && tres != tc) tdacl_tensor_destroy(tres);
     free(a), free(a_used), free(b), free(b_used), free(bias), free(res), free(got);
@@ -152,32 +159,47 @@ static void test_matmul_values(void **state)
     if (info.nv_cc_major < 8) setenv("TDACL_MMA_EMULATE", "1", 1);
     const unsigned ALL = TDACL_EPILOGUE_BIAS | TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL;
     static const mm_case cases[] = {
-        {1, 67, 129, 0, TDACL_F32, 7, 0, 0, TDACL_PRECISION_EXACT, 0},                      /* GEMV, split K, every epilogue step */
-        {5, 64, 96, 1, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_EXACT, 0},     /* GEMV on [N, K] (tied head) */
-        {8, 33, 20, 0, TDACL_F16, TDACL_EPILOGUE_RESIDUAL, 1, 3, TDACL_PRECISION_EXACT, 0}, /* residual = c; a with a wider row stride */
+        {1, 67, 129, 0, TDACL_F32, 7, 0, 0, TDACL_PRECISION_EXACT, 0, TDACL_F32, TDACL_F32},                      /* GEMV, split K, every epilogue step */
+        {5, 64, 96, 1, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_EXACT, 0, TDACL_F32, TDACL_F32},     /* GEMV on [N, K] (tied head) */
+        {8, 33, 20, 0, TDACL_F16, TDACL_EPILOGUE_RESIDUAL, 1, 3, TDACL_PRECISION_EXACT, 0, TDACL_F32, TDACL_F32}, /* residual = c; a with a wider row stride */
         /* GEMV, 8 columns a work-item (16-byte loads: N and the row stride multiples of 8) */
-        {3, 72, 200, 0, TDACL_BF16, 7, 0, 0, TDACL_PRECISION_EXACT, 0},
-        {6, 136, 77, 0, TDACL_F16, TDACL_EPILOGUE_BIAS, 0, 2, TDACL_PRECISION_EXACT, 0},
-        {1, 64, 300, 0, TDACL_F32, 7, 1, 0, TDACL_PRECISION_EXACT, 0},
-        {4, 37, 45, 1, TDACL_F32, 7, 0, 1, TDACL_PRECISION_EXACT, 0}, /* [N, K], K and the row stride odd: one element a load */
-        {2, 301, 264, 1, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_EXACT, 0}, /* [N, K], 16-byte loads, N % 4 != 0 */
+        {3, 72, 200, 0, TDACL_BF16, 7, 0, 0, TDACL_PRECISION_EXACT, 0, TDACL_F32, TDACL_F32},
+        {6, 136, 77, 0, TDACL_F16, TDACL_EPILOGUE_BIAS, 0, 2, TDACL_PRECISION_EXACT, 0, TDACL_F32, TDACL_F32},
+        {1, 64, 300, 0, TDACL_F32, 7, 1, 0, TDACL_PRECISION_EXACT, 0, TDACL_F32, TDACL_F32},
+        {4, 37, 45, 1, TDACL_F32, 7, 0, 1, TDACL_PRECISION_EXACT, 0, TDACL_F32, TDACL_F32}, /* [N, K], K and the row stride odd: one element a load */
+        {2, 301, 264, 1, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_EXACT, 0, TDACL_F32, TDACL_F32}, /* [N, K], 16-byte loads, N % 4 != 0 */
         /* rows 8-element aligned (padded strides), lengths not: 16-byte loads, a short last group */
-        {3, 29, 300, 1, TDACL_BF16, 7, 0, 0, TDACL_PRECISION_EXACT, 4},
-        {5, 203, 64, 0, TDACL_BF16, TDACL_EPILOGUE_GELU, 0, 0, TDACL_PRECISION_EXACT, 5},
-        {2, 77, 90, 0, TDACL_F32, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_EXACT, 3},
-        {77, 67, 129, 0, TDACL_F32, 7, 0, 5, TDACL_PRECISION_EXACT, 0},                    /* the tiled GEMM, every edge */
-        {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU, 0, 0, TDACL_PRECISION_EXACT, 0},    /* GEMM on [N, K] */
-        {9, 130, 33, 0, TDACL_BF16, 0, 0, 0, TDACL_PRECISION_EXACT, 0},                      /* one row past the GEMV limit */
+        {3, 29, 300, 1, TDACL_BF16, 7, 0, 0, TDACL_PRECISION_EXACT, 4, TDACL_F32, TDACL_F32},
+        {5, 203, 64, 0, TDACL_BF16, TDACL_EPILOGUE_GELU, 0, 0, TDACL_PRECISION_EXACT, 5, TDACL_F32, TDACL_F32},
+        {2, 77, 90, 0, TDACL_F32, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_EXACT, 3, TDACL_F32, TDACL_F32},
+        {77, 67, 129, 0, TDACL_F32, 7, 0, 5, TDACL_PRECISION_EXACT, 0, TDACL_F32, TDACL_F32},                    /* the tiled GEMM, every edge */
+        {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU, 0, 0, TDACL_PRECISION_EXACT, 0, TDACL_F32, TDACL_F32},    /* GEMM on [N, K] */
+        {9, 130, 33, 0, TDACL_BF16, 0, 0, 0, TDACL_PRECISION_EXACT, 0, TDACL_F32, TDACL_F32},                      /* one row past the GEMV limit */
         /* the tensor-core GEMM: element loads (odd strides), 16-byte copies, two tiles each
          * way with partial K steps, both layouts of b */
-        {77, 67, 129, 0, TDACL_BF16, 7, 0, 5, TDACL_PRECISION_BF16, 0},
-        {130, 136, 72, 0, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_BF16, 0},
-        {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 1, 0, TDACL_PRECISION_BF16, 0},
-        {65, 64, 64, 1, TDACL_BF16, 7, 0, 4, TDACL_PRECISION_BF16, 0},
+        {77, 67, 129, 0, TDACL_BF16, 7, 0, 5, TDACL_PRECISION_BF16, 0, TDACL_F32, TDACL_F32},
+        {130, 136, 72, 0, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_BF16, 0, TDACL_F32, TDACL_F32},
+        {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 1, 0, TDACL_PRECISION_BF16, 0, TDACL_F32, TDACL_F32},
+        {65, 64, 64, 1, TDACL_BF16, 7, 0, 4, TDACL_PRECISION_BF16, 0, TDACL_F32, TDACL_F32},
         /* f32 weights at precision tf32 (fp32 tiles): element and 16-byte loads, both layouts */
-        {77, 67, 129, 0, TDACL_F32, 7, 0, 5, TDACL_PRECISION_TF32, 0},
-        {130, 136, 72, 0, TDACL_F32, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_TF32, 0},
-        {40, 50, 70, 1, TDACL_F32, TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 1, 0, TDACL_PRECISION_TF32, 0},
+        {77, 67, 129, 0, TDACL_F32, 7, 0, 5, TDACL_PRECISION_TF32, 0, TDACL_F32, TDACL_F32},
+        {130, 136, 72, 0, TDACL_F32, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_TF32, 0, TDACL_F32, TDACL_F32},
+        {40, 50, 70, 1, TDACL_F32, TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 1, 0, TDACL_PRECISION_TF32, 0, TDACL_F32, TDACL_F32},
+        /* a and c stored as bf16 / f16 (the model's bf16 activations): the GEMVs (both layouts,
+         * norm-free), the FP32-lane GEMM, the tensor-core GEMM copying bf16 a as it is (16-byte
+         * copies: row stride 72; element copies: 70; at precision exact), an f16 a rounded to
+         * bf16 there, a bf16 a under tf32 */
+        {3, 72, 200, 0, TDACL_BF16, 7, 0, 0, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_F32},
+        {5, 203, 64, 0, TDACL_F32, 7, 1, 0, TDACL_PRECISION_EXACT, 0, TDACL_F16, TDACL_F16},
+        {2, 301, 264, 1, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_BF16},
+        {77, 67, 129, 0, TDACL_F32, 7, 0, 5, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_BF16},
+        {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU, 0, 0, TDACL_PRECISION_EXACT, 0, TDACL_F16, TDACL_BF16},
+        {130, 136, 72, 0, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_BF16},
+        {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 1, 0, TDACL_PRECISION_EXACT, 0,
+         TDACL_BF16, TDACL_BF16},
+        {65, 64, 64, 1, TDACL_BF16, 7, 0, 8, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_F32},
+        {77, 67, 129, 0, TDACL_BF16, 7, 0, 0, TDACL_PRECISION_BF16, 0, TDACL_F16, TDACL_F32},
+        {40, 50, 70, 0, TDACL_F32, 7, 0, 0, TDACL_PRECISION_TF32, 0, TDACL_BF16, TDACL_BF16},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         mm_case c = cases[i];
@@ -187,11 +209,13 @@ static void test_matmul_values(void **state)
     /* K split over work-groups (few tiles: a decode step of many sequences), forced to 3 and
      * 7 chunks: chunks ending inside a K step, residual = c, both layouts, every row */
     static const mm_case split[] = {
-        {9, 67, 301, 0, TDACL_F32, 7, 0, 5, TDACL_PRECISION_EXACT, 0},
-        {33, 50, 200, 1, TDACL_BF16, 7, 1, 0, TDACL_PRECISION_EXACT, 0},
-        {12, 136, 230, 0, TDACL_BF16, 7, 1, 0, TDACL_PRECISION_BF16, 0},
-        {40, 50, 330, 1, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 4, TDACL_PRECISION_BF16, 0},
-        {17, 67, 129, 0, TDACL_F32, 7, 0, 0, TDACL_PRECISION_TF32, 0},
+        {9, 67, 301, 0, TDACL_F32, 7, 0, 5, TDACL_PRECISION_EXACT, 0, TDACL_F32, TDACL_F32},
+        {33, 50, 200, 1, TDACL_BF16, 7, 1, 0, TDACL_PRECISION_EXACT, 0, TDACL_F32, TDACL_F32},
+        {12, 136, 230, 0, TDACL_BF16, 7, 1, 0, TDACL_PRECISION_BF16, 0, TDACL_F32, TDACL_F32},
+        {40, 50, 330, 1, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 4, TDACL_PRECISION_BF16, 0, TDACL_F32, TDACL_F32},
+        {17, 67, 129, 0, TDACL_F32, 7, 0, 0, TDACL_PRECISION_TF32, 0, TDACL_F32, TDACL_F32},
+        {12, 136, 230, 0, TDACL_BF16, 7, 1, 0, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_BF16},
+        {9, 67, 301, 0, TDACL_F32, 7, 0, 5, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_BF16},
     };
     for (int chunks = 3; chunks <= 7; chunks += 4) {
         char n[8];
@@ -250,7 +274,7 @@ static void test_matmul_mma_layouts(void **state)
         desc.log_fn = tu_log_fn, desc.log_user = &log, desc.log_level = TDACL_LOG_WARN;
         assert_int_equal(tdacl_context_create(&desc, &g_ctx), TDACL_SUCCESS);
         const mm_case c = {77, 136, 100, (int)i % 2, TDACL_BF16, TDACL_EPILOGUE_BIAS | TDACL_EPILOGUE_RESIDUAL, 0, 3,
-                           TDACL_PRECISION_BF16, 0};
+                           TDACL_PRECISION_BF16, 0, TDACL_F32, TDACL_F32};
         check_case(&c);
         const int warned = tu_log_find(&log, TDACL_LOG_WARN, "tuning database", NULL) >= 0;
         if (warned == sets[i].valid) fail_msg("%s: %s", sets[i].params, warned ? log.msg[0] : "no warning for an invalid entry");
@@ -276,8 +300,8 @@ static void test_matmul_mma_units(void **state)
     };
     static const mm_case cases[] = {
         {77, 67, 129, 0, TDACL_BF16, TDACL_EPILOGUE_BIAS | TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 0, 5,
-         TDACL_PRECISION_BF16, 0},
-        {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 1, 0, TDACL_PRECISION_BF16, 0},
+         TDACL_PRECISION_BF16, 0, TDACL_F32, TDACL_F32},
+        {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 1, 0, TDACL_PRECISION_BF16, 0, TDACL_F32, TDACL_F32},
     };
     tdacl_context *saved = g_ctx;
     for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
@@ -302,13 +326,13 @@ static void test_matmul_errors(void **state)
 {
     (void)state;
     int64_t s_ak[2] = {4, 8}, s_kn[2] = {8, 6}, s_mn[2] = {4, 6}, s_bad[2] = {4, 7}, s_n[1] = {6}, s_3d[3] = {1, 4, 8};
-    tdacl_tensor *a, *b, *c, *bias, *c_bad, *a16, *a3, *big, *off;
+    tdacl_tensor *a, *b, *c, *bias, *c_bad, *c16, *a3, *big, *off;
     assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 2, s_ak, &a));
     assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_BF16, 2, s_kn, &b));
     assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 2, s_mn, &c));
     assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 1, s_n, &bias));
     assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 2, s_bad, &c_bad));
-    assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_BF16, 2, s_ak, &a16));
+    assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_BF16, 2, s_mn, &c16));
     assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 3, s_3d, &a3));
     int64_t s_big[2] = {8, 8}, st[2] = {8, 1};
     assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 2, s_big, &big));
@@ -324,9 +348,11 @@ static void test_matmul_errors(void **state)
     u.c = c_bad;
     assert_status(g_ctx, tdacl_matmul(g_ctx, &d, &u), TDACL_ERR_SHAPE);
     assert_contains(tdacl_last_error(g_ctx), "c is [4, 7], expected [4, 6]");
-    u = t, u.a = a16;
+    d.epilogue = TDACL_EPILOGUE_RESIDUAL; /* a bf16 residual for an f32 c */
+    u = t, u.residual = c16;
     assert_status(g_ctx, tdacl_matmul(g_ctx, &d, &u), TDACL_ERR_DTYPE);
-    assert_contains(tdacl_last_error(g_ctx), "a must be f32");
+    assert_contains(tdacl_last_error(g_ctx), "residual is bf16 but c is f32");
+    d.epilogue = 0;
     u = t, u.a = a3;
     assert_status(g_ctx, tdacl_matmul(g_ctx, &d, &u), TDACL_ERR_SHAPE);
     u = t, u.a = off;
@@ -354,7 +380,7 @@ static void test_matmul_errors(void **state)
     tdacl_matmul_tensors w = {big, bsq, NULL, NULL, big}; /* c is a */
     assert_status(g_ctx, tdacl_matmul(g_ctx, &d, &w), TDACL_ERR_INVALID_ARGUMENT);
     assert_contains(tdacl_last_error(g_ctx), "c shares its storage with a");
-    tdacl_tensor *all[] = {a, b, c, bias, c_bad, a16, a3, big, off, bsq};
+    tdacl_tensor *all[] = {a, b, c, bias, c_bad, c16, a3, big, off, bsq};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) tdacl_tensor_destroy(all[i]);
 }
 

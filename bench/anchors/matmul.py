@@ -1,7 +1,9 @@
 """torch.addmm in bf16 (cuBLAS) on the shapes of tdacl-bench's gemm suite (GPT-2 small's
 projections, M = 1024 and 8192 rows): c = bias + a @ w, all bf16, timed with CUDA events.
-Rows in tdacl-bench's JSON schema (suite gemm, name gemm_bias, dtype bf16), so
-`tdacl-bench --load ours.json --compare this.json` prints ours against cuBLAS.
+Rows in tdacl-bench's JSON schema (suite gemm, name gemm_bias), so
+`tdacl-bench --load ours.json --compare this.json` prints ours against cuBLAS.  Each timing
+is written under two dtype labels: "bf16act" (ours with bf16 a and c, as torch's: the like
+for like row) and "bf16" (ours with bf16 weights and fp32 a and c).
 
     python3 bench/anchors/matmul.py --out matmul-anchors.json
 """
@@ -30,9 +32,10 @@ def main():
             c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
             times = timed(lambda: torch.addmm(bias, a, w, out=c))
             fl = 2.0 * m * n * k
-            rows.append({"suite": "gemm", "name": "gemm_bias", "impl": "torch-addmm", "device": dev, "device_index": 0,
-                         "dtype": "bf16", "path": "", "shape": {"M": m, "N": n, "K": k}, "time_ms": times,
-                         "flops": fl, "tflops": fl / (times["median"] * 1e-3) * 1e-12})
+            for label in ("bf16act", "bf16"):
+                rows.append({"suite": "gemm", "name": "gemm_bias", "impl": "torch-addmm", "device": dev,
+                             "device_index": 0, "dtype": label, "path": "", "shape": {"M": m, "N": n, "K": k},
+                             "time_ms": times, "flops": fl, "tflops": fl / (times["median"] * 1e-3) * 1e-12})
             print("torch.addmm bf16 M%d N%d K%d: %.4f ms (%.0f TFLOP/s)" % (m, n, k, times["median"], rows[-1]["tflops"]))
     out = {"schema": "tdacl-bench/1",
            "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -66,7 +66,7 @@ class _ContextDesc(ctypes.Structure):
 
 class _ModelDesc(ctypes.Structure):
     _fields_ = [("path", ctypes.c_char_p), ("weight_dtype", ctypes.c_int), ("max_batch", ctypes.c_int),
-                ("max_context", ctypes.c_int)]
+                ("max_context", ctypes.c_int), ("activation_dtype", ctypes.c_int)]
 
 
 class _DeviceInfoHead(ctypes.Structure):
@@ -414,10 +414,11 @@ class Model:
 
     @classmethod
     def load(cls, path: str, dtype: str = "f32", device: Optional[str] = None, context: Optional[Context] = None,
-             max_context: int = 0, max_batch: int = 1) -> "Model":
+             max_context: int = 0, max_batch: int = 1, activations: str = "f32") -> "Model":
         """Loads config.json + model.safetensors from a directory or a hub-cache repo id;
-        dtype: weights on the device, "f32" or "bf16"; max_batch: KV-cache slots (sequences
-        held at once).  The tokenizer beside it, if any, is loaded too (Model.tokenizer)."""
+        dtype: weights on the device, "f32" or "bf16"; activations: the activations between
+        kernels and the KV cache, "f32" or "bf16" (the residual stream stays f32);
+        max_batch: KV-cache slots (sequences held at once).  The tokenizer beside it, if any, is loaded too (Model.tokenizer)."""
         self = cls.__new__(cls)
         self.context = context or Context(device)
         desc = _ModelDesc()
@@ -425,6 +426,7 @@ class Model:
         self._path = os.fspath(path).encode()
         desc.path, desc.weight_dtype, desc.max_context = self._path, _DTYPES[dtype], max_context
         desc.max_batch = max_batch
+        desc.activation_dtype = _DTYPES[activations]
         self._h = _p()
         _check(_model_load(self.context._h, ctypes.byref(desc), ctypes.byref(self._h)), self.context._h)
         self.context._children.add(self)

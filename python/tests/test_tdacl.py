@@ -215,6 +215,17 @@ def test_model_and_tokenizer(ctx, tmp_path):
     with pytest.raises(tdacl.TdaclError, match=r"slots\[0\] = 5 is outside"):
         ms.decode_slots([5], [5])
     ms.close()
+    # bf16 weights and activations: close to the bf16-weight model's logits, not equal to them
+    # (the activations really are rounded); a bad activation dtype is refused by name
+    wb = tdacl.Model.load(str(model_dir), context=ctx, dtype="bf16")
+    ab = tdacl.Model.load(str(model_dir), context=ctx, dtype="bf16", activations="bf16")
+    lw, la = wb.forward(ids), ab.forward(ids)
+    err = np.abs(la - lw).max() / np.abs(lw).max()
+    assert 0 < err < 0.05, err
+    assert ab.generate_ids(ids, max_new_tokens=2)[:len(ids)] == ids
+    wb.close(), ab.close()
+    with pytest.raises(tdacl.TdaclError, match="desc.activation_dtype must be TDACL_F32 or TDACL_BF16"):
+        tdacl.Model.load(str(model_dir), context=ctx, activations="f16")
     # with 600 ids, --top-k 300 is beyond the device's 256: drawn on the host, as
     # Model.generate_ids (tdacl_sample) draws, and it says so
     import json

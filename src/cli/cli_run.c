@@ -13,7 +13,7 @@
 
 typedef struct run_opts {
     const char *model, *tokens, *prompt, *out, *device, *text, *ids;
-    tdacl_dtype dtype;
+    tdacl_dtype dtype, activations;
     long long max_new, top_k, seed, context;
     double temperature;
 } run_opts;
@@ -22,25 +22,25 @@ typedef struct run_opts {
 enum {
     OPT_MODEL = 1 << 0, OPT_TOKENS = 1 << 1, OPT_PROMPT = 1 << 2, OPT_OUT = 1 << 3, OPT_DEVICE = 1 << 4,
     OPT_DTYPE = 1 << 5, OPT_MAX_NEW = 1 << 6, OPT_TOP_K = 1 << 7, OPT_SEED = 1 << 8, OPT_CONTEXT = 1 << 9,
-    OPT_TEMPERATURE = 1 << 10, OPT_TEXT = 1 << 11, OPT_IDS = 1 << 12
+    OPT_TEMPERATURE = 1 << 10, OPT_TEXT = 1 << 11, OPT_IDS = 1 << 12, OPT_ACTIVATIONS = 1 << 13
 };
-#define FORWARD_OPTS (OPT_MODEL | OPT_TOKENS | OPT_OUT | OPT_DEVICE | OPT_DTYPE | OPT_CONTEXT)
-#define GENERATE_OPTS (OPT_MODEL | OPT_TOKENS | OPT_PROMPT | OPT_DEVICE | OPT_DTYPE | OPT_MAX_NEW | OPT_TOP_K | \
-                       OPT_SEED | OPT_CONTEXT | OPT_TEMPERATURE)
+#define FORWARD_OPTS (OPT_MODEL | OPT_TOKENS | OPT_OUT | OPT_DEVICE | OPT_DTYPE | OPT_ACTIVATIONS | OPT_CONTEXT)
+#define GENERATE_OPTS (OPT_MODEL | OPT_TOKENS | OPT_PROMPT | OPT_DEVICE | OPT_DTYPE | OPT_ACTIVATIONS | OPT_MAX_NEW | \
+                       OPT_TOP_K | OPT_SEED | OPT_CONTEXT | OPT_TEMPERATURE)
 #define TOKENIZE_OPTS (OPT_MODEL | OPT_TEXT | OPT_IDS)
 
 static const struct { const char *name; int bit; } run_options[] = {
     {"--model", OPT_MODEL}, {"--tokens", OPT_TOKENS}, {"--prompt", OPT_PROMPT}, {"--out", OPT_OUT},
     {"--device", OPT_DEVICE}, {"--dtype", OPT_DTYPE}, {"--max-new", OPT_MAX_NEW}, {"--top-k", OPT_TOP_K},
     {"--seed", OPT_SEED}, {"--context", OPT_CONTEXT}, {"--temperature", OPT_TEMPERATURE},
-    {"--text", OPT_TEXT}, {"--ids", OPT_IDS},
+    {"--text", OPT_TEXT}, {"--ids", OPT_IDS}, {"--activations", OPT_ACTIVATIONS},
 };
 
 /* Every value is checked here, before any model is loaded or any kernel runs. */
 static int parse(int argc, char **argv, run_opts *o, const char *cmd, int allowed)
 {
     memset(o, 0, sizeof *o);
-    o->dtype = TDACL_F32;
+    o->dtype = o->activations = TDACL_F32;
     o->max_new = 32;
     o->seed = 1;
     for (int i = 1; i < argc; i++) {
@@ -70,10 +70,11 @@ static int parse(int argc, char **argv, run_opts *o, const char *cmd, int allowe
         case OPT_TEXT: o->text = v; break;
         case OPT_IDS: o->ids = v; break;
         case OPT_DEVICE: o->device = v; break;
-        case OPT_DTYPE: {
+        case OPT_DTYPE:
+        case OPT_ACTIVATIONS: {
             int dt = tdacl__dtype_from_name(v);
             if (dt != TDACL_F32 && dt != TDACL_BF16) why = "expected f32 or bf16";
-            else o->dtype = (tdacl_dtype)dt;
+            else *(bit == OPT_DTYPE ? &o->dtype : &o->activations) = (tdacl_dtype)dt;
             break;
         }
         case OPT_MAX_NEW:
@@ -126,6 +127,7 @@ static int open_model(const run_opts *o, long long need, const char *cmd, tdacl_
     tdacl_model_desc_init(&desc);
     desc.path = o->model;
     desc.weight_dtype = o->dtype;
+    desc.activation_dtype = o->activations;
     desc.max_context = (int)context;
     tdacl_status st = tdacl_model_load(*ctx, &desc, m);
     if (st) {
@@ -137,14 +139,15 @@ static int open_model(const run_opts *o, long long need, const char *cmd, tdacl_
 
 static const char forward_help[] =
     "usage: tdacl forward --model DIR --tokens 15,42,7,... --out logits.npy [--dtype f32|bf16]\n"
-    "                     [--context N] [--device SEL]\n"
+    "                     [--activations f32|bf16] [--context N] [--device SEL]\n"
     "Writes float32 logits [T, vocab] for every position of one sequence.  The KV cache\n"
-    "holds T positions, or N with --context (N >= T).\n";
+    "holds T positions, or N with --context (N >= T).  --dtype: the weights on the device;\n"
+    "--activations: the activations between kernels and the KV cache (docs/spec.md 4.6).\n";
 
 static const char generate_help[] =
     "usage: tdacl generate --model DIR (--prompt TEXT | --tokens ids) [--max-new N]\n"
     "                      [--temperature T] [--top-k K] [--seed S] [--dtype f32|bf16]\n"
-    "                      [--context N] [--device SEL]\n"
+    "                      [--activations f32|bf16] [--context N] [--device SEL]\n"
     "--prompt: text in, the prompt and its continuation out, through the model directory's\n"
     "tokenizer (tokenizer.json, or vocab.json + merges.txt), or as bytes for a vocabulary-256\n"
     "model without one.  --tokens: token ids in, the prompt ids and then the generated ids\n"

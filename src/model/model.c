@@ -107,6 +107,7 @@ void tdacl_model_desc_init(tdacl_model_desc *desc)
     if (!desc) return;
     memset(desc, 0, sizeof *desc);
     desc->weight_dtype = TDACL_F32;
+    desc->activation_dtype = TDACL_F32;
     desc->max_batch = 1;
     desc->max_context = 0;
 }
@@ -164,9 +165,9 @@ static tdacl_status load_layer(tdacl_model *m, const tdacl_checkpoint *ck, int l
     }
     /* KV cache, token-major [B, ctx, C] per projected view */
     int64_t cs[3] = {m->info.max_batch, m->info.max_context, m->C};
-    st = tdacl_tensor_create(m->ctx, TDACL_F32, 3, cs, &L->kcache);
-    if (!st) st = tdacl_tensor_create(m->ctx, TDACL_F32, 3, cs, &L->vcache);
-    if (!st && m->kqkv == 5) st = tdacl_tensor_create(m->ctx, TDACL_F32, 3, cs, &L->k2cache);
+    st = tdacl_tensor_create(m->ctx, m->adt, 3, cs, &L->kcache);
+    if (!st) st = tdacl_tensor_create(m->ctx, m->adt, 3, cs, &L->vcache);
+    if (!st && m->kqkv == 5) st = tdacl_tensor_create(m->ctx, m->adt, 3, cs, &L->k2cache);
     return st;
 }
 
@@ -207,6 +208,8 @@ tdacl_status tdacl_model_load(tdacl_context *ctx, const tdacl_model_desc *desc, 
     *out = NULL;
     if (desc->weight_dtype != TDACL_F32 && desc->weight_dtype != TDACL_BF16)
         return tdacl__fail(ctx, TDACL_ERR_DTYPE, "%s: desc.weight_dtype must be TDACL_F32 or TDACL_BF16", call);
+    if (desc->activation_dtype != TDACL_F32 && desc->activation_dtype != TDACL_BF16)
+        return tdacl__fail(ctx, TDACL_ERR_DTYPE, "%s: desc.activation_dtype must be TDACL_F32 or TDACL_BF16", call);
     if (desc->max_batch < 1 || desc->max_batch > 4096)
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.max_batch %d is outside 1..4096", call, desc->max_batch);
     if (desc->max_context < 0)
@@ -229,6 +232,7 @@ tdacl_status tdacl_model_load(tdacl_context *ctx, const tdacl_model_desc *desc, 
     }
     m->cfg = *tdacl__checkpoint_config(ck);
     m->wdt = desc->weight_dtype;
+    m->adt = desc->activation_dtype;
     m->C = m->cfg.n_embd;
     m->H = m->cfg.n_head;
     m->d = m->C / m->H;
@@ -238,6 +242,7 @@ tdacl_status tdacl_model_load(tdacl_context *ctx, const tdacl_model_desc *desc, 
     i->n_positions = m->cfg.n_positions, i->head_dim = m->d;
     i->attention = m->cfg.attn_kind, i->position = m->cfg.position, i->head_norm = m->cfg.head_norm;
     i->tied_lm_head = m->cfg.tie_word_embeddings;
+    i->weight_dtype = m->wdt, i->activation_dtype = m->adt;
     i->max_batch = desc->max_batch;
     i->max_context = desc->max_context ? desc->max_context : m->cfg.n_positions;
     if (m->cfg.position == TDACL_POSITION_LEARNED && i->max_context > m->cfg.n_positions) {
@@ -308,22 +313,23 @@ TDACL_GETTER(tdacl_model_get_info, tdacl_model, "model", tdacl_model_info, "info
 
 /* ---- activations ---- */
 
-static tdacl_status ensure(tdacl_model *m, tdacl_tensor **t, int64_t rows, int64_t cols)
+static tdacl_status ensure(tdacl_model *m, tdacl_tensor **t, tdacl_dtype dt, int64_t rows, int64_t cols)
 {
     if (*t && (*t)->shape[0] >= rows && (*t)->shape[1] == cols) return TDACL_SUCCESS;
     free_tensor(t);
     int64_t shape[2] = {rows, cols};
-    return tdacl_tensor_create(m->ctx, TDACL_F32, 2, shape, t);
+    return tdacl_tensor_create(m->ctx, dt, 2, shape, t);
 }
 
 static tdacl_status activations(tdacl_model *m, int64_t rows)
 {
     if (rows <= m->rows_cap) return TDACL_SUCCESS;
-    tdacl_status st = ensure(m, &m->x, rows, m->C);
-    if (!st) st = ensure(m, &m->xn, rows, m->C);
-    if (!st) st = ensure(m, &m->qkv, rows, (int64_t)m->kqkv * m->C);
-    if (!st) st = ensure(m, &m->att, rows, m->C);
-    if (!st) st = ensure(m, &m->hid, rows, 4 * (int64_t)m->C);
+    /* the residual stream stays f32 (docs/spec.md section 4.6) */
+    tdacl_status st = ensure(m, &m->x, TDACL_F32, rows, m->C);
+    if (!st) st = ensure(m, &m->xn, m->adt, rows, m->C);
+    if (!st) st = ensure(m, &m->qkv, m->adt, rows, (int64_t)m->kqkv * m->C);
+    if (!st) st = ensure(m, &m->att, m->adt, rows, m->C);
+    if (!st) st = ensure(m, &m->hid, m->adt, rows, 4 * (int64_t)m->C);
     if (!st) m->rows_cap = rows;
     return st;
 }
@@ -332,8 +338,9 @@ static tdacl_status activations(tdacl_model *m, int64_t rows)
 
 tdacl_status tdacl__model_layers_kernel(tdacl_model *m, const char *name, const char *extra, cl_kernel *k)
 {
-    char opts[160];
-    snprintf(opts, sizeof opts, "-DWDT=%d%s%s", (int)m->wdt, extra && *extra ? " " : "", extra ? extra : "");
+    char opts[160], adt[16] = "";
+    if (m->adt != TDACL_F32) snprintf(adt, sizeof adt, " -DADT=%d", (int)m->adt);
+    snprintf(opts, sizeof opts, "-DWDT=%d%s%s%s", (int)m->wdt, adt, extra && *extra ? " " : "", extra ? extra : "");
     return tdacl__variant_kernel(m->ctx, tdacl__variant_of_op(TDACL_OP_LAYERS), opts, name, k);
 }
 
@@ -573,7 +580,7 @@ static tdacl_status head(tdacl_model *m, int B, int T, int last_only)
     int out_rows = rows;
     if (last_only && T > 1) {
         /* gather row b*T + T-1 of each sequence */
-        if ((st = ensure(m, &m->last, B, C))) return st;
+        if ((st = ensure(m, &m->last, TDACL_F32, B, C))) return st;
         tdacl_tensor *from = NULL, *to = NULL;
         int64_t fs[2] = {B, C}, fst[2] = {(int64_t)T * C, 1}, ts[2] = {C, 1};
         st = tdacl_tensor_view(m->x, 2, fs, fst, (int64_t)(T - 1) * C, &from);

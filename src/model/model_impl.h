@@ -15,7 +15,7 @@ typedef struct layer {
     tdacl_tensor *head_norm; /* [d] or NULL */
     tdacl_tensor *lambdas;   /* [H] (two-view kinds) or NULL */
     float beta;
-    tdacl_tensor *kcache, *k2cache, *vcache; /* [B, ctx, C] */
+    tdacl_tensor *kcache, *k2cache, *vcache; /* [B, ctx, C] in the activation dtype */
 } layer;
 
 struct tdacl_model {
@@ -23,7 +23,7 @@ struct tdacl_model {
     int warned_nonfinite;
     tdacl_model_config cfg;
     tdacl_model_info info;
-    tdacl_dtype wdt;
+    tdacl_dtype wdt, adt; /* weights; activations between kernels and the KV cache */
     int C, H, d, kqkv; /* kqkv: width of the fused projection in units of C */
     tdacl_tensor *wte, *wpe, *lnf_w, *lnf_b, *lm_head;
     layer *layers;

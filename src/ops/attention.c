@@ -577,13 +577,18 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
 }
 
 /* How a decode splits its visible keys [0, kend) over work-groups: about `waves` work-groups
- * per compute unit in all, splits of a multiple of `unit` keys, none empty. */
+ * per compute unit in all, splits of a multiple of `unit` keys, none empty, at most
+ * DECODE_MAX_SPLITS per (batch, head): one work-group combines a row's splits, serially, so
+ * hundreds of splits (few heads, parameters tuned for many) make that combine the cost (H100,
+ * softmax bf16 NTD=32 WAVES=32 at B1 H12 Tk 8192: 256 splits, a 2.35 ms model step). */
+#define DECODE_MAX_SPLITS 64
 static void split_keys(const tdacl_context *ctx, int64_t kend, int unit, int waves, int64_t bh, int64_t *nsplit,
                        int64_t *split_len)
 {
     int64_t chunks = (kend + unit - 1) / unit;
     int64_t target = (int64_t)waves * (ctx->info.compute_units ? ctx->info.compute_units : 1);
     int64_t n = (target + bh - 1) / bh;
+    if (n > DECODE_MAX_SPLITS) n = DECODE_MAX_SPLITS;
     if (n > chunks) n = chunks;
     if (n < 1) n = 1;
     *split_len = ((kend + n - 1) / n + unit - 1) / unit * unit;

@@ -58,11 +58,19 @@ int tdacl__gemm_simt_supports(const tdacl_context *ctx, const void *call, char *
     return refuse_fusion(call, why, n);
 }
 
+/* A's and C's storage dtypes (cl/epilogue.cl ADT, CDT) where they are not f32 */
+static void io_dtype_options(const tdacl_matmul_call *c, tdacl_strbuf *sb)
+{
+    if (c->a->dtype != TDACL_F32) tdacl__sb_printf(sb, " -DADT=%d", (int)c->a->dtype);
+    if (c->c->dtype != TDACL_F32) tdacl__sb_printf(sb, " -DCDT=%d", (int)c->c->dtype);
+}
+
 void tdacl__gemv_call_options(const void *call, tdacl_strbuf *sb)
 {
     const tdacl_matmul_call *c = call;
     tdacl__sb_printf(sb, "-DWDT=%d -DGV_M=%d -DGV_WG=%d -DGV_COLS=%d", (int)c->w->dtype, pow2_at_least(c->M), GEMV_WG,
                      gemv_cols(c));
+    io_dtype_options(c, sb);
     if (gemv_vec(c) > 1) tdacl__sb_printf(sb, " -DGV_VEC=%d", gemv_vec(c));
     if (c->fuse && c->fuse->norm_w) tdacl__sb_printf(sb, " -DGV_NORM=1");
     if (c->fuse && c->fuse->scatter) tdacl__sb_printf(sb, " -DGV_SCATTER=1");
@@ -150,6 +158,7 @@ void tdacl__gemm_call_options(const void *call, tdacl_strbuf *sb)
 {
     const tdacl_matmul_call *c = call;
     tdacl__sb_printf(sb, "-DWDT=%d -DTRANS_B=%d", (int)c->w->dtype, c->trans);
+    io_dtype_options(c, sb);
 }
 
 /* Chunks of K (a multiple of `step`) the tiled GEMM splits into: when the tiles alone leave
@@ -249,9 +258,10 @@ int tdacl__gemm_mma_supports(const tdacl_context *ctx, const void *call, char *w
     if (c->w->dtype != TDACL_BF16)
         return snprintf(why, n, "weights are %s: the tensor-core GEMM takes bf16 weights (or f32 at precision tf32)",
                         tdacl_dtype_name(c->w->dtype)), 1;
-    if (c->precision != TDACL_PRECISION_BF16)
-        return snprintf(why, n, "f32 activations meet bf16 weights on the matrix units only at precision bf16 "
-                        "(desc.precision, TDACL_PRECISION)"), 1;
+    /* bf16 a goes in as it is; any other a is rounded to bf16 */
+    if (c->a->dtype != TDACL_BF16 && c->precision != TDACL_PRECISION_BF16)
+        return snprintf(why, n, "%s activations meet bf16 weights on the matrix units only at precision bf16 "
+                        "(desc.precision, TDACL_PRECISION)", tdacl_dtype_name(c->a->dtype)), 1;
     return 0;
 }
 
@@ -269,13 +279,15 @@ void tdacl__gemm_mma_call_options(const void *call, tdacl_strbuf *sb)
 {
     const tdacl_matmul_call *c = call;
     /* the operands start at their storage's element 0 (tdacl_matmul's contract), so row
-     * strides decide the alignment of float4 loads of a and 16-byte copies of b */
+     * strides decide the alignment of 16-byte loads and copies of a and b */
     tdacl_mma_choice m;
     tdacl__mma_choose(&c->c->ctx->info, &m);
     tdacl__mma_options(&m, sb);
     /* MMA_IN: bf16 weights meet a rounded to bf16; f32 weights run as tf32 */
+    const int64_t a_row_bytes = c->a->strides[0] * (int64_t)tdacl_dtype_size(c->a->dtype);
     tdacl__sb_printf(sb, " -DTRANS_B=%d -DMMA_IN=%d%s%s", c->trans, c->w->dtype == TDACL_F32 ? 3 : 1,
-                     c->a->strides[0] % 4 == 0 ? " -DALIGNED_A" : "", c->w->strides[0] % 8 == 0 ? " -DALIGNED_B" : "");
+                     a_row_bytes % 16 == 0 ? " -DALIGNED_A" : "", c->w->strides[0] % 8 == 0 ? " -DALIGNED_B" : "");
+    io_dtype_options(c, sb);
 }
 
 tdacl_status tdacl__gemm_mma_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,

@@ -32,14 +32,16 @@ typedef struct tdacl_matmul_call {
     int flags, M, N, K, trans;
     cl_event *ev; /* when not NULL: ev[0] receives the first kernel's event, ev[1] the second's
                      (split K's reduction) or NULL; tdacl__span_ms times them */
-    tdacl_precision precision; /* BF16: a may be rounded to bf16 for the matrix units */
+    tdacl_precision precision; /* BF16: an a not in bf16 may be rounded to bf16 for the matrix units */
     const tdacl_gemv_fusion *fuse; /* NULL, or a fused decode GEMV (gemv.simt only) */
 } tdacl_matmul_call;
 
 /* c[M,N] = epilogue(a[M,K] @ B): B is w[K,N] or, with trans, w[N,K] (the tied LM head).
- * a, c, bias, res are f32 2-D tensors (row strides from their shapes); w is f32/bf16/f16.
- * epilogue: + bias[n] (TDACL_EPI_BIAS), gelu_tanh (EPI_GELU), + res[m][n] (EPI_RESIDUAL; res
- * may be c itself).  precision BF16 lets the tensor-core row round a to bf16 (bf16 weights).
+ * a, c, res are 2-D tensors of f32, bf16 or f16 (res in c's dtype; row strides from their
+ * shapes), bias f32; w is f32/bf16/f16.  epilogue: + bias[n] (TDACL_EPI_BIAS), gelu_tanh
+ * (EPI_GELU), + res[m][n] (EPI_RESIDUAL; res may be c itself), in fp32, rounded once to c's
+ * dtype.  bf16 a meets bf16 weights on the matrix units as it is; precision BF16 lets the
+ * tensor-core row round any other a to bf16.
  * force_row with force pins a row and its parameters (the tuner); NULL chooses the variant
  * and looks its parameters up. */
 tdacl_status tdacl__gemm(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor *a, const tdacl_tensor *w,

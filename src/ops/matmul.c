@@ -16,13 +16,11 @@ void tdacl_matmul_desc_init(tdacl_matmul_desc *d)
 }
 
 /* A 2-D view from its storage's first element, unit column stride, row stride >= width. */
-static tdacl_status check_2d(tdacl_context *ctx, const char *name, const tdacl_tensor *x, int f32_only)
+static tdacl_status check_2d(tdacl_context *ctx, const char *name, const tdacl_tensor *x)
 {
     const char *call = "tdacl_matmul";
     if (x->ctx != ctx) return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: %s belongs to another context", call, name);
     if (x->ndim != 2) return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: %s must have 2 dims, has %d", call, name, x->ndim);
-    if (f32_only && x->dtype != TDACL_F32)
-        return tdacl__fail(ctx, TDACL_ERR_DTYPE, "%s: %s must be f32, is %s", call, name, tdacl_dtype_name(x->dtype));
     if (x->shape[0] < 1 || x->shape[1] < 1 || x->shape[0] > INT32_MAX || x->shape[1] > INT32_MAX)
         return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: %s is [%lld, %lld]; each dim must be 1..2^31-1", call, name,
                            (long long)x->shape[0], (long long)x->shape[1]);
@@ -58,7 +56,7 @@ tdacl_status tdacl_matmul(tdacl_context *ctx, const tdacl_matmul_desc *desc, con
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: residual %s but TDACL_EPILOGUE_RESIDUAL is %s", call,
                            t->residual ? "given" : "missing", want_res ? "set" : "not set");
     tdacl_status st;
-    if ((st = check_2d(ctx, "a", t->a, 1)) || (st = check_2d(ctx, "b", t->b, 0)) || (st = check_2d(ctx, "c", t->c, 1))) return st;
+    if ((st = check_2d(ctx, "a", t->a)) || (st = check_2d(ctx, "b", t->b)) || (st = check_2d(ctx, "c", t->c))) return st;
     const int64_t M = t->a->shape[0], K = t->a->shape[1];
     const int64_t N = desc->transpose_b ? t->b->shape[0] : t->b->shape[1];
     const int64_t KB = desc->transpose_b ? t->b->shape[1] : t->b->shape[0];
@@ -76,7 +74,10 @@ tdacl_status tdacl_matmul(tdacl_context *ctx, const tdacl_matmul_desc *desc, con
                                "from its storage's first element", call, (long long)N);
     }
     if (t->residual) {
-        if ((st = check_2d(ctx, "residual", t->residual, 1))) return st;
+        if ((st = check_2d(ctx, "residual", t->residual))) return st;
+        if (t->residual->dtype != t->c->dtype)
+            return tdacl__fail(ctx, TDACL_ERR_DTYPE, "%s: residual is %s but c is %s (the residual is read in c's dtype)",
+                               call, tdacl_dtype_name(t->residual->dtype), tdacl_dtype_name(t->c->dtype));
         if (t->residual->shape[0] != M || t->residual->shape[1] != N || t->residual->strides[0] != t->c->strides[0])
             return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: residual must have c's shape [%lld, %lld] and row stride %lld",
                                call, (long long)M, (long long)N, (long long)t->c->strides[0]);

@@ -223,12 +223,20 @@ int gpt_ref_attention(const gpt_ref_model *m, const gpt_ref_layer *L, int T, con
 
 /* ---- the forward pass ------------------------------------------------------------------ */
 
+/* x[0..n) rounded to bf16 when the model rounds its activations */
+static void activations(const gpt_ref_model *m, double *x, size_t n)
+{
+    if (m->round_activations)
+        for (size_t i = 0; i < n; i++) x[i] = tdacl_bf16_to_f32(tdacl_f32_to_bf16((float)x[i]));
+}
+
 static void norm(const gpt_ref_model *m, double *out, const double *inp, const double *w, const double *b, int T)
 {
     if (m->rmsnorm)
         gpt_ref_rmsnorm(out, inp, w, T, m->n_embd, m->ln_eps);
     else
         gpt_ref_layernorm(out, inp, w, b, T, m->n_embd, m->ln_eps);
+    activations(m, out, (size_t)T * m->n_embd);
 }
 
 int gpt_ref_forward(const gpt_ref_model *m, int T, const int32_t *tokens, double *logits, gpt_ref_stats *stats)
@@ -262,13 +270,16 @@ int gpt_ref_forward(const gpt_ref_model *m, int T, const int32_t *tokens, double
         /* x = x + c_proj(Attention(c_attn(ln_1(x)))) */
         norm(m, xn, x, L->ln_1_w, L->ln_1_b, T);
         gpt_ref_matmul(qkv, xn, L->c_attn_w, L->c_attn_b, T, C, NQ * C);
+        activations(m, qkv, (size_t)T * NQ * C);
         if (gpt_ref_attention(m, L, T, qkv, att, stats)) goto done;
+        activations(m, att, (size_t)T * C);
         gpt_ref_matmul(y, att, L->attn_proj_w, L->attn_proj_b, T, C, C);
         for (size_t i = 0; i < (size_t)T * C; i++) x[i] += y[i];
         /* x = x + mlp.c_proj(gelu(mlp.c_fc(ln_2(x)))) */
         norm(m, xn, x, L->ln_2_w, L->ln_2_b, T);
         gpt_ref_matmul(fc, xn, L->fc_w, L->fc_b, T, C, 4 * C);
         for (size_t i = 0; i < (size_t)T * 4 * C; i++) fc[i] = gpt_ref_gelu(fc[i]);
+        activations(m, fc, (size_t)T * 4 * C);
         gpt_ref_matmul(y, fc, L->mlp_proj_w, L->mlp_proj_b, T, 4 * C, C);
         for (size_t i = 0; i < (size_t)T * C; i++) x[i] += y[i];
     }

@@ -63,6 +63,9 @@ typedef struct gpt_ref_model {
     double rope_theta;         /* base theta as configured */
     double rope_ntk_factor;    /* 1 = no scaling */
     int tied;                  /* lm_head is wte */
+    int round_activations;     /* 1: the norm outputs, c_attn output, attention output and MLP
+                                  hidden are rounded to bf16 as they are made (a model of the
+                                  noise of bf16 activations); 0 (gpt_ref_load): exact */
     /* weights */
     double *wte;               /* [V, C] */
     double *wpe;               /* [P, C], NULL for rope */
