@@ -5,9 +5,9 @@
  * fp32; c and the residual are CDT.  B is b[K,N] or,
  * with TRANS_B, b[N,K] (the tied LM head).  A work-group of GMM_WM x GMM_WN warps owns a
  * GMM_BM x GMM_BN tile of c; per GMM_BK-wide K step, B (and a, where it is stored as the
- * fragments' type: A_DIRECT) is copied by cp.async into the other of two local stages; an a
- * that needs rounding is read into registers one step ahead and stored rounded; so the loads
- * overlap the products of the current step.  The same argument list as gemm
+ * fragments' type: A_DIRECT) is copied by cp.async into a ring of GMM_STAGES local stages, up
+ * to GMM_STAGES - 1 steps ahead; an a that needs rounding is read into registers one step
+ * ahead and stored rounded (two stages); so the loads overlap the products.  The same argument list as gemm
  * (cl/layers.cl), so the host launches either; work-group dim 2 splits K into chunks of
  * kchunk (a multiple of GMM_BK) when nsplit > 1 (gemm_splitk_reduce, epilogue.cl). */
 
@@ -26,6 +26,9 @@
 #ifndef GMM_BK
 #define GMM_BK 32 /* K per step (a multiple of 16) */
 #endif
+#ifndef GMM_STAGES
+#define GMM_STAGES 2 /* local stages of the copy pipeline (A_DIRECT; otherwise 2) */
+#endif
 #ifndef TRANS_B
 #define TRANS_B 0
 #endif
@@ -33,6 +36,13 @@
 #define GMM_NT (32 * GMM_WM * GMM_WN)
 /* a stored as the fragments' type is copied as it is */
 #define A_DIRECT ((ADT == 0 && MMA_IN == 3) || (ADT == 1 && MMA_IN == 1) || (ADT == 2 && MMA_IN == 2))
+/* Copies of steps kt + 1 .. kt + NSTAGE - 1 are in flight while step kt computes; an a read
+ * into registers for rounding is one step ahead, so that path keeps two stages. */
+#if A_DIRECT
+#define NSTAGE GMM_STAGES
+#else
+#define NSTAGE 2
+#endif
 #ifdef ALIGNED_A
 #define ALIGNED_A_ 1
 #else
@@ -151,8 +161,8 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
     __global const void *res, int M, int N, int K, int lda, int ldb, int ldc, int flags, __global float *part,
     int kchunk)
 {
-    __local mma_t As[2 * A_STAGE] __attribute__((aligned(16)));
-    __local mma_t Bs[2 * B_STAGE] __attribute__((aligned(16)));
+    __local mma_t As[NSTAGE * A_STAGE] __attribute__((aligned(16)));
+    __local mma_t Bs[NSTAGE * B_STAGE] __attribute__((aligned(16)));
     __global const mma_t *b = (__global const mma_t *)bv;
     const int tid = get_local_id(0), warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int wm = warp / GMM_WN, wn = warp % GMM_WN;
@@ -167,18 +177,24 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
             UNROLL for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
 
     float4 ar[A_CHUNKS]; /* unused (and dropped) when A_DIRECT */
-    gmm_fetch_a(As, ar, a, M, khi, lda, m0, klo, tid);
-    gmm_load_b(Bs, b, N, khi, ldb, n0, klo, tid);
-    mma_copy_commit();
+    /* steps 0 .. NSTAGE - 2 into their stages, one copy group each (empty past the last step,
+     * so that the count of groups in flight stays NSTAGE - 1 at every wait) */
+    for (int s = 0; s < NSTAGE - 1; s++) {
+        if (s < nk) {
+            gmm_fetch_a(As + s * A_STAGE, ar, a, M, khi, lda, m0, klo + s * GMM_BK, tid);
+            gmm_load_b(Bs + s * B_STAGE, b, N, khi, ldb, n0, klo + s * GMM_BK, tid);
+        }
+        mma_copy_commit();
+    }
     if (!A_DIRECT) gmm_store_a(As, ar, tid);
 
     for (int kt = 0; kt < nk; kt++) {
-        const int cur = kt & 1;
-        MMA_COPY_WAIT(0);
-        barrier(CLK_LOCAL_MEM_FENCE); /* step kt staged; the other stage was last read in kt-1 */
-        if (kt + 1 < nk) {
-            gmm_fetch_a(As + (cur ^ 1) * A_STAGE, ar, a, M, khi, lda, m0, klo + (kt + 1) * GMM_BK, tid);
-            gmm_load_b(Bs + (cur ^ 1) * B_STAGE, b, N, khi, ldb, n0, klo + (kt + 1) * GMM_BK, tid);
+        const int cur = kt % NSTAGE, next = kt + NSTAGE - 1;
+        MMA_COPY_WAIT(NSTAGE - 2);
+        barrier(CLK_LOCAL_MEM_FENCE); /* step kt staged; stage next % NSTAGE was last read in kt-1 */
+        if (next < nk) {
+            gmm_fetch_a(As + (next % NSTAGE) * A_STAGE, ar, a, M, khi, lda, m0, klo + next * GMM_BK, tid);
+            gmm_load_b(Bs + (next % NSTAGE) * B_STAGE, b, N, khi, ldb, n0, klo + next * GMM_BK, tid);
         }
         mma_copy_commit();
         __local const mma_t *At = As + cur * A_STAGE + wm * WTM * LDAS;
@@ -204,7 +220,7 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
             }
         }
         /* the other stage is free: every warp passed this step's barrier after reading it */
-        if (!A_DIRECT && kt + 1 < nk) gmm_store_a(As + (cur ^ 1) * A_STAGE, ar, tid);
+        if (!A_DIRECT && kt + 1 < nk) gmm_store_a(As + ((kt + 1) % NSTAGE) * A_STAGE, ar, tid);
     }
     MMA_COPY_WAIT(0);
 

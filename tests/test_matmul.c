@@ -251,12 +251,16 @@ static void test_matmul_mma_layouts(void **state)
     tdacl_device_info info;
     assert_ok(g_ctx, tdacl_context_get_info(g_ctx, &info));
     if (info.nv_cc_major < 8) setenv("TDACL_MMA_EMULATE", "1", 1);
-    static const struct { const char *params; int valid; } sets[] = {
-        {"GMM_BM=64 GMM_BN=64 GMM_WM=4 GMM_WN=1 GMM_BK=64", 1},  /* warps stacked along M, 64-wide K steps */
-        {"GMM_BM=64 GMM_BN=128 GMM_WM=1 GMM_WN=4 GMM_BK=32", 1}, /* warps side by side along N */
-        {"GMM_BM=128 GMM_BN=64 GMM_WM=4 GMM_WN=2 GMM_BK=32", 1}, /* eight warps */
-        {"GMM_BM=64 GMM_BN=64 GMM_WM=1 GMM_WN=1 GMM_BK=64", 1},  /* one warp owns the tile */
-        {"GMM_BM=64 GMM_BN=64 GMM_WM=2 GMM_WN=2 GMM_BK=40", 0},  /* refused: K steps of 16 */
+    /* a16: bf16 a and c, copied into the tiles as they are through GMM_STAGES stages, at K =
+     * 100 and 40 (fewer steps than the pipeline is deep: empty copy groups in the prologue) */
+    static const struct { const char *params; int valid, a16; } sets[] = {
+        {"GMM_BM=64 GMM_BN=64 GMM_WM=4 GMM_WN=1 GMM_BK=64 GMM_STAGES=2", 1, 0},  /* warps stacked along M, 64-wide K steps */
+        {"GMM_BM=64 GMM_BN=128 GMM_WM=1 GMM_WN=4 GMM_BK=32 GMM_STAGES=2", 1, 0}, /* warps side by side along N */
+        {"GMM_BM=128 GMM_BN=64 GMM_WM=4 GMM_WN=2 GMM_BK=32 GMM_STAGES=2", 1, 0}, /* eight warps */
+        {"GMM_BM=64 GMM_BN=64 GMM_WM=1 GMM_WN=1 GMM_BK=64 GMM_STAGES=2", 1, 0},  /* one warp owns the tile */
+        {"GMM_BM=64 GMM_BN=64 GMM_WM=2 GMM_WN=2 GMM_BK=32 GMM_STAGES=3", 1, 1},
+        {"GMM_BM=64 GMM_BN=64 GMM_WM=2 GMM_WN=2 GMM_BK=16 GMM_STAGES=4", 1, 1},
+        {"GMM_BM=64 GMM_BN=64 GMM_WM=2 GMM_WN=2 GMM_BK=40 GMM_STAGES=2", 0, 0},  /* refused: K steps of 16 */
     };
     char *dir = tu_mkdtemp("mma-layouts");
     char path[512];
@@ -275,7 +279,12 @@ static void test_matmul_mma_layouts(void **state)
         assert_int_equal(tdacl_context_create(&desc, &g_ctx), TDACL_SUCCESS);
         const mm_case c = {77, 136, 100, (int)i % 2, TDACL_BF16, TDACL_EPILOGUE_BIAS | TDACL_EPILOGUE_RESIDUAL, 0, 3,
                            TDACL_PRECISION_BF16, 0, TDACL_F32, TDACL_F32};
-        check_case(&c);
+        if (!sets[i].a16) check_case(&c);
+        for (int K = 100; sets[i].a16 && K >= 40; K -= 60) {
+            const mm_case c16 = {77, 136, K, (int)i % 2, TDACL_BF16, TDACL_EPILOGUE_BIAS | TDACL_EPILOGUE_RESIDUAL, 0, 4,
+                                 TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_BF16};
+            check_case(&c16);
+        }
         const int warned = tu_log_find(&log, TDACL_LOG_WARN, "tuning database", NULL) >= 0;
         if (warned == sets[i].valid) fail_msg("%s: %s", sets[i].params, warned ? log.msg[0] : "no warning for an invalid entry");
         tdacl_context_destroy(g_ctx);

@@ -317,18 +317,20 @@ static const tdacl_tunable gemm_mma_params[] = {
     {"GMM_BN", 1, 128, {64, 128, 256, TDACL_END}, "columns of c per work-group"},
     {"GMM_WM", 1, 2, {1, 2, 4, TDACL_END}, "warps along M (each owns GMM_BM / GMM_WM rows)"},
     {"GMM_WN", 1, 2, {1, 2, 4, TDACL_END}, "warps along N (each owns GMM_BN / GMM_WN columns)"},
-    {"GMM_BK", 1, 32, {16, 32, 64, TDACL_END}, "K per step (two local stages)"},
+    {"GMM_BK", 1, 32, {16, 32, 64, TDACL_END}, "K per step"},
+    {"GMM_STAGES", 1, 2, {2, 3, 4, TDACL_END}, "local stages of the copy pipeline (a copied as it is; otherwise 2)"},
 };
 
-/* Two stages of A (GMM_BM rows of GMM_BK elements + 16 bytes) and of B, at the larger of its
- * layouts (transposed: GMM_BN rows of GMM_BK + 16 bytes; else GMM_BK rows of GMM_BN + 8
- * elements); elements of 2 bytes, 4 for tf32. */
+/* GMM_STAGES stages of A (GMM_BM rows of GMM_BK elements + 16 bytes) and of B, at the larger
+ * of its layouts (transposed: GMM_BN rows of GMM_BK + 16 bytes; else GMM_BK rows of GMM_BN + 8
+ * elements); elements of 2 bytes, 4 for tf32.  (An a rounded as it is staged keeps two: the
+ * count is an upper bound there.) */
 static size_t gemm_mma_local(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *v)
 {
-    const size_t bm = (size_t)P("GMM_BM"), bn = (size_t)P("GMM_BN"), bk = (size_t)P("GMM_BK");
+    const size_t bm = (size_t)P("GMM_BM"), bn = (size_t)P("GMM_BN"), bk = (size_t)P("GMM_BK"), st = (size_t)P("GMM_STAGES");
     const size_t es = p->tile_bytes == 4 ? 4 : 2, pad = 16 / es;
     const size_t bt = bn * (bk + pad), bkn = bk * (bn + 8);
-    return 2 * (bm * (bk + pad) + (bt > bkn ? bt : bkn)) * es;
+    return st * (bm * (bk + pad) + (bt > bkn ? bt : bkn)) * es;
 }
 
 static int gemm_mma_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
@@ -337,6 +339,7 @@ static int gemm_mma_check(const tdacl_kernel_space *ks, const tdacl_device_info 
     const int bm = P("GMM_BM"), bn = P("GMM_BN"), wm = P("GMM_WM"), wn = P("GMM_WN"), bk = P("GMM_BK");
     if (bm <= 0 || bn <= 0 || wm <= 0 || wn <= 0 || bk <= 0) return snprintf(why, n, "parameters must be positive"), 1;
     if (bk % 16) return snprintf(why, n, "GMM_BK=%d is not a multiple of 16", bk), 1;
+    if (P("GMM_STAGES") < 2) return snprintf(why, n, "GMM_STAGES=%d: the pipeline needs two stages", P("GMM_STAGES")), 1;
     if (bm % (16 * wm)) return snprintf(why, n, "GMM_BM=%d is not a multiple of 16 x GMM_WM=%d", bm, wm), 1;
     if (bn % (16 * wn)) return snprintf(why, n, "GMM_BN=%d is not a multiple of 16 x GMM_WN=%d", bn, wn), 1;
     const int nt = 32 * wm * wn;
