@@ -27,7 +27,7 @@ static void usage(FILE *f)
             "  --B N --H N --d N  prefill shape (default 4, 8, 64)\n"
             "  --decode-B N --decode-H N --decode-Tk N   decode shape (default 8, 16, 32768|4096)\n"
             "  --decode-Tq N      query rows per decode step, 1..16 (default 1; 2..16 take the tensor-core decode)\n"
-            "  --no-decode        skip decode rows\n"
+            "  --no-decode        skip decode rows (attention and forward suites; forward: serving rows too)\n"
             "  --no-prefill       skip prefill rows (attention and forward suites)\n"
             "  --vs-generic       also time the generic default parameters (tuning gain)\n"
             "  --min-samples N --min-ms X   sampling (default 10 samples and 100 ms per row)\n"

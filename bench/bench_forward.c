@@ -144,10 +144,12 @@ static int forward_modes(const bench_options *o, fwd_mode out[3])
 static int slots_rows(bench_run *run, tdacl_context *ctx, int dev, const fwd_mode *fm, const char *kind, const char *dir,
                       int n, int context, const tdacl_measure_opts *mo);
 
-/* Serving rows of a model: 32 and 64 sequences on GPUs; --quick, the softmax model's only */
-static int serving_rows(int quick, int gpu, const char *kind)
+/* Serving rows of a model: 32 and 64 sequences on GPUs; --quick, the softmax model's only;
+ * none with --no-decode */
+static int serving_rows(const bench_options *o, int gpu, const char *kind)
 {
-    return quick ? !strcmp(kind, "softmax") : gpu ? 2 : 1;
+    if (!o->decode) return 0;
+    return o->quick ? !strcmp(kind, "softmax") : gpu ? 2 : 1;
 }
 
 static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, const fwd_mode *fm, const char *const kinds[2],
@@ -161,6 +163,7 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, const fwd_
     int prefill[4][2] = {{1024, 1}, {1024, 8}, {4096, 1}, {4096, 8}}, nprefill = gpu ? 4 : 1;
     int contexts[2] = {1024, 8192}, ncontexts = gpu ? 2 : 1;
     if (quick) prefill[0][0] = 256, nprefill = 1, contexts[0] = 512, ncontexts = 1;
+    if (!o->decode) ncontexts = 0; /* --no-decode: no decode or serving rows */
     tdacl_measure_opts mo = o->measure;
     if (!gpu) mo.min_samples = mo.min_samples < 3 ? mo.min_samples : 3, mo.min_ms = 0;
     for (int ki = 0; ki < 2; ki++) {
@@ -177,7 +180,7 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, const fwd_
                 if (decode && contexts[pi - nprefill] > max_ctx) continue;
                 bench_count_only(run);
             }
-            for (int si = 0; si < serving_rows(quick, gpu, kinds[ki]); si++) bench_count_only(run);
+            for (int si = 0; si < serving_rows(o, gpu, kinds[ki]); si++) bench_count_only(run);
             continue;
         }
         if (bench_stop_requested()) break;
@@ -269,7 +272,7 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, const fwd_
         /* serving: sequences at different positions in one step (GPUs: 32 and 64; --quick: the
          * softmax model's 4, one more decode program to build on a CPU) */
         const int nslots[2] = {quick || !gpu ? 4 : 32, 64};
-        for (int si = 0; si < serving_rows(quick, gpu, kinds[ki]); si++)
+        for (int si = 0; si < serving_rows(o, gpu, kinds[ki]); si++)
             failures += slots_rows(run, ctx, dev, fm, kinds[ki], dir, nslots[si], contexts[0], &mo);
         if (saved) setenv("TDACL_PRECISION", saved, 1);
         else unsetenv("TDACL_PRECISION");

@@ -119,19 +119,29 @@ __kernel void rope(__global void *qkv, int ld, int T, int pos0, int rows, int H,
 
 /* ---- KV append: the C columns of row r of qkv that start at cols.s0 (k), cols.s1 (k2, -1:
  * none) and cols.s2 (v) go to the caches [slots, ctx, C] at sequence slot0 + r / T, position
- * row_pos(r); with a row map, at sequence rowmap[r].x ---- */
+ * row_pos(r); with a row map, at sequence rowmap[r].x.  KV_VEC consecutive elements a
+ * work-item (vload8 needs only the element's alignment), the row's last ones one by one ---- */
+#define KV_VEC 8
 __kernel void kv_append(__global const void *qkv, int ld, int rows, int C, int4 cols, __global void *kc,
                         __global void *k2c, __global void *vc, long cache_ld, int T, int pos0, int slot0,
                         __global const int2 *rowmap)
 {
-    const int c = get_global_id(0), v = get_global_id(1), row = get_global_id(2);
-    if (c >= C || row >= rows) return;
+    const int c0 = get_global_id(0) * KV_VEC, v = get_global_id(1), row = get_global_id(2);
+    if (c0 >= C || row >= rows) return;
     const int col = v == 0 ? cols.s0 : v == 1 ? cols.s1 : cols.s2;
     __global void *dst = v == 0 ? kc : v == 1 ? k2c : vc;
     if (col < 0 || !dst) return;
     const long seq = rowmap ? rowmap[row].x : slot0 + row / T;
-    /* ADT to ADT: the round trip through fp32 is exact */
-    STORE(ADT, dst, seq * cache_ld + row_pos(rowmap, row, T, pos0) * C + c, LOAD(ADT, qkv, (long)row * ld + col + c));
+    const long from = (long)row * ld + col + c0, to = seq * cache_ld + row_pos(rowmap, row, T, pos0) * C + c0;
+    if (c0 + KV_VEC <= C) {
+#if ADT == 0
+        vstore8(vload8(0, (__global const float *)qkv + from), 0, (__global float *)dst + to);
+#else
+        vstore8(vload8(0, (__global const ushort *)qkv + from), 0, (__global ushort *)dst + to); /* the bits */
+#endif
+        return;
+    }
+    for (int c = 0; c < C - c0; c++) STORE(ADT, dst, to + c, LOAD(ADT, qkv, from + c)); /* exact: ADT to ADT */
 }
 
 /* ---- GEMM: C[M,N] = epilogue(A[M,K] B[K,N]) ----

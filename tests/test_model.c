@@ -1420,13 +1420,15 @@ static void test_decode_launches(void **state)
 }
 
 /* Head sizes for the fused QKV GEMV's RoPE: 64 (pairs 32 apart in a 64-column block), 128
- * (128-column blocks), and 48, which decodes layer by layer and says why.  Each decodes to
- * its own prefill's logits (tda: two q/k views, the k2 cache). */
+ * (128-column blocks), and 48 and 30, which decode layer by layer and say why (30: a model
+ * width of 60, not a multiple of the KV append's 8 elements a work-item).  Each prefill
+ * equals the reference, and each decodes to its own prefill's logits (tda: two q/k views,
+ * the k2 cache). */
 static void test_decode_head_sizes(void **state)
 {
     (void)state;
-    const int heads[3] = {2, 1, 2}, embd[3] = {128, 128, 96};
-    for (int c = 0; c < 3; c++) {
+    const int heads[4] = {2, 1, 2, 2}, embd[4] = {128, 128, 96, 60};
+    for (int c = 0; c < 4; c++) {
         model_spec sp = *spec_by_tag("tda_rope");
         sp.n_head = heads[c], sp.n_embd = embd[c];
         char tag[32];
@@ -1441,6 +1443,16 @@ static void test_decode_head_sizes(void **state)
         for (int b = 0; b < 2; b++) memcpy(prompt + b * P, tok + b * T, sizeof(int32_t) * P);
         float *full = xcalloc((size_t)2 * T * V, sizeof(float)), *step = xcalloc((size_t)2 * V, sizeof(float));
         device_prefill(m, 2, T, tok, full, V);
+        gpt_ref_model ref;
+        load_reference(dir, 0, &ref);
+        double *want = xcalloc((size_t)2 * T * V, sizeof(double));
+        for (int b = 0; b < 2; b++)
+            assert_int_equal(gpt_ref_forward(&ref, T, tok + b * T, want + (size_t)b * T * V, NULL), 0);
+        errs er = {0};
+        errs_add(&er, full, want, NULL, (size_t)2 * T * V);
+        errs_check(&er, NMSE_F32, MAXABS_F32, "prefill vs ref", tag);
+        free(want);
+        gpt_ref_free(&ref);
         assert_ok(g_ctx, tdacl_model_prefill(m, 2, P, prompt));
         errs e = {0};
         tu_log lg = {0};
@@ -1451,11 +1463,12 @@ static void test_decode_head_sizes(void **state)
             assert_ok(g_ctx, tdacl_model_decode(m, 2, next));
             uint64_t n = g_ctx->launches - before;
             if (t == P) tdacl_log_set_callback(NULL, NULL, -1);
-            const int fused = embd[c] / heads[c] != 48;
+            const int d = embd[c] / heads[c], fused = d == 64 || d == 128;
             if (fused ? n > 5 * N_LAYER + 3 : n <= 5 * N_LAYER + 3)
                 fail_msg("d=%d: %llu launches for a decode step", embd[c] / heads[c], (unsigned long long)n);
-            if (t == P && !fused)
-                assert_true(tu_log_find(&lg, TDACL_LOG_DEBUG, "not fused", "head_dim 48", NULL) >= 0);
+            char head_dim[24];
+            snprintf(head_dim, sizeof head_dim, "head_dim %d", d);
+            if (t == P && !fused) assert_true(tu_log_find(&lg, TDACL_LOG_DEBUG, "not fused", head_dim, NULL) >= 0);
             if (t == P && fused) assert_true(tu_log_find(&lg, -1, "not fused", NULL) < 0);
             assert_ok(g_ctx, tdacl_model_logits(m, step, (int64_t)2 * V, NULL));
             for (int b = 0; b < 2; b++) errs_add(&e, step + (size_t)b * V, NULL, full + ((size_t)b * T + t) * V, (size_t)V);

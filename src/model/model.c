@@ -406,8 +406,12 @@ static tdacl_status rope(tdacl_model *m, int rows, int T, int pos0, const tdacl_
                          sizeof r, &r, sizeof H, &H, sizeof d, &d, sizeof cols, &cols, sizeof nviews, &nviews,
                          sizeof m->rope_cos, &m->rope_cos, sizeof m->rope_sin, &m->rope_sin, sizeof rm, &rm,
                          (size_t)0);
-    size_t g[3] = {(size_t)(m->d / 2), (size_t)(m->H * nviews), (size_t)rows}, l[3] = {(size_t)(m->d / 2), 1, 1};
+    /* d/2 pairs of 256 / (d/2) heads a work-group (the kernel skips heads past H * nviews) */
+    size_t l[3] = {(size_t)(m->d / 2), 1, 1};
     if (l[0] > 64) l[0] = 64;
+    l[1] = 256 / l[0];
+    size_t g[3] = {(size_t)(m->d / 2 + l[0] - 1) / l[0] * l[0], ((size_t)(m->H * nviews) + l[1] - 1) / l[1] * l[1],
+                   (size_t)rows};
     return st ? st : tdacl__launch(m->ctx, k, 3, g, l, NULL, "rope");
 }
 
@@ -426,7 +430,8 @@ static tdacl_status kv_append(tdacl_model *m, const layer *L, int B, int T, int 
     st = tdacl__set_args(m->ctx, k, "kv_append", sizeof q, &q, sizeof ld, &ld, sizeof r, &r, sizeof cC, &cC,
                          sizeof cols, &cols, sizeof kc, &kc, sizeof k2c, &k2c, sizeof vc, &vc, sizeof cache_ld,
                          &cache_ld, sizeof cT, &cT, sizeof p0, &p0, sizeof s0, &s0, sizeof rm, &rm, (size_t)0);
-    size_t g[3] = {(size_t)(C + 63) / 64 * 64, 3, (size_t)r}, l[3] = {64, 1, 1};
+    /* cl/layers.cl KV_VEC = 8 elements a work-item; the three views in one work-group */
+    size_t g[3] = {(((size_t)C + 7) / 8 + 31) / 32 * 32, 3, (size_t)r}, l[3] = {32, 3, 1};
     return st ? st : tdacl__launch(m->ctx, k, 3, g, l, NULL, "kv_append");
 }
 
