@@ -342,8 +342,9 @@ int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev)
         for (int si = 0; si < nshapes; si++) {
             size_t n = nk[si][0], k = nk[si][1];
             /* CLBlast SGEMM, then our own GEMM (+bias epilogue) with f32 and bf16 weights (f32 a
-             * and c), and all bf16 (a, w and c: "bf16act", the model's bf16 activations) */
-            for (int impl = 0; impl < 4; impl++) {
+             * and c), and all bf16 (a, w and c: "bf16act", the model's bf16 activations; not in
+             * --quick: one more program to build on a CPU) */
+            for (int impl = 0; impl < (o->quick ? 3 : 4); impl++) {
                 if (bench_stop_requested() || bench_count_only(run)) continue;
                 bench_row *r = bench_add_row(run);
                 if (!r) return failures + 1;

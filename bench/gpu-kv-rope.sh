@@ -7,10 +7,7 @@
 #                        process each: softmax and tda, bf16act and f32
 #   compare.txt          new / base
 . bench/gpu-setup.sh
-rm -rf /tmp/base && mkdir -p /tmp/base && git ls-files -z | xargs -0 tar -cf - | tar -xf - -C /tmp/base
-cp -r cl src include /tmp/base/ && (cd /tmp/base && git apply -R "$OLDPWD/$1") || { echo "patch failed"; exit 1; }
-(cd /tmp/base && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j"$(nproc)" >/dev/null) ||
-    { echo "base build failed"; exit 1; }
+build_reverted "$1"
 (cd build-gpu/tests && ./test_model) >"$OUT/test-native.txt" 2>&1
 grep -E "PASSED|FAILED" "$OUT/test-native.txt"
 export TDACL_BENCH_MODELS=/tmp/tdacl-bench-models

@@ -17,6 +17,16 @@ build_base() {
         { echo "base build failed"; exit 1; }
 }
 
+# build_reverted PATCH: a Release build in /tmp/base/build of this tree without PATCH (a change
+# as `git diff` wrote it; for before/after runs of a change not yet committed)
+build_reverted() {
+    rm -rf /tmp/base && mkdir -p /tmp/base && git ls-files -z | xargs -0 tar -cf - | tar -xf - -C /tmp/base
+    cp -r cl src include bench tests /tmp/base/ && (cd /tmp/base && git apply -R "$OLDPWD/$1") ||
+        { echo "patch failed"; exit 1; }
+    (cd /tmp/base && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j"$(nproc)" >/dev/null) ||
+        { echo "base build failed"; exit 1; }
+}
+
 # native_parts PART...: test_registry and the named test_attention parts on this GPU
 # -> $OUT/test-native.txt, with the pass/fail lines echoed
 native_parts() {
