@@ -68,7 +68,7 @@ step "ASan + UBSan tests"
 ASAN_OPTIONS=detect_leaks=1 \
 LSAN_OPTIONS="suppressions=$ROOT/tools/lsan.supp" \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_ctest "$TMP/ctest-asan.log" --test-dir build-asan --output-on-failure -j"$JOBS" -LE "oclgrind|python|offline"
+    run_ctest "$TMP/ctest-asan.log" --test-dir build-asan --output-on-failure -j"$JOBS" -LE "oclgrind|python|offline|release-only"
 
 # ---- 3. the installed package ----
 step "install into a temporary prefix and build examples/hello against it"
