@@ -559,7 +559,7 @@ TDACL_API tdacl_status tdacl_model_position(const tdacl_model *model, int *posit
 TDACL_API tdacl_status tdacl_model_slot_position(const tdacl_model *model, int slot, int *position);
 
 /* ------------------------------------------------------------------------------------ */
-/* Tokenizer: GPT-2 byte-level BPE (docs/spec.md section 4.6), no device needed          */
+/* Tokenizer: GPT-2 byte-level BPE (docs/spec.md section 4.4), no device needed          */
 
 typedef struct tdacl_tokenizer tdacl_tokenizer;
 
