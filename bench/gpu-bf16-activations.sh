@@ -39,11 +39,7 @@ tail -3 "$OUT/compare.txt"
 python3 bench/anchors/gpt_hf.py --out "$OUT/hf.json" >"$OUT/hf.txt" 2>&1
 build-gpu/tdacl-bench --load "$OUT/forward-new-softmax-bf16.json" --compare "$OUT/hf.json" 2>&1 |
     sed -n '/^compare:/,$p' >"$OUT/vs-hf.txt"
-# transformers' bf16 rows are bf16 weights and activations: compared with ours of that mode
-python3 -c 'import json, sys
-d = json.load(open(sys.argv[1]))
-d["rows"] += [dict(r, dtype="bf16act") for r in d["rows"] if r["dtype"] == "bf16"]
-json.dump(d, open(sys.argv[2], "w"))' "$OUT/hf.json" /tmp/hf-bf16act.json
+hf_as_bf16act "$OUT/hf.json" /tmp/hf-bf16act.json
 build-gpu/tdacl-bench --load "$OUT/forward-new-softmax-bf16act.json" --compare /tmp/hf-bf16act.json 2>&1 |
     sed -n '/^compare:/,$p' >"$OUT/vs-hf-bf16act.txt"
 cut -c1-150 "$OUT/vs-hf.txt" "$OUT/vs-hf-bf16act.txt"

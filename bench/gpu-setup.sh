@@ -60,3 +60,12 @@ gemm_vs_base_and_torch() {
     (cd bench/anchors && python3 matmul.py --out "$OUT/matmul-anchors.json") >/dev/null 2>&1
     build-gpu/tdacl-bench --load "$OUT/gemm-new.json" --compare "$OUT/matmul-anchors.json" >"$OUT/gemm-vs-torch.txt" 2>&1
 }
+
+# hf_as_bf16act IN OUT: bench/anchors/gpt_hf.py's rows with each bf16 row also as "bf16act"
+# (transformers' bf16 is bf16 weights and activations: compared with ours of that mode)
+hf_as_bf16act() {
+    python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+d["rows"] += [dict(r, dtype="bf16act") for r in d["rows"] if r["dtype"] == "bf16"]
+json.dump(d, open(sys.argv[2], "w"))' "$1" "$2"
+}

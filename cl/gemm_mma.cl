@@ -66,9 +66,31 @@
                              one-value B reads (rows t, t + 4) in distinct banks */
 #define B_STAGE (GMM_BK * LDBS)
 #endif
-#define GVEC (16 / (int)sizeof(mma_t)) /* elements per 16-byte chunk of B */
+#define GVEC (MMA_TF32 ? 4 : 8) /* elements per 16-byte chunk (f32 or 16-bit); the preprocessor reads it */
 #define A_STAGE (GMM_BM * LDAS)
 #define A_CHUNKS (GMM_BM * GMM_BK / 4 / GMM_NT) /* float4 chunks of a step per thread */
+/* Whole-tile copies.  A step's tile wholly inside its matrix (every tile but those of the last
+ * row or column of work-groups and a short last K step) needs no bounds tests: each thread
+ * copies the 16-byte chunks at fixed offsets from a base it computes once -- a pointer
+ * addition and a cp.async apiece, where gmm_stage spends about 25 integer instructions a
+ * chunk, more than the products of the step.  Threads cover CPR chunks a row and RPP rows a
+ * pass; the forms exist where the work-group's threads tile the stage exactly. */
+#define A_CPR (GMM_BK / GVEC)
+#define A_RPP (GMM_NT / A_CPR)
+#define A_WHOLE (A_DIRECT && ALIGNED_A_ && GMM_NT % A_CPR == 0 && A_RPP > 0 && GMM_BM % A_RPP == 0)
+#if TRANS_B
+#define B_ROWS GMM_BN /* Bs[n][k] */
+#define B_COLS GMM_BK
+#else
+#define B_ROWS GMM_BK /* Bs[k][n] */
+#define B_COLS GMM_BN
+#endif
+#define B_CPR (B_COLS / GVEC)
+#define B_RPP (GMM_NT / B_CPR)
+#define B_WHOLE (ALIGNED_B_ && GMM_NT % B_CPR == 0 && B_RPP > 0 && B_ROWS % B_RPP == 0)
+/* the epilogue's paired stores; not on Intel's DPAS body, where the second unrolled epilogue
+ * makes IGC spill 4.8 KB a thread for pvc (tools/offline-compile.sh) */
+#define GMM_PAIRS (MMA_NATIVE != 2)
 #if MMA_HW
 #undef UNROLL
 #define UNROLL _Pragma("unroll") /* register arrays stay registers only when fully unrolled */
@@ -134,9 +156,24 @@ inline void gmm_stage(__local mma_t *S, int lds, int rows, int cols, __global co
     }
 }
 
-/* B's step k0 into a local stage: Bs[n][k] (TRANS_B) or Bs[k][n] */
-inline void gmm_load_b(__local mma_t *Bs, __global const mma_t *b, int N, int K, int ldb, int n0, int k0, int tid)
+/* A whole tile (see A_WHOLE): this thread's chunks, `passes` of them rpp rows apart, from src
+ * (its first chunk in global memory, row stride ld) to dst (the same in the stage, lds) */
+inline void gmm_stage_whole(__local mma_t *dst, int lds, __global const mma_t *src, int ld, int passes, int rpp)
 {
+    UNROLL for (int p = 0; p < passes; p++) mma_copy16(dst + p * rpp * lds, src + (long)p * rpp * ld, 16);
+}
+
+/* B's step k0 into a local stage: Bs[n][k] (TRANS_B) or Bs[k][n]; whole: the tile lies inside
+ * B, bsrc the thread's first chunk of it, bdst the thread's place in the stage */
+inline void gmm_load_b(__local mma_t *Bs, __global const mma_t *b, int N, int K, int ldb, int n0, int k0, int tid,
+                       int whole, __global const mma_t *bsrc, int bdst)
+{
+#if B_WHOLE
+    if (whole) {
+        gmm_stage_whole(Bs + bdst, LDBS, bsrc, ldb, B_ROWS / B_RPP, B_RPP);
+        return;
+    }
+#endif
 #if TRANS_B
     gmm_stage(Bs, LDBS, GMM_BN, GMM_BK, b, ldb, n0, k0, N, K, ALIGNED_B_, tid);
 #else
@@ -145,14 +182,32 @@ inline void gmm_load_b(__local mma_t *Bs, __global const mma_t *b, int N, int K,
 }
 
 /* A's step k0: copied into a local stage (A_DIRECT), or read into registers for
- * gmm_store_a */
+ * gmm_store_a; whole, asrc, adst as for gmm_load_b */
 inline void gmm_fetch_a(__local mma_t *As, float4 ar[A_CHUNKS], __global const void *a, int M, int K, int lda, int m0,
-                        int k0, int tid)
+                        int k0, int tid, int whole, __global const mma_t *asrc, int adst)
 {
+#if A_WHOLE
+    if (whole) {
+        gmm_stage_whole(As + adst, LDAS, asrc, lda, GMM_BM / A_RPP, A_RPP);
+        return;
+    }
+#endif
 #if A_DIRECT
     gmm_stage(As, LDAS, GMM_BM, GMM_BK, (__global const mma_t *)a, lda, m0, k0, M, K, ALIGNED_A_, tid);
 #else
     gmm_load_a(ar, a, M, K, lda, m0, k0, tid);
+#endif
+}
+
+/* c[idx], c[idx + 1] (idx even, c's rows of even length, so the pair is aligned) in one store */
+inline void gmm_store2(__global void *c, long idx, float v0, float v1)
+{
+#if CDT == 0
+    vstore2((float2)(v0, v1), 0, (__global float *)c + idx);
+#elif CDT == 1
+    ((__global uint *)c)[idx >> 1] = mma_bf16x2(v0, v1);
+#else
+    vstore_half2_rte((float2)(v0, v1), (size_t)(idx >> 1), (__global half *)c);
 #endif
 }
 
@@ -177,12 +232,26 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
             UNROLL for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
 
     float4 ar[A_CHUNKS]; /* unused (and dropped) when A_DIRECT */
+    /* whole-tile copies: each thread's first chunk of step 0, in global memory and in a stage
+     * (pointers formed only; read only for tiles inside the matrices) */
+    const int ar0 = tid / A_CPR, ac0 = (tid % A_CPR) * GVEC, br0 = tid / B_CPR, bc0 = (tid % B_CPR) * GVEC;
+    __global const mma_t *asrc = (__global const mma_t *)a + (long)(m0 + ar0) * lda + klo + ac0;
+#if TRANS_B
+    __global const mma_t *bsrc = b + (long)(n0 + br0) * ldb + klo + bc0;
+    const long bstep = GMM_BK; /* a step's advance in B */
+#else
+    __global const mma_t *bsrc = b + (long)(klo + br0) * ldb + n0 + bc0;
+    const long bstep = (long)GMM_BK * ldb;
+#endif
+    const int adst = ar0 * LDAS + ac0, bdst = br0 * LDBS + bc0;
+    const int a_rows_in = m0 + GMM_BM <= M, b_cols_in = n0 + GMM_BN <= N;
     /* steps 0 .. NSTAGE - 2 into their stages, one copy group each (empty past the last step,
      * so that the count of groups in flight stays NSTAGE - 1 at every wait) */
     for (int s = 0; s < NSTAGE - 1; s++) {
         if (s < nk) {
-            gmm_fetch_a(As + s * A_STAGE, ar, a, M, khi, lda, m0, klo + s * GMM_BK, tid);
-            gmm_load_b(Bs + s * B_STAGE, b, N, khi, ldb, n0, klo + s * GMM_BK, tid);
+            const int k0 = klo + s * GMM_BK, k_in = k0 + GMM_BK <= khi;
+            gmm_fetch_a(As + s * A_STAGE, ar, a, M, khi, lda, m0, k0, tid, a_rows_in && k_in, asrc + s * GMM_BK, adst);
+            gmm_load_b(Bs + s * B_STAGE, b, N, khi, ldb, n0, k0, tid, b_cols_in && k_in, bsrc + s * bstep, bdst);
         }
         mma_copy_commit();
     }
@@ -193,8 +262,11 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
         MMA_COPY_WAIT(NSTAGE - 2);
         barrier(CLK_LOCAL_MEM_FENCE); /* step kt staged; stage next % NSTAGE was last read in kt-1 */
         if (next < nk) {
-            gmm_fetch_a(As + (next % NSTAGE) * A_STAGE, ar, a, M, khi, lda, m0, klo + next * GMM_BK, tid);
-            gmm_load_b(Bs + (next % NSTAGE) * B_STAGE, b, N, khi, ldb, n0, klo + next * GMM_BK, tid);
+            const int k0 = klo + next * GMM_BK, k_in = k0 + GMM_BK <= khi;
+            gmm_fetch_a(As + (next % NSTAGE) * A_STAGE, ar, a, M, khi, lda, m0, k0, tid, a_rows_in && k_in,
+                        asrc + next * GMM_BK, adst);
+            gmm_load_b(Bs + (next % NSTAGE) * B_STAGE, b, N, khi, ldb, n0, k0, tid, b_cols_in && k_in,
+                       bsrc + next * bstep, bdst);
         }
         mma_copy_commit();
         __local const mma_t *At = As + cur * A_STAGE + wm * WTM * LDAS;
@@ -227,6 +299,19 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
     /* lane (g, t) holds rows g and g + 8 of each m-tile, columns 2t and 2t + 1 of each n-block;
      * one chunk: the epilogue at once, else this chunk's raw sums to part */
     __global float *out = part + (long)get_group_id(2) * M * N;
+    if (GMM_PAIRS && nsplit == 1 && a_rows_in && b_cols_in && !(ldc & 1)) {
+        /* a tile inside c with aligned pairs: no bounds tests, one store per pair (one loop for
+         * both forms cost the f32-a rows 7-10 % on the H100: bench/results/gemm-forward-h100/final/) */
+        UNROLL for (int mt = 0; mt < MTI; mt++)
+            UNROLL for (int nb = 0; nb < NBI; nb++)
+                UNROLL for (int h = 0; h < 2; h++) {
+                    const int m = m0 + wm * WTM + 16 * mt + g + 8 * h, n = n0 + wn * WTN + 8 * nb + 2 * t;
+                    const long idx = (long)m * ldc + n;
+                    gmm_store2(c, idx, epilogue(acc[mt][nb][2 * h], flags, bias, n, res, idx),
+                               epilogue(acc[mt][nb][2 * h + 1], flags, bias, n + 1, res, idx + 1));
+                }
+        return;
+    }
     UNROLL for (int mt = 0; mt < MTI; mt++)
         UNROLL for (int nb = 0; nb < NBI; nb++)
             UNROLL for (int e = 0; e < 4; e++) {

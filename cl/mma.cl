@@ -352,6 +352,13 @@ inline void mma_copy4(__local float *dst, __global const float *src, int bytes)
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(mma_saddr(dst)), "l"(src), "r"(bytes));
 }
 inline void mma_copy_commit(void) { asm volatile("cp.async.commit_group;"); }
+/* two f32 as packed bf16 (lo in the low half), each rounded to nearest even */
+inline uint mma_bf16x2(float lo, float hi)
+{
+    uint r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
 #define MMA_COPY_WAIT(n) asm volatile("cp.async.wait_group %0;" ::"n"(n))
 
 #else
@@ -479,5 +486,6 @@ inline void mma_copy16(__local void *dst, __global const void *src, int bytes)
 }
 inline void mma_copy4(__local float *dst, __global const float *src, int bytes) { *dst = bytes ? *src : 0.0f; }
 inline void mma_copy_commit(void) {}
+inline uint mma_bf16x2(float lo, float hi) { return (uint)f32_to_bf16(lo) | ((uint)f32_to_bf16(hi) << 16); }
 #define MMA_COPY_WAIT(n) ((void)0)
 #endif

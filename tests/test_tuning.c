@@ -50,7 +50,7 @@ static tdacl_context *make_ctx(const char *file, int use_db, tu_log *log)
     return ctx;
 }
 
-static const tdacl_problem PROBLEM = {TDACL_ATTN_TRA, TDACL_F32, 64, 64, 128, 1, 0, 0, 0, 0};
+static const tdacl_problem PROBLEM = {TDACL_ATTN_TRA, TDACL_F32, 64, 64, 128, 1, 0, 0, 0, 0, 0};
 
 static const tdacl_kernel_space *space(const char *kernel)
 {
@@ -184,6 +184,7 @@ static void test_parse_bad_lines(void **state)
         {"attention class=a colour=red : BM=16", "unknown key 'colour'"},
         {"attention class=a kind=flash : BM=16", "unknown kind 'flash'"},
         {"attention class=a dtype=f64 : BM=16", "unknown dtype 'f64'"},
+        {"gemm_mma class=a adtype=tf32 : GMM_BM=16", "unknown adtype 'tf32'"},
         {"attention class=a d=0 : BM=16", "d=0 is not a positive integer"},
         {"attention class=a dv=abc : BM=16", "dv=abc is not a positive integer"},
         {"attention class=a tq=5000 : BM=16", "tq=5000 is not a positive integer"},
@@ -222,7 +223,7 @@ static void test_parse_bad_lines(void **state)
     assert_int_equal(db.count, 2);
     assert_int_equal(db.entries[0].line, 1);
     assert_string_equal(db.entries[1].kernel, "attention_decode");
-    assert_int_equal(db.entries[1].line, 23);
+    assert_int_equal(db.entries[1].line, 24);
     int nwarn = 0;
     for (int i = 0; i < NB; i++) {
         if (!bad[i].why) continue;
@@ -252,6 +253,7 @@ static void test_format_roundtrip(void **state)
     snprintf(e.arch, sizeof e.arch, "pocl-cpu-x");
     e.kind = TDACL_ATTN_TDA;
     e.dtype = TDACL_BF16;
+    e.adtype = -1;
     e.d = 64, e.dv = 32;
     snprintf(e.tbucket, sizeof e.tbucket, "long");
     e.nparams = 4;
@@ -296,9 +298,9 @@ static int pidx(const tdacl_kernel_space *ks, const char *name)
 
 /* The problems every value set used below must suit. */
 static const tdacl_problem LOOKUP_PROBLEMS[] = {
-    {TDACL_ATTN_TRA, TDACL_F32, 64, 64, 128, 1, 0, 0, 0, 0},
-    {TDACL_ATTN_TRA, TDACL_F32, 128, 128, 128, 1, 0, 0, 0, 0},
-    {TDACL_ATTN_SOFTMAX, TDACL_F32, 64, 64, 128, 1, 0, 0, 0, 0},
+    {TDACL_ATTN_TRA, TDACL_F32, 64, 64, 128, 1, 0, 0, 0, 0, 0},
+    {TDACL_ATTN_TRA, TDACL_F32, 128, 128, 128, 1, 0, 0, 0, 0, 0},
+    {TDACL_ATTN_SOFTMAX, TDACL_F32, 64, 64, 128, 1, 0, 0, 0, 0, 0},
 };
 
 static int valid_for_all(const tdacl_kernel_space *ks, const tdacl_device_info *d, const int *v)
@@ -367,6 +369,25 @@ static tdacl_tuned fallback_for(const char *kernel, const tdacl_problem *p)
     return t;
 }
 
+/* The user entry the lookup of p chose, as "NAME=value ..." text (asserting it is a user one). */
+static void user_params(tdacl_context *ctx, const char *kernel, const tdacl_problem *p, char *buf, size_t n)
+{
+    tdacl_tuned t = lookup(ctx, kernel, p);
+    assert_int_equal(t.source, TDACL_TUNED_USER);
+    tdacl__params_text(space(kernel), &t.values, buf, n);
+}
+
+/* Entry 0 of `text` parsed, formatted again: the line holds `key` */
+static void assert_key_survives(const char *text, const char *key)
+{
+    tdacl_tdb db;
+    assert_ok(NULL, tdacl__tdb_parse(NULL, text, strlen(text), "keys.tdb", &db));
+    char line[512];
+    tdacl__tdb_format(&db.entries[0], line, sizeof line);
+    assert_non_null(strstr(line, key));
+    tdacl__tdb_free(&db);
+}
+
 /* "dtype=tf32" keys fp32 storage on the matrix units as tf32 (4-byte tiles): it applies to
  * such problems only, and an f32 entry only to the others; both survive format -> parse. */
 static void test_lookup_tf32_key(void **state)
@@ -380,27 +401,46 @@ static void test_lookup_tf32_key(void **state)
              dev.arch, dev.arch);
     write_text(path, text);
     tdacl_context *ctx = make_ctx(path, 1, NULL);
-    const tdacl_kernel_space *ks = space("attention_mma");
     tdacl_problem tf32 = {.kind = TDACL_ATTN_TRA, .dtype = TDACL_F32, .d = 64, .dv = 64, .t = 4096, .tq = 1,
                           .mma_regs = 1, .tile_bytes = 4};
     tdacl_problem bf16c = tf32;
     bf16c.tile_bytes = 2; /* f32 storage computed in bf16 */
-    tdacl_tuned a = lookup(ctx, "attention_mma", &tf32), b = lookup(ctx, "attention_mma", &bf16c);
-    assert_int_equal(a.source, TDACL_TUNED_USER);
-    assert_int_equal(b.source, TDACL_TUNED_USER);
     char pa[128], pb[128];
-    tdacl__params_text(ks, &a.values, pa, sizeof pa);
-    tdacl__params_text(ks, &b.values, pb, sizeof pb);
+    user_params(ctx, "attention_mma", &tf32, pa, sizeof pa);
+    user_params(ctx, "attention_mma", &bf16c, pb, sizeof pb);
     assert_string_equal(pa, "BN=16 NWARPS=2 MT=1 KSTAGES=3");
     assert_string_equal(pb, "BN=32 NWARPS=8 MT=1 KSTAGES=2");
     tdacl_context_destroy(ctx);
-    tdacl_tdb db;
-    assert_ok(NULL, tdacl__tdb_parse(NULL, text, strlen(text), "tf32.tdb", &db));
-    assert_int_equal(db.entries[0].dtype, TDACL_KEY_TF32);
-    char line[512];
-    tdacl__tdb_format(&db.entries[0], line, sizeof line);
-    assert_non_null(strstr(line, " dtype=tf32 "));
-    tdacl__tdb_free(&db);
+    assert_key_survives(text, " dtype=tf32 ");
+}
+
+/* "adtype=" keys a matmul's activations dtype (bf16 a is copied into the tensor-core GEMM's
+ * tiles as it is, f32 a is rounded on the way: their best tiles differ): an entry with it
+ * applies to such calls only, outranks one without, and survives format -> parse. */
+static void test_lookup_adtype_key(void **state)
+{
+    (void)state;
+    char path[1024], text[1024];
+    snprintf(path, sizeof path, "%s/adtype.tdb", dir);
+    snprintf(text, sizeof text,
+             "gemm_mma class=%s dtype=bf16 : GMM_BM=64 GMM_BN=128 GMM_WM=1 GMM_WN=4 GMM_BK=32 GMM_STAGES=3\n"
+             "gemm_mma class=%s dtype=bf16 adtype=bf16 t=long : GMM_BM=128 GMM_BN=128 GMM_WM=2 GMM_WN=4 GMM_BK=32 GMM_STAGES=2\n",
+             dev.arch, dev.arch);
+    write_text(path, text);
+    tdacl_context *ctx = make_ctx(path, 1, NULL);
+    tdacl_problem f32a = {.kind = -1, .dtype = TDACL_BF16, .adtype = TDACL_F32, .t = 8192, .mma_regs = 1, .tile_bytes = 2};
+    tdacl_problem bf16a = f32a, bf16a_short = f32a;
+    bf16a.adtype = bf16a_short.adtype = TDACL_BF16;
+    bf16a_short.t = 1024;
+    char pa[128], pb[128], pc[128];
+    user_params(ctx, "gemm_mma", &f32a, pa, sizeof pa);
+    user_params(ctx, "gemm_mma", &bf16a, pb, sizeof pb);
+    user_params(ctx, "gemm_mma", &bf16a_short, pc, sizeof pc);
+    assert_string_equal(pa, "GMM_BM=64 GMM_BN=128 GMM_WM=1 GMM_WN=4 GMM_BK=32 GMM_STAGES=3");
+    assert_string_equal(pb, "GMM_BM=128 GMM_BN=128 GMM_WM=2 GMM_WN=4 GMM_BK=32 GMM_STAGES=2");
+    assert_string_equal(pc, pa);
+    tdacl_context_destroy(ctx);
+    assert_key_survives(strchr(text, '\n') + 1, " adtype=bf16 ");
 }
 
 static void test_lookup_user_entry(void **state)
@@ -491,7 +531,7 @@ static void test_lookup_user_entry(void **state)
     }
 
     /* entries for another class, or naming neither device nor class, never apply */
-    entry_line(line[1], sizeof line[1], "class=nvidia-sm_90", ks, &set[1]);
+    entry_line(line[1], sizeof line[1], "class=no-such-class", ks, &set[1]); /* never a device's class */
     entry_line(line[2], sizeof line[2], "kind=tra", ks, &set[2]);
     snprintf(text, sizeof text, "%s\n%s\n", line[1], line[2]);
     write_text(path, text);
@@ -634,7 +674,7 @@ static void test_defaults_always_valid(void **state)
             for (int kind = 0; kind <= TDACL_ATTN_DIFF_SOFTMAX; kind++)
                 for (int d = 32; d <= 256; d *= 2)
                     for (int tq = 1; tq <= 16; tq *= 4) {
-                        tdacl_problem p = {kind, TDACL_F32, d, d, 4096, tq, 0, 0, 0, 0};
+                        tdacl_problem p = {kind, TDACL_F32, d, d, 4096, tq, 0, 0, 0, 0, 0};
                         tdacl_tuned t = lookup(ctx, kernels[kn], &p);
                         char why[200] = "";
                         if (chk(ks, &ctx->info, &p, t.values.v, why, sizeof why))
@@ -740,7 +780,7 @@ static void test_constraints(void **state)
     const tdacl_kernel_space *dk = space("attention_decode");
     int ntd = pidx(dk, "NTD");
     d = roomy();
-    tdacl_problem q = {TDACL_ATTN_TRA, TDACL_F32, 128, 128, 4096, 1, 0, 0, 0, 0};
+    tdacl_problem q = {TDACL_ATTN_TRA, TDACL_F32, 128, 128, 4096, 1, 0, 0, 0, 0, 0};
     tdacl_tuned dt;
     tdacl_context *ctx = make_ctx(NULL, 0, NULL);
     dt = lookup(ctx, "attention_decode", &q);
@@ -946,7 +986,7 @@ static tdacl_tdb_entry entry(const char *arch, int kind, int bm)
     snprintf(e.kernel, sizeof e.kernel, "attention");
     snprintf(e.arch, sizeof e.arch, "%s", arch);
     e.kind = kind;
-    e.dtype = -1;
+    e.dtype = e.adtype = -1;
     e.nparams = 4;
     const char *n[4] = {"BM", "BN", "TM", "TN"};
     const int v[4] = {bm, 16, 4, 4};
@@ -1035,6 +1075,7 @@ int main(void)
         cmocka_unit_test(test_format_roundtrip),
         cmocka_unit_test(test_lookup_user_entry),
         cmocka_unit_test(test_lookup_tf32_key),
+        cmocka_unit_test(test_lookup_adtype_key),
         cmocka_unit_test(test_lookup_invalid_entries_fall_back),
         cmocka_unit_test(test_use_tuning_db_off),
         cmocka_unit_test(test_defaults_always_valid),

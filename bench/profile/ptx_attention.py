@@ -5,22 +5,12 @@ signature; the build options (from the cache key) give the tile.
 
     python3 ptx_attention.py --ptx kind2.ptx --opts "-DKIND=2 ... -DBN=64 -DNWARPS=4 -DMT=2" --T 8192
 """
-import argparse, ctypes, math, re, sys
+import argparse, ctypes, math
 
 import torch
 from cuda.bindings import driver as cu
 
-
-def check(res):
-    err, *rest = res if isinstance(res, tuple) else (res,)
-    if err != cu.CUresult.CUDA_SUCCESS:
-        raise RuntimeError("CUDA driver: %s" % err)
-    return rest[0] if len(rest) == 1 else rest
-
-
-def opt(opts, name, default=None):
-    m = re.search(r"-D%s=(-?\d+)" % name, opts)
-    return int(m.group(1)) if m else default
+from ptx_common import check, launch_median_ms, load_kernel, opt
 
 
 def main():
@@ -50,18 +40,7 @@ def main():
     check(cu.cuInit(0))
     torch.cuda.synchronize()
     ctx = check(cu.cuCtxGetCurrent())
-    # NVIDIA's OpenCL reads implicit values from environment registers: the work-group offset
-    # (%envreg0..2, 0 here: no global offset) and, for get_num_groups, the group counts
-    # (%envreg6..8); under the CUDA driver those are the grid's own (%nctaid)
-    text = open(a.ptx).read()
-    text = re.sub(r"%envreg[012];", "0;", text)
-    for i, axis in ((6, "x"), (7, "y"), (8, "z")):
-        text = re.sub(r"mov\.b32(\s+%r\d+), %envreg" + str(i) + ";", r"mov.u32\1, %nctaid." + axis + ";", text)
-    if "%envreg" in text:
-        sys.exit("the PTX reads an environment register this harness does not map")
-    ptx = text.encode() + b"\0"
-    mod = check(cu.cuModuleLoadData(ptx))
-    fn = check(cu.cuModuleGetFunction(mod, b"attention_mma_fwd"))
+    fn, text = load_kernel(a.ptx, "attention_mma_fwd")
 
     keep = []
     def ptr(t):
@@ -78,22 +57,9 @@ def main():
             ctypes.c_int32(H), ctypes.c_int64(T), ctypes.c_int64(T), ctypes.c_int64(0), ctypes.c_int32(d), ctypes.c_int32(DV),
             ctypes.c_float(scale), ctypes.c_float(a.beta), ctypes.c_float(1.0), ctypes.c_int32(2), ctypes.c_float(2.0),
             ctypes.c_float(0.5), ctypes.c_int32(0), ctypes.c_float(1e-6), ctypes.c_float(1.0), ctypes.c_int32(0)]
-    entry = text[text.index(".entry attention_mma_fwd"):]
-    nparams = entry[:entry.index(")")].count(".param")
-    if nparams != len(args):
-        sys.exit("the PTX entry has %d parameters, this harness passes %d" % (nparams, len(args)))
-    params = (ctypes.c_void_p * len(args))(*[ctypes.addressof(x) for x in args])
     grid = (1, B * H, (T + bm - 1) // bm)
-    stream = torch.cuda.current_stream().cuda_stream
-    times = []
-    for _ in range(a.reps):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        check(cu.cuLaunchKernel(fn, *grid, nt, 1, 1, 0, stream, ctypes.addressof(params), 0))
-        e1.record()
-        e1.synchronize()
-        times.append(e0.elapsed_time(e1))
-    print("kind %d grid %s block %d: %.4f ms (median of %d)" % (kind, grid, nt, sorted(times)[len(times) // 2], len(times)))
+    ms = launch_median_ms(fn, text, "attention_mma_fwd", args, grid, nt, a.reps)
+    print("kind %d grid %s block %d: %.4f ms (median of %d)" % (kind, grid, nt, ms, a.reps))
     print("out finite:", bool(torch.isfinite(out.float()).all()), "mean |out|: %.4g" % out.float().abs().mean().item())
 
 

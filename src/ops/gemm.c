@@ -151,6 +151,7 @@ void tdacl__gemm_problem(const tdacl_context *ctx, const void *call, tdacl_probl
     memset(p, 0, sizeof *p);
     p->kind = -1;
     p->dtype = c->w->dtype;
+    p->adtype = c->a->dtype; /* bf16 a is copied into the tiles as it is: other tiles pay */
     p->t = c->M;
 }
 

@@ -164,7 +164,7 @@ static int parse_int(const char *s, int *out)
 static tdacl_status parse_line(const char *line, tdacl_tdb_entry *e, char *why, size_t wn)
 {
     memset(e, 0, sizeof *e);
-    e->kind = e->dtype = -1;
+    e->kind = e->dtype = e->adtype = -1;
     const char *p = line;
     char key[64], val[160];
     int r = next_token(&p, key, sizeof key, val, sizeof val);
@@ -210,6 +210,8 @@ static tdacl_status parse_line(const char *line, tdacl_tdb_entry *e, char *why, 
         } else if (!strcmp(key, "dtype")) {
             if (!strcmp(val, "tf32")) e->dtype = TDACL_KEY_TF32;
             else if ((e->dtype = tdacl__dtype_from_name(val)) < -1) { snprintf(why, wn, "unknown dtype '%s'", val); return TDACL_ERR_FORMAT; }
+        } else if (!strcmp(key, "adtype")) {
+            if ((e->adtype = tdacl__dtype_from_name(val)) < 0) { snprintf(why, wn, "unknown adtype '%s'", val); return TDACL_ERR_FORMAT; }
         } else if (!strcmp(key, "d") || !strcmp(key, "dv") || !strcmp(key, "tq")) {
             int x;
             if (parse_int(val, &x) || x <= 0 || x > 4096) { snprintf(why, wn, "%s=%s is not a positive integer", key, val); return TDACL_ERR_FORMAT; }
@@ -310,6 +312,7 @@ void tdacl__tdb_format(const tdacl_tdb_entry *e, char *buf, size_t n)
     if (e->arch[0]) ADD(" class=%s", e->arch);
     if (e->kind >= 0) ADD(" kind=%s", tdacl__kind_name(e->kind));
     if (e->dtype >= 0) ADD(" dtype=%s", e->dtype == TDACL_KEY_TF32 ? "tf32" : tdacl_dtype_name((tdacl_dtype)e->dtype));
+    if (e->adtype >= 0) ADD(" adtype=%s", tdacl_dtype_name((tdacl_dtype)e->adtype));
     if (e->d) ADD(" d=%d", e->d);
     if (e->dv) ADD(" dv=%d", e->dv);
     if (e->tbucket[0]) ADD(" t=%s", e->tbucket);
@@ -324,7 +327,7 @@ static int same_keys(const tdacl_tdb_entry *a, const tdacl_tdb_entry *b)
 {
     return !strcmp(a->kernel, b->kernel) && !strcmp(a->device, b->device) &&
            !strcmp(a->vendor, b->vendor) && !strcmp(a->driver, b->driver) &&
-           !strcmp(a->arch, b->arch) && a->kind == b->kind && a->dtype == b->dtype &&
+           !strcmp(a->arch, b->arch) && a->kind == b->kind && a->dtype == b->dtype && a->adtype == b->adtype &&
            a->d == b->d && a->dv == b->dv && !strcmp(a->tbucket, b->tbucket) && a->tq == b->tq;
 }
 
@@ -462,6 +465,7 @@ static int entry_score(const tdacl_tdb_entry *e, const tdacl_device_info *dev, c
     if (!e->device[0] && !e->arch[0]) return -1; /* an entry must name a device or a class */
     if (e->kind >= 0) { if (e->kind != p->kind) return -1; score += 1; }
     if (e->dtype >= 0) { if (e->dtype != tdacl__problem_key_dtype(p)) return -1; score += 1; }
+    if (e->adtype >= 0) { if (e->adtype != p->adtype) return -1; score += 1; }
     if (e->d) { if (e->d != p->d) return -1; score += 1; }
     if (e->dv) { if (e->dv != p->dv) return -1; score += 1; }
     if (e->tbucket[0]) { if (strcmp(e->tbucket, tdacl__t_bucket(p->t))) return -1; score += 1; }
@@ -532,7 +536,7 @@ static int from_db(tdacl_context *ctx, const tdacl_kernel_space *ks, const tdacl
 
 static int same_problem(const tdacl_problem *a, const tdacl_problem *b)
 {
-    return a->kind == b->kind && a->dtype == b->dtype && a->d == b->d && a->dv == b->dv &&
+    return a->kind == b->kind && a->dtype == b->dtype && a->adtype == b->adtype && a->d == b->d && a->dv == b->dv &&
            !strcmp(tdacl__t_bucket(a->t), tdacl__t_bucket(b->t)) && a->tq == b->tq && a->native == b->native &&
            a->mma_regs == b->mma_regs && a->wide16 == b->wide16 && a->tile_bytes == b->tile_bytes;
 }
@@ -679,7 +683,7 @@ tdacl_status tdacl__clblast_import(tdacl_context *ctx, const char *json_path, co
     }
     tdacl_tdb_entry e;
     memset(&e, 0, sizeof e);
-    e.kind = -1;
+    e.kind = e.adtype = -1;
     /* "xgemm_1" -> clblast_xgemm; "xgemm_direct_1" -> clblast_xgemm_direct */
     char family[40];
     snprintf(family, sizeof family, "%s", fam->valuestring);

@@ -34,6 +34,7 @@ typedef struct tdacl_problem {
     int mma_regs;      /* the matrix-unit body keeps fragments in registers (mma.sync), not local memory */
     int wide16;        /* 16-bit rows loaded 16 bytes at a time (the decode kernel's ALIGNED16) */
     int tile_bytes;    /* bytes per element of the matrix-unit variants' local tiles: 2, or 4 (tf32) */
+    int adtype;        /* a matmul's activations (a) dtype; 0 (f32) for other kernels */
 } tdacl_problem;
 
 typedef struct tdacl_param_values {
@@ -115,6 +116,7 @@ typedef struct tdacl_tdb_entry {
     char device[128], vendor[128], driver[128], arch[64];
     int kind;       /* -1 any */
     int dtype;      /* -1 any */
+    int adtype;     /* -1 any: a matmul's activations dtype */
     int d, dv;      /* 0 any */
     char tbucket[8];/* "" any */
     int tq;         /* 0 any */

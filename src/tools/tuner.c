@@ -599,6 +599,7 @@ void tdacl__tune_entry(const tdacl_context *ctx, const tdacl_tune_job *job, cons
     }
     snprintf(e->arch, sizeof e->arch, "%s", ctx->info.arch);
     e->kind = gemm ? -1 : job->kind;
+    e->adtype = -1; /* the tuner's GEMM jobs run f32 a; their entries apply to any a */
     e->dtype = tdacl__problem_key_dtype(&res->problem);
     e->d = gemm ? 0 : res->problem.d;
     e->dv = gemm ? 0 : res->problem.dv;
