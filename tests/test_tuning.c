@@ -662,6 +662,26 @@ static void test_use_tuning_db_off(void **state)
 
 /* Every kind, head dim and query count gets parameters that pass the constraints, from
  * the class default or, on an unknown device class, the first fitting ladder entry. */
+/* When no rung of the ladder fits, the error gives every rung's reason (the last alone, "NTD=16
+ * is below dv/4", hid that the larger ones need more local memory than the device has): f32
+ * decode of d = 256 heads on a device of 48 KB of local memory, as on NVIDIA's OpenCL. */
+static void test_no_fit_names_every_reason(void **state)
+{
+    (void)state;
+    tdacl_context *ctx = make_ctx(NULL, 0, NULL);
+    snprintf(ctx->info.arch, sizeof ctx->info.arch, "unknown-dev"); /* no class default */
+    ctx->info.local_mem_bytes = 49152;
+    tdacl_problem p = {TDACL_ATTN_SOFTMAX, TDACL_F32, 256, 256, 4096, 1, 0, 0, 0, 0, 0};
+    tdacl_tuned t;
+    assert_int_equal(tdacl__tuned(ctx, space("attention_decode"), &p, &t), TDACL_ERR_UNSUPPORTED);
+    const char *msg = tdacl_last_error(ctx);
+    assert_contains(msg, "no parameter set fits this device");
+    assert_contains(msg, "NTD=128: needs");
+    assert_contains(msg, "bytes of local memory");
+    assert_contains(msg, "NTD=16: NTD=16 is below dv/4=64");
+    tdacl_context_destroy(ctx);
+}
+
 static void test_defaults_always_valid(void **state)
 {
     (void)state;
@@ -1076,6 +1096,7 @@ int main(void)
         cmocka_unit_test(test_lookup_user_entry),
         cmocka_unit_test(test_lookup_tf32_key),
         cmocka_unit_test(test_lookup_adtype_key),
+        cmocka_unit_test(test_no_fit_names_every_reason),
         cmocka_unit_test(test_lookup_invalid_entries_fall_back),
         cmocka_unit_test(test_use_tuning_db_off),
         cmocka_unit_test(test_defaults_always_valid),

@@ -590,10 +590,14 @@ static tdacl_status tuned_uncached(tdacl_context *ctx, const tdacl_kernel_space 
                  c->unmeasured ? " (compiled offline, not yet run on such hardware)" : "");
         return TDACL_SUCCESS;
     }
+    char whys[600] = ""; /* each ladder rung's reason: the last alone can mislead */
     for (int i = 0; i < ks->nladder; i++) {
         if (tdacl__params_parse(ks, ks->ladder[i], &v, why, sizeof why) ||
-            tdacl__params_check(ks, &ctx->info, p, &v, why, sizeof why))
+            tdacl__params_check(ks, &ctx->info, p, &v, why, sizeof why)) {
+            const size_t used = strlen(whys);
+            snprintf(whys + used, sizeof whys - used, "%s%s: %s", used ? "; " : "", ks->ladder[i], why);
             continue;
+        }
         out->values = v;
         out->source = TDACL_TUNED_GENERIC;
         snprintf(out->origin, sizeof out->origin, "generic ladder #%d", i);
@@ -601,7 +605,7 @@ static tdacl_status tuned_uncached(tdacl_context *ctx, const tdacl_kernel_space 
     }
     return tdacl__fail(ctx, TDACL_ERR_UNSUPPORTED,
                        "kernel %s: no parameter set fits this device (%s) for d=%d dv=%d (%s)",
-                       kernel, ctx->info.name, p->d, p->dv, why);
+                       kernel, ctx->info.name, p->d, p->dv, ks->nladder ? whys : why);
 }
 
 /* ---- CLBlast overrides ----
