@@ -248,12 +248,11 @@ static void test_format_roundtrip(void **state)
 {
     (void)state;
     tdacl_tdb_entry e;
-    memset(&e, 0, sizeof e);
+    tdacl__tdb_entry_init(&e);
     snprintf(e.kernel, sizeof e.kernel, "attention");
     snprintf(e.arch, sizeof e.arch, "pocl-cpu-x");
     e.kind = TDACL_ATTN_TDA;
     e.dtype = TDACL_BF16;
-    e.adtype = -1;
     e.d = 64, e.dv = 32;
     snprintf(e.tbucket, sizeof e.tbucket, "long");
     e.nparams = 4;
@@ -1002,11 +1001,10 @@ static void test_many_rejected_entries(void **state)
 static tdacl_tdb_entry entry(const char *arch, int kind, int bm)
 {
     tdacl_tdb_entry e;
-    memset(&e, 0, sizeof e);
+    tdacl__tdb_entry_init(&e);
     snprintf(e.kernel, sizeof e.kernel, "attention");
     snprintf(e.arch, sizeof e.arch, "%s", arch);
     e.kind = kind;
-    e.dtype = e.adtype = -1;
     e.nparams = 4;
     const char *n[4] = {"BM", "BN", "TM", "TN"};
     const int v[4] = {bm, 16, 4, 4};

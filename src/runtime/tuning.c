@@ -161,10 +161,15 @@ static int parse_int(const char *s, int *out)
     return 0;
 }
 
-static tdacl_status parse_line(const char *line, tdacl_tdb_entry *e, char *why, size_t wn)
+void tdacl__tdb_entry_init(tdacl_tdb_entry *e)
 {
     memset(e, 0, sizeof *e);
     e->kind = e->dtype = e->adtype = -1;
+}
+
+static tdacl_status parse_line(const char *line, tdacl_tdb_entry *e, char *why, size_t wn)
+{
+    tdacl__tdb_entry_init(e);
     const char *p = line;
     char key[64], val[160];
     int r = next_token(&p, key, sizeof key, val, sizeof val);
@@ -686,8 +691,7 @@ tdacl_status tdacl__clblast_import(tdacl_context *ctx, const char *json_path, co
                            "best_parameters)", json_path);
     }
     tdacl_tdb_entry e;
-    memset(&e, 0, sizeof e);
-    e.kind = e.adtype = -1;
+    tdacl__tdb_entry_init(&e);
     /* "xgemm_1" -> clblast_xgemm; "xgemm_direct_1" -> clblast_xgemm_direct */
     char family[40];
     snprintf(family, sizeof family, "%s", fam->valuestring);

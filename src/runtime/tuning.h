@@ -140,6 +140,8 @@ tdacl_status tdacl__tdb_parse(const tdacl_context *ctx, const char *text, size_t
 void tdacl__tdb_free(tdacl_tdb *db);
 /* Formats one entry as a database line (without newline). */
 void tdacl__tdb_format(const tdacl_tdb_entry *e, char *buf, size_t n);
+/* An entry with every key absent (matching anything) and no parameters. */
+void tdacl__tdb_entry_init(tdacl_tdb_entry *e);
 /* Adds or replaces (same kernel and keys) an entry in the file at path, atomically. */
 tdacl_status tdacl__tdb_upsert_file(tdacl_context *ctx, const char *path, const tdacl_tdb_entry *e);
 /* Default user database path ($TDACL_TUNING_FILE, $XDG_CONFIG_HOME/tdacl/tuning.tdb, ~/.config/...). */

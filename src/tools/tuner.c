@@ -591,7 +591,7 @@ void tdacl__tune_entry(const tdacl_context *ctx, const tdacl_tune_job *job, cons
 {
     const tdacl_kernel_space *ks = tdacl__variant_of_space(job->kernel)->space;
     int gemm = tdacl__variant_of_space(job->kernel)->op == TDACL_OP_MATMUL;
-    memset(e, 0, sizeof *e);
+    tdacl__tdb_entry_init(e);
     snprintf(e->kernel, sizeof e->kernel, "%s", job->kernel);
     if (device_specific) {
         snprintf(e->device, sizeof e->device, "%s", ctx->info.name);
@@ -599,7 +599,6 @@ void tdacl__tune_entry(const tdacl_context *ctx, const tdacl_tune_job *job, cons
     }
     snprintf(e->arch, sizeof e->arch, "%s", ctx->info.arch);
     e->kind = gemm ? -1 : job->kind;
-    e->adtype = -1; /* the tuner's GEMM jobs run f32 a; their entries apply to any a */
     e->dtype = tdacl__problem_key_dtype(&res->problem);
     e->d = gemm ? 0 : res->problem.d;
     e->dv = gemm ? 0 : res->problem.dv;
