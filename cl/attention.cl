@@ -67,12 +67,6 @@
 #define REGION_FLOAT4 (K_FLOAT4 > WV_FLOAT4 ? K_FLOAT4 : WV_FLOAT4)
 #define MASK_WORDS ((BN + 31) / 32)
 
-/* Four consecutive elements (4*c4..) of row `row` of a [.., T, d] view, zero outside. */
-inline float4 load4(__global const void *x, long base, long st, long sd, long row, long rows, int c4, int d)
-{
-    return row < rows ? load_row4(x, base + row * st, sd, c4, d) : (float4)(0.0f);
-}
-
 /* A BN-key tile goes to k-major local memory: element (k, key c) lives in float4 group
  * (c/4) ^ ((k/4) & SWZ) of row k, which keeps both the coalesced row-wise global loads and
  * the group-wise reads of the score loop nearly free of bank conflicts.  A work-item moves
@@ -225,16 +219,7 @@ inline void load_q_tile(__local float *dst, __global const void *src, long base,
     } while (0)
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR void attention_fwd(
-    __global const void *q, __global const void *k, __global const void *v,
-    __global const void *q2, __global const void *k2,
-    __global const float *qinv, __global const float *kinv,   /* inverse L2 norms or NULL */
-    __global const float *q2inv, __global const float *k2inv,
-    __global const void *gain, __global const float *lambdas, __global void *out, __global uint *stats,
-    long4 qs, long4 ks, long4 vs, long4 q2s, long4 k2s, long4 os, /* strides b,h,t,d */
-    long q_off, long k_off, long v_off, long q2_off, long k2_off, long o_off,
-    int H, long Tq, long Tk, long offset, int d, int dv,
-    float scale, float beta, float kappa, int pmode, float power, float lambda,
-    int norm, float norm_eps, float out_scale, int want_stats)
+    PREFILL_KERNEL_ARGS)
 {
     __local float4 Qs4[NV * D * BM4];
     __local float4 R4[REGION_FLOAT4]; /* K tile(s) while scoring; then W and V chunks */

@@ -32,6 +32,22 @@
     const long qb = nqb - 1 - get_group_id(2);              \
     const long m0 = qb * (rows)
 
+/* The arguments every prefill kernel takes, in order (src/ops/attention.c set_prefill_args):
+ * q, k, v (and q2, k2), the inverse L2 norms or NULL, gain, per-head lambdas, out, the
+ * statistics counters; strides (b, h, t, d) and offsets of each view; shapes; the
+ * descriptor's numbers. */
+#define PREFILL_KERNEL_ARGS                                                                         \
+    __global const void *q, __global const void *k, __global const void *v, \
+    __global const void *q2, __global const void *k2, \
+    __global const float *qinv, __global const float *kinv, \
+    __global const float *q2inv, __global const float *k2inv, \
+    __global const void *gain, __global const float *lambdas, __global void *out, __global uint *stats, \
+    long4 qs, long4 ks, long4 vs, long4 q2s, long4 k2s, long4 os, \
+    long q_off, long k_off, long v_off, long q2_off, long k2_off, long o_off, \
+    int H, long Tq, long Tk, long offset, int d, int dv, \
+    float scale, float beta, float kappa, int pmode, float power, float lambda, \
+    int norm, float norm_eps, float out_scale, int want_stats
+
 /* Float <-> int mapping that preserves order, for local atomic_max on scores. */
 inline int ord_int(float f)
 {
@@ -81,6 +97,12 @@ inline float4 load_row4(__global const void *x, long p, long sd, int c4, int d)
     if (c + 3 < d) v.s3 = LOAD(DT, x, p + (c + 3) * sd);
 #endif
     return v;
+}
+
+/* Four consecutive elements (4*c4..) of row `row` of a [.., T, d] view, zero outside. */
+inline float4 load4(__global const void *x, long base, long st, long sd, long row, long rows, int c4, int d)
+{
+    return row < rows ? load_row4(x, base + row * st, sd, c4, d) : (float4)(0.0f);
 }
 
 /* The statistics of one work-group: each work-item adds its counts (survivors of view 1 and

@@ -220,16 +220,7 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
 #define SPLIT_PARAMS
 #endif
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR void MMA_KERNEL(
-    __global const void *q, __global const void *k, __global const void *v,
-    __global const void *q2, __global const void *k2,
-    __global const float *qinv, __global const float *kinv,
-    __global const float *q2inv, __global const float *k2inv,
-    __global const void *gain, __global const float *lambdas, __global void *out, __global uint *stats,
-    long4 qs, long4 ks, long4 vs, long4 q2s, long4 k2s, long4 os,
-    long q_off, long k_off, long v_off, long q2_off, long k2_off, long o_off,
-    int H, long Tq, long Tk, long offset, int d, int dv,
-    float scale, float beta, float kappa, int pmode, float power, float lambda,
-    int norm, float norm_eps, float out_scale, int want_stats SPLIT_PARAMS)
+    PREFILL_KERNEL_ARGS SPLIT_PARAMS)
 {
 #if MMA_PTX
     /* Q is staged once through the K region, then lives in registers */

@@ -325,7 +325,8 @@ typedef enum tdacl_attention_kind {
     TDACL_ATTN_RELA = 1,         /* max(scale*q.k, 0) */
     TDACL_ATTN_TRA = 2,          /* threshold rectified attention */
     TDACL_ATTN_TDA = 3,          /* threshold differential attention (two views) */
-    TDACL_ATTN_DIFF_SOFTMAX = 4  /* differential softmax (two views) */
+    TDACL_ATTN_DIFF_SOFTMAX = 4, /* differential softmax (two views) */
+    TDACL_ATTN_ENTMAX = 5        /* alpha-entmax with ASEntmax's length-adaptive temperature */
 } tdacl_attention_kind;
 
 /* The kind's name ("tra", ...), or NULL when kind is not a tdacl_attention_kind.  Kinds are
@@ -359,7 +360,8 @@ typedef enum tdacl_precision {
 } tdacl_precision;
 
 /* Attention descriptor.  Defaults (tdacl_attention_desc_init) are the paper's setting:
- * kind tra, beta 1, kappa 1, power 2, lambda 0.5, normalize on, norm none. */
+ * kind tra, beta 1, kappa 1, power 2, lambda 0.5, normalize on, norm none; alpha 1.5,
+ * temp_delta 1, temp_beta 0, temp_gamma 1. */
 typedef struct tdacl_attention_desc {
     tdacl_attention_kind kind;
     float beta;        /* threshold scale (tra/tda), >= 0 */
@@ -379,6 +381,11 @@ typedef struct tdacl_attention_desc {
     tdacl_precision precision; /* fp32 inputs on the matrix units (default exact; tf32 and bf16:
                                   the tensor-core prefill, where it runs);
                                   $TDACL_PRECISION=exact|tf32|bf16 replaces it for every call */
+    /* entmax: alpha in (1, 8] (default 1.5; 2 is sparsemax), and the inverse temperature
+     * temp_delta + temp_beta * (ln n)^temp_gamma multiplying the scores of a row that sees n
+     * keys (defaults 1, 0, 1: plain alpha-entmax; docs/spec.md section 1b) */
+    float alpha;
+    float temp_delta, temp_beta, temp_gamma;
 } tdacl_attention_desc;
 
 TDACL_API void tdacl_attention_desc_init(tdacl_attention_desc *desc);
@@ -390,18 +397,22 @@ TDACL_API void tdacl_attention_desc_init(tdacl_attention_desc *desc);
 /* Tensors of one call.  q,k,(q2,k2): [B,H,Tq|Tk,d]; v: [B,H,Tk,dv]; out: [B,H,Tq,dv].
  * Any strides: a token-major [B,T,H,d] buffer is passed as a view with strides
  * {T*H*d, d, H*d, 1}.  gain: optional [dv] (norm = rms).  q2/k2 only for two-view kinds.
- * lambdas: optional fp32 [H], a lambda per head replacing desc.lambda (tda, diff_softmax). */
+ * lambdas: optional fp32 [H], a lambda per head replacing desc.lambda (tda, diff_softmax).
+ * temps: optional fp32 [H, 3] for entmax (below). */
 typedef struct tdacl_attention_tensors {
     const tdacl_tensor *q, *k, *v;
     const tdacl_tensor *q2, *k2;
     const tdacl_tensor *gain;
     tdacl_tensor *out;
     const tdacl_tensor *lambdas;
+    const tdacl_tensor *temps; /* entmax: optional fp32 [H, 3], (delta, beta, gamma) per head
+                                  replacing desc.temp_delta, temp_beta, temp_gamma */
 } tdacl_attention_tensors;
 
 /* Which kernel ran a call (tdacl_attention_stats.variant; TDACL_LOG=debug says why). */
 typedef enum tdacl_attention_variant {
-    TDACL_VARIANT_SIMT = 0, /* the FP32 lanes: cl/attention.cl, cl/attention_decode.cl */
+    TDACL_VARIANT_SIMT = 0, /* the FP32 lanes: cl/attention.cl, cl/attention_decode.cl,
+                               cl/attention_entmax.cl */
     TDACL_VARIANT_MMA = 1   /* matrix units: cl/attention_mma.cl through cl/mma.cl */
 } tdacl_attention_variant;
 

@@ -120,6 +120,13 @@ expect offset-fine 0 'written to' -- "$TDACL" "${A[@]}" --offset 1000
 # 12. non-finite inputs are computed as given, with one warning
 expect nan-input 0 'warning: .*qnan.npy holds 1 non-finite value' -- \
     "$TDACL" attention --kind tra --q "$WORK/qnan.npy" --k "$WORK/k.npy" --v "$WORK/v.npy" --out "$WORK/o.npy"
+# entmax through the CLI: its own kernel, named in the debug log; a bad --temp or --alpha is refused
+TDACL_LOG=debug expect entmax-cli 0 'took attention.entmax' -- "$TDACL" attention --kind entmax --alpha 2 \
+    --temp 1,0.5,1 --q "$WORK/q.npy" --k "$WORK/k.npy" --v "$WORK/v.npy" --out "$WORK/o-ent.npy"
+expect entmax-bad-temp 2 'bad value' -- "$TDACL" attention --kind entmax --temp 1,2 --q "$WORK/q.npy" \
+    --k "$WORK/k.npy" --v "$WORK/v.npy" --out "$WORK/o-ent2.npy"
+expect entmax-bad-alpha 1 'desc.alpha must be in' -- "$TDACL" attention --kind entmax --alpha 1 --q "$WORK/q.npy" \
+    --k "$WORK/k.npy" --v "$WORK/v.npy" --out "$WORK/o-ent3.npy"
 # 14. a tuning file named by the user that cannot be read is reported
 TDACL_TUNING_FILE=/dev/zero expect tuning-dev-zero 0 'tuning database /dev/zero cannot be read \(not a regular file\)' -- \
     "$TDACL" "${A[@]}"
@@ -133,7 +140,7 @@ TDACL_LOG=debug TDACL_MMA_EMULATE=1 TDACL_VARIANT=attention.simt expect variant-
 TDACL_LOG=debug TDACL_MMA_EMULATE=1 expect variant-mma-emulated 0 'took attention.mma \(portable fragment body\)' -- \
     "$TDACL" "${A[@]}" --dtype bf16
 TDACL_MMA_EMULATE=1 TDACL_VARIANT=attention.mma expect variant-mma-refused 1 \
-    'no variant runs this call \(attention.mma: f32 storage runs exact on the FP32 lanes \(precision tf32 or bf16 takes the matrix units\); attention.simt: excluded by TDACL_VARIANT\)' -- \
+    'no variant runs this call \(attention.mma: f32 storage runs exact on the FP32 lanes \(precision tf32 or bf16 takes the matrix units\); attention.simt: excluded by TDACL_VARIANT; attention.entmax: entmax only\)' -- \
     "$TDACL" "${A[@]}"
 # the Intel/AMD bodies: an emulated one is named; an unknown TDACL_MMA_EMULATE value is refused
 # by the mma row with the reason; `tdacl devices` names what the matrix-unit rows run

@@ -121,6 +121,7 @@ static void *xcalloc(size_t n, size_t size)
 
 static double eps_score(int d) { return (2.0 * d + 16.0) * U32; }
 
+
 /* Inputs are re-drawn until every score is at least this far from the threshold: 4x the
  * worst-case score error, so a kernel can never decide s > tau differently from the
  * reference and the sparsity counters can be compared exactly. */
@@ -147,7 +148,23 @@ typedef struct attn_case {
     uint64_t seed;
     const char *force; /* "NAME=value ..." over the tuned parameters; NULL = the tuned ones */
     tdacl_precision precision; /* desc.precision; bf16 with f32 storage draws bf16-exact inputs */
+    float alpha, temp_delta, temp_beta, temp_gamma; /* entmax */
+    int head_temps; /* entmax: per-head (delta, beta, gamma) through tensors.temps */
 } attn_case;
+
+/* entmax: the kernel stops its threshold solve at |f(tau) - 1| <= 1e-6 (cl/attention_entmax.cl)
+ * as computed in fp32, a sum of at most Tk terms (gamma_Tk), so the true |f - 1| is below
+ * entmax_df.  That moves tau (in units of u = (alpha-1) temp s) by at most df / |f'(tau)|,
+ * and |f'| = e sum (u - tau)^(e-1) >= min(e, 1) because every (u - tau)^e <= 1; dividing by
+ * (alpha-1) temp gives score units.  temp >= the case's smallest inverse temperature. */
+static double entmax_df(const attn_case *c) { return 1e-6 + (c->Tk + 16.0) * U32; }
+
+static double entmax_dtau(const attn_case *c)
+{
+    const double am1 = c->alpha - 1.0, e = 1.0 / am1;
+    const double tmin = c->head_temps ? 0.6 : c->temp_delta; /* temp_beta >= 0 in the suite's scalar cases */
+    return entmax_df(c) / ((e < 1.0 ? e : 1.0) * am1 * tmin);
+}
 
 /* The dtype the inputs q, k, v are drawn in: the storage dtype, or bf16 / tf32 for f32
  * storage computed in bf16 / tf32 (so the kernel's rounding of them is exact and the
@@ -161,8 +178,8 @@ static tdacl_dtype input_values(const attn_case *c)
 
 static const char *kind_name(tdacl_attention_kind k)
 {
-    static const char *n[] = {"softmax", "rela", "tra", "tda", "diff_softmax"};
-    return (int)k >= 0 && (int)k < 5 ? n[k] : "?";
+    static const char *n[] = {"softmax", "rela", "tra", "tda", "diff_softmax", "entmax"};
+    return (int)k >= 0 && (int)k < 6 ? n[k] : "?";
 }
 
 static int two_views(tdacl_attention_kind k) { return k == TDACL_ATTN_TDA || k == TDACL_ATTN_DIFF_SOFTMAX; }
@@ -173,11 +190,12 @@ static void case_str(const attn_case *c, char *buf, size_t n)
     static const char *lay[] = {"BHTD", "BTHD", "fused", "BHDT"};
     snprintf(buf, n,
              "%s B%d H%d Tq%d Tk%d d%d dv%d off%lld %s %s->%s beta%g kappa%g p%g lambda%g scale%g "
-             "normalize%d norm%d gain%d out_scale%g path%d seed%llu%s",
+             "normalize%d norm%d gain%d out_scale%g path%d seed%llu%s alpha%g temp%g,%g,%g%s",
              kind_name(c->kind), c->B, c->H, c->Tq, c->Tk, c->d, c->dv, (long long)c->offset, lay[c->lay],
              tdacl_dtype_name(c->dtype), tdacl_dtype_name(c->odtype), c->beta, c->kappa, c->power, c->lambda,
              c->scale, c->normalize, (int)c->norm, c->gain, c->out_scale, (int)c->path,
-             (unsigned long long)c->seed, c->force ? " forced-tiles" : "");
+             (unsigned long long)c->seed, c->force ? " forced-tiles" : "", c->alpha, c->temp_delta, c->temp_beta,
+             c->temp_gamma, c->head_temps ? " per-head" : "");
 }
 
 /* The compiled variants of the table at the top, and the bf16 one of the tiny subset. */
@@ -194,6 +212,7 @@ static attn_case make_case(tdacl_attention_kind kind, variant var, int Tq, int T
     c.beta = 1.0f, c.kappa = 1.0f, c.power = 2.0f, c.lambda = 0.5f, c.scale = NAN, c.ref_scale = NAN;
     c.out_scale = 1.0f, c.norm_eps = 1e-5f, c.normalize = 1, c.norm = TDACL_NORM_NONE;
     c.path = TDACL_PATH_PREFILL;
+    c.alpha = 1.5f, c.temp_delta = 1.0f, c.temp_beta = 0.0f, c.temp_gamma = 1.0f;
     switch (var) {
     case VAR_A: c.d = 32, c.dv = 32, c.lay = LAYOUT_BHTD; break;
     case VAR_B: c.d = 64, c.dv = 22, c.lay = LAYOUT_BTHD, c.H = 3; break;
@@ -250,6 +269,7 @@ typedef struct problem {
     attn_case c;
     double *q, *k, *v, *q2, *k2; /* [B,H,Tq|Tk,D], exactly representable in c.dtype */
     double *gain;                /* [dv] or NULL */
+    double *temps;               /* entmax per-head temperatures [H][3], or NULL */
 } problem;
 
 typedef struct ref_out {
@@ -267,6 +287,7 @@ static attn_ref_params ref_params(const attn_case *c, const double *gain, int64_
     p.gain = c->gain ? gain : NULL;
     p.out_scale = c->out_scale;
     p.offset = offset;
+    p.alpha = c->alpha, p.temp_delta = c->temp_delta, p.temp_beta = c->temp_beta, p.temp_gamma = c->temp_gamma;
     return p;
 }
 
@@ -288,9 +309,10 @@ static void ref_compute(const problem *pb, int Tq, int64_t offset, const double 
     r->dmag = xcalloc(no, sizeof(double));
     r->smag = xcalloc((size_t)c->B * c->H * Tq, sizeof(double));
     attn_ref_params p = ref_params(c, pb->gain, offset);
+    p.temps = pb->temps;
     attn_ref_shape sh = {c->B, c->H, Tq, c->Tk, c->d, c->dv};
     attn_ref_inputs in = {q, pb->k, pb->v, q2, pb->k2};
-    attn_ref_outputs out = {r->out, r->pre, r->mag, r->dmag, r->smag, key_margin};
+    attn_ref_outputs out = {r->out, r->pre, r->mag, r->dmag, r->smag, key_margin, NULL};
     assert_int_equal(attn_ref_attention(&p, sh, in, out, &r->counts), 0);
 }
 
@@ -301,6 +323,38 @@ static double *normal_array(rng *r, size_t n, tdacl_dtype dt)
     return x;
 }
 
+/* entmax: each row's threshold depends on all its keys, so re-drawing a key would move the
+ * thresholds of every row that sees it; a query row is re-drawn instead, which moves only
+ * its own (until no visible score of any row is closer than the margin to its row's). */
+static void keep_rows_off_threshold(problem *pb, rng *r)
+{
+    const attn_case *c = &pb->c;
+    const int64_t offset = c->offset < 0 ? (int64_t)c->Tk - c->Tq : c->offset;
+    size_t nq = (size_t)c->B * c->H * c->Tq;
+    double *rm = xcalloc(nq, sizeof(double));
+    for (int iter = 0;; iter++) {
+        ref_out ro;
+        size_t no = nq * (size_t)c->dv;
+        ro.out = xcalloc(no, sizeof(double)), ro.pre = xcalloc(no, sizeof(double));
+        ro.mag = xcalloc(no, sizeof(double)), ro.dmag = xcalloc(no, sizeof(double)), ro.smag = xcalloc(nq, sizeof(double));
+        attn_ref_params p = ref_params(c, pb->gain, offset);
+        p.temps = pb->temps;
+        attn_ref_shape sh = {c->B, c->H, c->Tq, c->Tk, c->d, c->dv};
+        attn_ref_inputs in = {pb->q, pb->k, pb->v, pb->q2, pb->k2};
+        attn_ref_outputs out = {ro.out, ro.pre, ro.mag, ro.dmag, ro.smag, NULL, rm};
+        assert_int_equal(attn_ref_attention(&p, sh, in, out, &ro.counts), 0);
+        double need = margin_needed(c->d, ro.counts.max_smag) + 2.0 * entmax_dtau(c);
+        int done = ro.counts.min_margin >= need;
+        ref_free(&ro);
+        if (done) break;
+        if (iter >= 100) fail_msg("entmax inputs could not be kept off the thresholds after %d re-draws", iter);
+        for (size_t row = 0; row < nq; row++)
+            if (rm[row] < need)
+                for (int e = 0; e < c->d; e++) pb->q[row * c->d + e] = to_storage(input_values(c), rng_normal(r));
+    }
+    free(rm);
+}
+
 /* Re-draw (deterministically, from the same stream) every key row that comes closer than
  * margin_needed() to a threshold, until no visible score does.  Keys rather than queries:
  * every pair involving a re-drawn key changes, and the offending keys are few (about
@@ -309,12 +363,17 @@ static void keep_off_threshold(problem *pb, rng *r)
 {
     const attn_case *c = &pb->c;
     if (softmax_kind(c->kind)) return;
+    if (c->kind == TDACL_ATTN_ENTMAX) {
+        keep_rows_off_threshold(pb, r);
+        return;
+    }
     size_t nk = (size_t)c->B * c->H * c->Tk;
     double *km = xcalloc(nk, sizeof(double));
     for (int iter = 0;; iter++) {
         ref_out ro;
         ref_compute(pb, c->Tq, c->offset, pb->q, pb->q2, &ro, km);
-        double need = margin_needed(c->d, ro.counts.max_smag);
+        /* entmax: plus how far the kernel's threshold may be from the exact one */
+        double need = margin_needed(c->d, ro.counts.max_smag) + (c->kind == TDACL_ATTN_ENTMAX ? 2.0 * entmax_dtau(c) : 0.0);
         int done = ro.counts.min_margin >= need;
         ref_free(&ro);
         if (done) break;
@@ -343,6 +402,15 @@ static void problem_generate(problem *pb, const attn_case *c)
         pb->q2 = normal_array(&r, bh * c->Tq * c->d, input_values(c));
         pb->k2 = normal_array(&r, bh * c->Tk * c->d, input_values(c));
     }
+    if (c->head_temps) {
+        /* per-head (delta, beta, gamma): inverse temperatures between 0.6 and 1.6 */
+        pb->temps = xcalloc((size_t)c->H * 3, sizeof(double));
+        for (int h = 0; h < c->H; h++) {
+            pb->temps[3 * h + 0] = (float)(0.6 + 0.2 * h);
+            pb->temps[3 * h + 1] = (float)(0.25 - 0.1 * h);
+            pb->temps[3 * h + 2] = (float)(0.5 + 0.5 * h);
+        }
+    }
     if (c->gain) {
         /* gains of both signs, away from 0 */
         pb->gain = xcalloc((size_t)c->dv, sizeof(double));
@@ -354,7 +422,7 @@ static void problem_generate(problem *pb, const attn_case *c)
 
 static void problem_free(problem *pb)
 {
-    free(pb->q), free(pb->k), free(pb->v), free(pb->q2), free(pb->k2), free(pb->gain);
+    free(pb->q), free(pb->k), free(pb->v), free(pb->q2), free(pb->k2), free(pb->gain), free(pb->temps);
     memset(pb, 0, sizeof *pb);
 }
 
@@ -381,6 +449,7 @@ typedef struct dev_problem {
     tdacl_tensor *base[NIN]; /* storage buffers (fused layout: everything in base[0]) */
     place pl[NIN];
     tdacl_tensor *gain;
+    tdacl_tensor *temps;
 } dev_problem;
 
 static void host_to_bits(tdacl_dtype dt, const float *x, size_t n, void *bits)
@@ -497,12 +566,21 @@ static void dev_upload(tdacl_context *ctx, const problem *pb, dev_problem *dp)
         upload_raw(ctx, dp->gain, c->gdtype, g, (size_t)dv);
         free(g);
     }
+    if (pb->temps) {
+        int64_t shape[2] = {H, 3};
+        float t3[3 * 16];
+        assert_true(H <= 16);
+        for (int i = 0; i < 3 * H; i++) t3[i] = (float)pb->temps[i];
+        dp->temps = new_tensor(ctx, TDACL_F32, 2, shape);
+        upload_raw(ctx, dp->temps, TDACL_F32, t3, (size_t)(3 * H));
+    }
 }
 
 static void dev_free(dev_problem *dp)
 {
     for (int t = 0; t < NIN; t++) tdacl_tensor_destroy(dp->base[t]);
     tdacl_tensor_destroy(dp->gain);
+    tdacl_tensor_destroy(dp->temps);
     memset(dp, 0, sizeof *dp);
 }
 
@@ -575,7 +653,9 @@ static void dev_run(tdacl_context *ctx, const attn_case *c, const dev_problem *d
     desc.scale = c->scale, desc.normalize = c->normalize, desc.norm = c->norm, desc.norm_eps = c->norm_eps;
     desc.out_scale = c->out_scale, desc.offset = offset, desc.want_stats = 1, desc.path = path;
     desc.precision = c->precision;
-    tdacl_attention_tensors ts = {in[TQ], in[TK], in[TV], in[TQ2], in[TK2], dp->gain, out, NULL};
+    desc.alpha = c->alpha, desc.temp_delta = c->temp_delta, desc.temp_beta = c->temp_beta;
+    desc.temp_gamma = c->temp_gamma;
+    tdacl_attention_tensors ts = {in[TQ], in[TK], in[TV], in[TQ2], in[TK2], dp->gain, out, NULL, dp->temps};
     if (force) {
         tdacl_attention_plan plan;
         CHECK_OK(ctx, tdacl__attention_plan(ctx, &desc, &ts, &plan));
@@ -641,6 +721,9 @@ static void tolerance(const attn_case *c, int Tq, const ref_out *r, const double
         double ss_x = 0.0, ss_t = 0.0;
         for (int e = 0; e < dv; e++) {
             tx[e] = eps_acc * r->mag[o + e] + (eps_s * r->smag[row] + 16.0 * U32) * r->dmag[o + e];
+            /* entmax: the threshold's solve error (score units) through the weights, and the
+             * division by f(tau) = 1 +- 1e-6 */
+            if (c->kind == TDACL_ATTN_ENTMAX) tx[e] += entmax_dtau(c) * r->dmag[o + e] + entmax_df(c) * r->mag[o + e];
             ss_x += r->pre[o + e] * r->pre[o + e];
             ss_t += tx[e] * tx[e];
         }
@@ -808,8 +891,10 @@ static void check_decode(void **state, const attn_case *c, int tq, int explicit_
     check_decode_rows(state, c, tq, explicit_offset, force, 1);
 }
 
-static const tdacl_attention_kind KINDS[5] = {TDACL_ATTN_SOFTMAX, TDACL_ATTN_RELA, TDACL_ATTN_TRA, TDACL_ATTN_TDA,
-                                              TDACL_ATTN_DIFF_SOFTMAX};
+/* The kinds of the streaming kernels, then entmax (its own tests below; the tiny subset takes
+ * all six). */
+static const tdacl_attention_kind KINDS[6] = {TDACL_ATTN_SOFTMAX, TDACL_ATTN_RELA, TDACL_ATTN_TRA, TDACL_ATTN_TDA,
+                                              TDACL_ATTN_DIFF_SOFTMAX, TDACL_ATTN_ENTMAX};
 
 /* ---- the reference on its own: hand-computed values ----------------------------------------- */
 
@@ -822,6 +907,28 @@ static void test_reference_by_hand(void **state)
     assert_true(attn_ref_tau(2, 3.0, 4.0, 64) == 0.0); /* (p+1)/kappa < 1: clamped to 0 */
     assert_true(attn_ref_rectified_power(-0.5, 2.0) == 0.0 && attn_ref_rectified_power(0.5, 3.0) == 0.125);
     assert_true(attn_ref_visible(0, 0, 0) && !attn_ref_visible(0, 1, 0) && attn_ref_visible(1, 4, 3));
+    {
+        /* entmax: sparsemax of (1, .5, -1) keeps two keys, tau = .25 -> (.75, .25, 0); 1.5-entmax
+         * of (0, 0) is uniform; of (2, 0): u = (1, 0), the second key exactly at the
+         * threshold, weight 0; of (1, 0): (.5 - tau)^2 + tau^2 = 1, tau = (1 - sqrt 7)/4 */
+        double z3[3] = {1.0, 0.5, -1.0}, p[3];
+        assert_true(fabs(attn_ref_entmax(z3, 3, 2.0, p) - 0.25) < 1e-15);
+        assert_true(fabs(p[0] - 0.75) < 1e-15 && fabs(p[1] - 0.25) < 1e-15 && p[2] == 0.0);
+        double z2[2] = {0.0, 0.0};
+        attn_ref_entmax(z2, 2, 1.5, p);
+        assert_true(fabs(p[0] - 0.5) < 1e-15 && fabs(p[1] - 0.5) < 1e-15);
+        z2[0] = 2.0;
+        attn_ref_entmax(z2, 2, 1.5, p);
+        assert_true(fabs(p[0] - 1.0) < 1e-15 && p[1] == 0.0);
+        z2[0] = 1.0;
+        double t = (1.0 - sqrt(7.0)) / 4.0;
+        assert_true(fabs(attn_ref_entmax(z2, 2, 1.5, p) - t) < 1e-15);
+        assert_true(fabs(p[0] - (0.5 - t) * (0.5 - t)) < 1e-15 && fabs(p[1] - t * t) < 1e-15);
+        /* alpha 3: p = (u - tau)^(1/2), u = 2z; z = (1, 1, 1, 1) -> each 1/4 */
+        double z4[4] = {1.0, 1.0, 1.0, 1.0}, p4[4];
+        attn_ref_entmax(z4, 4, 3.0, p4);
+        for (int j = 0; j < 4; j++) assert_true(fabs(p4[j] - 0.25) < 1e-15);
+    }
 
     /* tda, d = 2, T = 2, beta 0 (tau 0), p 2, lambda 1.7 (clamped to 1):
      *  q1 = [1,0],[0,2] -> [1,0],[0,1];  k1 = [3,0],[1,1] -> [1,0],[r,r] (r = 1/sqrt 2)
@@ -834,7 +941,7 @@ static void test_reference_by_hand(void **state)
     attn_ref_params p = attn_ref_params_default(TDACL_ATTN_TDA);
     p.beta = 0.0, p.lambda = 1.7;
     attn_ref_counts n;
-    attn_ref_outputs o = {out, pre, NULL, NULL, NULL, NULL};
+    attn_ref_outputs o = {out, pre, NULL, NULL, NULL, NULL, NULL};
     assert_int_equal(attn_ref_attention(&p, (attn_ref_shape){1, 1, 2, 2, 2, 2}, (attn_ref_inputs){q, k, v, q2, k2}, o, &n), 0);
     assert_true(out[0] == 0.0 && out[1] == 0.0);
     assert_true(fabs(out[2] - 5.0) < 1e-12 && fabs(out[3] - 10.0) < 1e-12);
@@ -930,6 +1037,102 @@ static const int D_SHAPES[2][3] = {{300, 300, -1}, {5, 17, 40}};
 static void test_variant_d_f16_d128(void **state) { sweep_kinds(state, VAR_D, D_SHAPES, 0, 2); }
 static void test_variant_d_f16_d128_tra(void **state) { sweep_kinds(state, VAR_D, D_SHAPES, 2, 3); }
 static void test_variant_d_f16_d128_two_views(void **state) { sweep_kinds(state, VAR_D, D_SHAPES, 3, 5); }
+
+/* ---- entmax (cl/attention_entmax.cl) ---------------------------------------------------------- */
+
+static const float ENTMAX_ALPHAS[4] = {1.25f, 1.5f, 2.0f, 3.0f};
+
+/* Inverse temperatures: plain alpha-entmax, ASEntmax's length-adaptive scalars, per-head
+ * (delta, beta, gamma) through tensors.temps. */
+static void entmax_temps(attn_case *c, int which)
+{
+    if (which == 1) c->temp_delta = 0.75f, c->temp_beta = 0.5f, c->temp_gamma = 0.5f;
+    if (which == 2) c->head_temps = 1, c->H = 3;
+}
+
+/* Variant A (f32, d = 32): every alpha meets every T in {1, 2, 17, 300}, with the parameter
+ * sets' Norm, scale and output scale, and each kind of temperature. */
+static void test_entmax_lengths(void **state)
+{
+    static const int Ts[4] = {1, 2, 17, 300};
+    for (int a = 0; a < 4; a++)
+        for (int t = 0; t < 4; t++) {
+            attn_case c = make_case(TDACL_ATTN_ENTMAX, VAR_A, Ts[t], Ts[t], -1);
+            apply_pset(&c, &PSETS[(a + t) % 6]);
+            c.alpha = ENTMAX_ALPHAS[a];
+            entmax_temps(&c, (a + 2 * t) % 3);
+            c.path = TDACL_PATH_AUTO;
+            check_case(state, &c, TDACL_PATH_PREFILL);
+        }
+}
+
+/* Token-major f32 with dv % 4 != 0 (B), bf16 views into a fused buffer with an offset
+ * below Tk - Tq (C). */
+static void test_entmax_layouts(void **state)
+{
+    static const struct { variant var; int tq, tk, off; float alpha; } cs[] = {
+        {VAR_B, 17, 65, -1, 1.5f}, {VAR_B, 64, 64, -1, 2.0f}, {VAR_C, 65, 65, -1, 1.25f}, {VAR_C, 20, 300, 100, 3.0f}};
+    for (int i = 0; i < 4; i++) {
+        attn_case c = make_case(TDACL_ATTN_ENTMAX, cs[i].var, cs[i].tq, cs[i].tk, cs[i].off);
+        apply_pset(&c, &PSETS[(i + 1) % 6]);
+        c.alpha = cs[i].alpha;
+        entmax_temps(&c, i % 3);
+        check_case(state, &c, TDACL_PATH_PREFILL);
+    }
+}
+
+/* Decode rows (the decode row of the registry runs the same kernel with its own tiles)
+ * against the prefill rows and the reference. */
+static void test_entmax_decode(void **state)
+{
+    attn_case c = make_case(TDACL_ATTN_ENTMAX, VAR_A, 300, 300, -1);
+    entmax_temps(&c, 1);
+    check_decode(state, &c, 3, 1, NULL);
+    c.alpha = 2.0f;
+    entmax_temps(&c, 2);
+    check_decode_rows(state, &c, 1, 0, NULL, 0);
+}
+
+/* Ties and extremes on variant A, against the reference (checked by hand above): keys 4..8
+ * of head 0 equal (tied scores), query row 10 of head 0 aligned with key 3 and 8x longer
+ * (one survivor), and every key of head 1 the same (uniform weights, where the threshold
+ * sits exactly at the bracket's end). */
+static void test_entmax_ties(void **state)
+{
+    tdacl_context *ctx = ctx_of(state);
+    for (int a = 0; a < 4; a++) {
+        attn_case c = make_case(TDACL_ATTN_ENTMAX, VAR_A, 17, 17, -1);
+        c.B = 1, c.alpha = ENTMAX_ALPHAS[a];
+        problem pb;
+        problem_generate(&pb, &c);
+        const int d = c.d, T = c.Tk;
+        for (int j = 5; j <= 8; j++) memcpy(pb.k + (size_t)j * d, pb.k + 4 * (size_t)d, (size_t)d * sizeof(double));
+        for (int e = 0; e < d; e++) pb.q[10 * (size_t)d + e] = 8.0 * pb.k[3 * (size_t)d + e];
+        for (int j = 1; j < T; j++) memcpy(pb.k + ((size_t)T + j) * d, pb.k + (size_t)T * d, (size_t)d * sizeof(double));
+        /* query rows near their threshold are re-drawn (the keys keep their ties) */
+        rng rr = {c.seed + 1};
+        keep_rows_off_threshold(&pb, &rr);
+        for (int e = 0; e < d; e++)
+            if (pb.q[10 * (size_t)d + e] != 8.0 * pb.k[3 * (size_t)d + e]) fail_msg("alpha %g: row 10 was re-drawn", c.alpha);
+        ref_out r;
+        ref_compute(&pb, c.Tq, c.offset, pb.q, pb.q2, &r, NULL);
+        dev_problem dp;
+        dev_upload(ctx, &pb, &dp);
+        size_t n = (size_t)c.H * c.Tq * c.dv;
+        double *got = xcalloc(n, sizeof(double)), *tol = xcalloc(n, sizeof(double));
+        tdacl_attention_stats st;
+        dev_run(ctx, &c, &dp, 0, c.Tq, -1, TDACL_PATH_PREFILL, NULL, got, &st);
+        tolerance(&c, c.Tq, &r, NULL, tol);
+        compare(&c, "ties", c.Tq, got, r.out, tol);
+        check_stats(&c, "ties", &st, &r.counts, TDACL_PATH_PREFILL);
+        /* the single survivor: row 10's output is v_3 itself */
+        for (int e = 0; e < c.dv; e++) assert_true(fabs(got[10 * (size_t)c.dv + e] - pb.v[3 * (size_t)c.dv + e]) <= tol[10 * c.dv + e]);
+        free(got), free(tol);
+        ref_free(&r);
+        dev_free(&dp);
+        problem_free(&pb);
+    }
+}
 
 /* ---- the tensor-core variant ------------------------------------------------------------------ */
 
@@ -1285,7 +1488,7 @@ static void test_empty_query(void **state)
             tdacl_attention_desc desc;
             tdacl_attention_desc_init(&desc);
             desc.kind = KINDS[ki], desc.path = (tdacl_attention_path)path, desc.want_stats = 1;
-            tdacl_attention_tensors ts = {q, k, v, q2, k2, NULL, o, NULL};
+            tdacl_attention_tensors ts = {q, k, v, q2, k2, NULL, o, NULL, NULL};
             tdacl_attention_stats st;
             memset(&st, 0xab, sizeof st);
             CHECK_OK(ctx, tdacl_attention(ctx, &desc, &ts, &st));
@@ -1308,8 +1511,9 @@ static void test_empty_query(void **state)
 static void test_nan_inputs(void **state)
 {
     tdacl_context *ctx = ctx_of(state);
-    static const tdacl_attention_kind kinds[3] = {TDACL_ATTN_TRA, TDACL_ATTN_SOFTMAX, TDACL_ATTN_TDA};
-    for (int ki = 0; ki < 3; ki++)
+    static const tdacl_attention_kind kinds[4] = {TDACL_ATTN_TRA, TDACL_ATTN_SOFTMAX, TDACL_ATTN_TDA,
+                                                  TDACL_ATTN_ENTMAX};
+    for (int ki = 0; ki < 4; ki++)
         for (int what = 0; what < 3; what++) /* 0: q, 1: k, 2: v */
             for (int dec = 0; dec < 2; dec++) {
                 attn_case c = make_case(kinds[ki], VAR_A, 17, 17, -1);
@@ -1390,7 +1594,7 @@ static void test_invalid_arguments(void **state)
     tdacl_attention_desc base, d;
     tdacl_attention_desc_init(&base);
     base.kind = TDACL_ATTN_TRA;
-    const tdacl_attention_tensors good = {q, k, v, NULL, NULL, NULL, o, NULL};
+    const tdacl_attention_tensors good = {q, k, v, NULL, NULL, NULL, o, NULL, NULL};
     tdacl_attention_tensors t;
 
 #define FIELD_CASE(assign, status, field) \
@@ -1422,6 +1626,13 @@ static void test_invalid_arguments(void **state)
     FIELD_CASE((t.q2 = q, t.k2 = k), TDACL_ERR_INVALID_ARGUMENT, "q2/k2");
     FIELD_CASE(t.gain = gain5, TDACL_ERR_SHAPE, "gain");
     FIELD_CASE(t.gain = gain16, TDACL_ERR_INVALID_ARGUMENT, "desc.norm");
+    FIELD_CASE((d.kind = TDACL_ATTN_ENTMAX, d.alpha = 1.0f), TDACL_ERR_INVALID_ARGUMENT, "desc.alpha");
+    FIELD_CASE((d.kind = TDACL_ATTN_ENTMAX, d.alpha = NAN), TDACL_ERR_INVALID_ARGUMENT, "desc.alpha");
+    FIELD_CASE((d.kind = TDACL_ATTN_ENTMAX, d.alpha = 9.0f), TDACL_ERR_INVALID_ARGUMENT, "desc.alpha");
+    FIELD_CASE((d.kind = TDACL_ATTN_ENTMAX, d.temp_beta = INFINITY), TDACL_ERR_INVALID_ARGUMENT, "desc.temp_beta");
+    FIELD_CASE((d.kind = TDACL_ATTN_ENTMAX, d.temp_gamma = NAN), TDACL_ERR_INVALID_ARGUMENT, "desc.temp_gamma");
+    FIELD_CASE((d.kind = TDACL_ATTN_ENTMAX, t.temps = gain16), TDACL_ERR_SHAPE, "temps");
+    FIELD_CASE(t.temps = gain16, TDACL_ERR_INVALID_ARGUMENT, "temps given but kind tra");
     FIELD_CASE(t.out = o_alias, TDACL_ERR_INVALID_ARGUMENT, "overlaps");
     FIELD_CASE((t.q = q_t17, t.out = o_t17), TDACL_ERR_SHAPE, "offset");              /* Tq > Tk */
     FIELD_CASE((t.q = q_t17, t.out = o_t17, d.offset = 0, d.path = TDACL_PATH_DECODE), TDACL_ERR_INVALID_ARGUMENT,
@@ -1441,7 +1652,7 @@ static void test_invalid_arguments(void **state)
 /* The Oclgrind subset (TDACL_TEST_TINY): each kind once per path and dtype, T = 17, d = 32. */
 static void test_tiny_subset(void **state)
 {
-    for (int ki = 0; ki < 5; ki++) {
+    for (int ki = 0; ki < 6; ki++) {
         attn_case c = make_case(KINDS[ki], VAR_A, 17, 17, -1);
         c.B = 1;
         apply_pset(&c, &PSETS[(ki + 1) % 6]);
@@ -1510,6 +1721,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_mma_decode),
         cmocka_unit_test(test_mma_tiny),
         cmocka_unit_test(test_class_tiles),
+        cmocka_unit_test(test_entmax_lengths),
+        cmocka_unit_test(test_entmax_ties),
+        cmocka_unit_test(test_entmax_decode),
+        cmocka_unit_test(test_entmax_layouts),
     };
     const struct CMUnitTest small[] = {
         cmocka_unit_test(test_reference_by_hand),
@@ -1525,6 +1740,7 @@ int main(int argc, char **argv)
         {"layouts-f16-two-views", 8, 1}, {"decode", 9, 2}, {"forced-big", 11, 1}, {"semantics", 12, 1},
         {"ladder-ends", 13, 1}, {"semantics-edge", 14, 3}, {"mma", 17, 1}, {"mma-wide", 18, 1}, {"mma-units", 19, 1},
         {"mma-f32", 20, 1}, {"mma-tf32", 21, 1}, {"mma-decode", 22, 1}, {"mma-tiny", 23, 1}, {"class-tiles", 24, 1},
+        {"entmax", 25, 3}, {"entmax-layouts", 28, 1},
     };
     int first = 0, count = (int)(sizeof full / sizeof full[0]);
     if (part) {
@@ -1532,7 +1748,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
             if (!strcmp(part, parts[i].name)) first = parts[i].first, count = parts[i].count, found = 1;
         if (!found) {
-            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-tra, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-units, mma-f32, mma-tf32, mma-decode, mma-tiny, class-tiles)\n", part);
+            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-tra, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-units, mma-f32, mma-tf32, mma-decode, mma-tiny, class-tiles, entmax, entmax-layouts)\n", part);
             return 2;
         }
     }

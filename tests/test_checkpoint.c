@@ -324,6 +324,8 @@ static void test_config_errors(void **state)
          "scale_attn_by_inverse_layer_idx = true", NULL},
         {"{" GPT2_KEYS ", \"tie_word_embeddings\": \"yes\"}", TDACL_ERR_FORMAT,
          "'tie_word_embeddings' must be true or false", NULL},
+        /* a kind the attention call has but models do not yet */
+        {"{" GPT2_KEYS ", \"attention\": {\"kind\": \"entmax\"}}", TDACL_ERR_UNSUPPORTED, "'entmax' is not supported in models", NULL},
     };
     for (size_t i = 0; i < TDACL_ARRAY_LEN(cases); i++) {
         tdacl_model_config c;

@@ -43,7 +43,7 @@ static void test_kind_names(void **state)
         assert_true(info->lambda == (info->views == 2));
         assert_true(!info->softmax || !info->threshold);
     }
-    assert_int_equal(n, 5);
+    assert_int_equal(n, 6);
     assert_null(tdacl_attention_kind_name((tdacl_attention_kind)-1));
     assert_string_equal(tdacl_attention_kind_name(TDACL_ATTN_TDA), "tda");
     tdacl_attention_kind k = TDACL_ATTN_TRA;
@@ -177,7 +177,7 @@ static void make_bufs(tdacl_context *ctx, tdacl_attention_kind kind, tdacl_dtype
     assert_ok(ctx, tdacl_tensor_create(ctx, dt, 4, qs, &b->q2));
     assert_ok(ctx, tdacl_tensor_create(ctx, dt, 4, ks, &b->k2));
     assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 4, qs, &b->out));
-    b->t = (tdacl_attention_tensors){b->q, b->k, b->v, NULL, NULL, NULL, b->out, NULL};
+    b->t = (tdacl_attention_tensors){b->q, b->k, b->v, NULL, NULL, NULL, b->out, NULL, NULL};
     if (tdacl__kind_views(kind) == 2) b->t.q2 = b->q2, b->t.k2 = b->k2;
 }
 

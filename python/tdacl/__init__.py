@@ -25,7 +25,7 @@ import numpy as np
 __all__ = ["TdaclError", "devices", "version", "Context", "Tensor", "Tokenizer", "Model"]
 
 _DTYPES = {"f32": 0, "fp32": 0, "float32": 0, "bf16": 1, "bfloat16": 1, "f16": 2, "fp16": 2, "float16": 2}
-_KINDS = {"softmax": 0, "rela": 1, "tra": 2, "tda": 3, "diff_softmax": 4}
+_KINDS = {"softmax": 0, "rela": 1, "tra": 2, "tda": 3, "diff_softmax": 4, "entmax": 5}
 _TWO_VIEWS = {"tda", "diff_softmax"}
 _PRECISIONS = {"exact": 0, "tf32": 1, "bf16": 2}
 
@@ -51,11 +51,13 @@ class _AttentionDesc(ctypes.Structure):
                 ("power", ctypes.c_float), ("lambda_", ctypes.c_float), ("scale", ctypes.c_float),
                 ("normalize", ctypes.c_int), ("norm", ctypes.c_int), ("norm_eps", ctypes.c_float),
                 ("out_scale", ctypes.c_float), ("offset", ctypes.c_int64), ("want_stats", ctypes.c_int),
-                ("path", ctypes.c_int), ("precision", ctypes.c_int)]
+                ("path", ctypes.c_int), ("precision", ctypes.c_int), ("alpha", ctypes.c_float),
+                ("temp_delta", ctypes.c_float), ("temp_beta", ctypes.c_float), ("temp_gamma", ctypes.c_float)]
 
 
 class _AttentionTensors(ctypes.Structure):
-    _fields_ = [("q", _p), ("k", _p), ("v", _p), ("q2", _p), ("k2", _p), ("gain", _p), ("out", _p), ("lambdas", _p)]
+    _fields_ = [("q", _p), ("k", _p), ("v", _p), ("q2", _p), ("k2", _p), ("gain", _p), ("out", _p), ("lambdas", _p),
+                ("temps", _p)]
 
 
 class _ContextDesc(ctypes.Structure):
@@ -268,10 +270,12 @@ class Context:
                   power: float = 2.0, lambda_: float = 0.5, scale: Optional[float] = None, normalize: bool = True,
                   norm: str = "none", gain=None, norm_eps: float = 1e-5, out_scale: float = 1.0,
                   offset: Optional[int] = None, dtype: str = "f32", precision: str = "exact",
-                  out: Optional["Tensor"] = None):
+                  alpha: float = 1.5, temp=(1.0, 0.0, 1.0), temps=None, out: Optional["Tensor"] = None):
         """Causal attention of one kind (docs/spec.md section 1) over [B, H, T, d] arrays.
         q: [B, H, Tq, d]; k: [B, H, Tk, d]; v: [B, H, Tk, dv]; q2/k2 for "tda" and
         "diff_softmax".  offset: absolute position of query row 0 (default Tk - Tq).
+        "entmax": alpha, and the inverse temperature delta + beta * (ln n)^gamma given as
+        temp=(delta, beta, gamma), or per head as temps, an [H, 3] array.
         Operands are array-likes (uploaded as `dtype`) or Tensors of this context (used in
         place).  Returns float32 NumPy [B, H, Tq, dv], or, with out= a Tensor, fills it and
         returns it without waiting for the device."""
@@ -296,6 +300,8 @@ class Context:
         desc.normalize, desc.norm, desc.norm_eps, desc.out_scale = int(normalize), int(norm == "rms"), norm_eps, out_scale
         desc.offset = -1 if offset is None else offset
         desc.precision = _PRECISIONS[precision]
+        desc.alpha = alpha
+        desc.temp_delta, desc.temp_beta, desc.temp_gamma = (float(x) for x in temp)
         keep: list = []
         dt = _DTYPES[dtype]
 
@@ -309,6 +315,8 @@ class Context:
                 t.q2, t.k2 = handle(q2), handle(k2)
             if gain is not None:
                 t.gain = gain._handle() if isinstance(gain, Tensor) else self._upload(gain, 0, keep)
+            if temps is not None:
+                t.temps = temps._handle() if isinstance(temps, Tensor) else self._upload(temps, 0, keep)
             if out is not None:
                 t.out = out._handle()
                 _check(_attention(self._h, ctypes.byref(desc), ctypes.byref(t), None), self._h)

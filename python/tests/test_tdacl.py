@@ -11,7 +11,22 @@ import pytest
 import tdacl
 
 
-def reference(kind, q, k, v, q2=None, k2=None, beta=1.0, kappa=1.0, power=2.0, lam=0.5):
+def entmax(z, alpha):
+    """alpha-entmax by bisection on the threshold (independent of the library's Newton passes)."""
+    u = (alpha - 1) * z
+    lo, hi = u.max() - 1, u.max()
+    for _ in range(200):
+        tau = (lo + hi) / 2
+        if (np.maximum(u - tau, 0) ** (1 / (alpha - 1))).sum() >= 1:
+            lo = tau
+        else:
+            hi = tau
+    p = np.maximum(u - lo, 0) ** (1 / (alpha - 1))
+    return p / p.sum()
+
+
+def reference(kind, q, k, v, q2=None, k2=None, beta=1.0, kappa=1.0, power=2.0, lam=0.5, alpha=1.5,
+              temps=None):
     """Plain float64 attention of one kind, causal, offset Tk - Tq."""
     B, H, Tq, d = q.shape
     Tk = k.shape[2]
@@ -26,12 +41,16 @@ def reference(kind, q, k, v, q2=None, k2=None, beta=1.0, kappa=1.0, power=2.0, l
                 p = Tk - Tq + i
                 vis = slice(0, min(p + 1, Tk))
                 tau = beta * math.sqrt(max(0.0, 2 * math.log((p + 1) / kappa)) / d)
-                if kind in ("softmax", "rela", "diff_softmax"):
+                if kind in ("softmax", "rela", "diff_softmax", "entmax"):
                     s = k[b, h, vis] @ q[b, h, i] / math.sqrt(d)
                 else:
                     s = unit(k[b, h, vis]) @ unit(q[b, h, i])
                 if kind == "softmax":
                     w = np.exp(s - s.max()); w /= w.sum()
+                elif kind == "entmax":
+                    n = min(p + 1, Tk)
+                    delta, tb, tg = temps[h] if temps is not None else (1.0, 0.0, 1.0)
+                    w = entmax(s * (delta + (tb * math.log(n) ** tg if n > 1 else 0.0)), alpha)
                 elif kind == "rela":
                     w = np.maximum(s, 0)
                 elif kind == "tra":
@@ -68,6 +87,21 @@ def test_attention_kinds(ctx, kind, tq):
     want = reference(kind, q, k, v, q2, k2, beta=beta)
     assert got.dtype == np.float32 and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("alpha", [1.5, 2.0, 3.0])
+def test_entmax(ctx, alpha):
+    rng = np.random.default_rng(5)
+    B, H, T, d, dv = 1, 2, 23, 32, 16
+    q, k = 2 * rng.standard_normal((2, B, H, T, d))  # scores of a few units: sparse rows
+    v = rng.standard_normal((B, H, T, dv))
+    temps = np.array([[1.0, 0.3, 1.0], [0.8, 0.0, 1.0]])
+    got = ctx.attention(q, k, v, "entmax", alpha=alpha, temps=temps)
+    want = reference("entmax", q, k, v, alpha=alpha, temps=temps)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    # the scalar form: plain alpha-entmax
+    np.testing.assert_allclose(ctx.attention(q, k, v, "entmax", alpha=alpha),
+                               reference("entmax", q, k, v, alpha=alpha), rtol=1e-4, atol=1e-4)
 
 
 def test_layouts_and_dtypes(ctx):

@@ -11,6 +11,7 @@ static const tdacl_kind_info kinds[] = {
     {TDACL_ATTN_TRA,          "tra",          1,    1,   0,      1,   1,   0,   0,    1,     "beta kappa power normalize"},
     {TDACL_ATTN_TDA,          "tda",          2,    1,   0,      1,   1,   1,   1,    1,     "beta kappa power normalize lambda"},
     {TDACL_ATTN_DIFF_SOFTMAX, "diff_softmax", 2,    2,   1,      0,   0,   1,   0,    0,     "lambda"},
+    {TDACL_ATTN_ENTMAX,       "entmax",       1,    1,   0,      0,   0,   0,   0,    0,     "alpha temp_delta temp_beta temp_gamma"},
 };
 
 const tdacl_kind_info *tdacl__kind(int kind)

@@ -19,6 +19,7 @@ static void usage(FILE *f)
             "       --v v.npy [--q2 q2.npy --k2 k2.npy] --out o.npy [--beta B] [--kappa K]\n"
             "       [--power P] [--lambda L] [--scale S] [--normalize 0|1] [--norm none|rms]\n"
             "       [--offset N] [--dtype f32|bf16|f16] [--path auto|prefill|decode]\n"
+            "       [--alpha A] [--temp DELTA,BETA,GAMMA]   (entmax)\n"
             "       [--stats stats.json] [--device SEL]\n"
             "Inputs are little-endian float32 .npy arrays [B,H,T,D] in C order; the output is\n"
             "float32 [B,H,Tq,Dv].  --dtype bf16 rounds the inputs to bf16 storage on the device.\n"
@@ -42,7 +43,7 @@ int cmd_attention(int argc, char **argv)
         const char *o = argv[i];
         if (!strcmp(o, "--help")) { usage(stdout); return 0; }
         if (!cli_known(o, "--q --k --v --q2 --k2 --out --stats --device --kind --beta --kappa --power --lambda "
-                          "--scale --normalize --offset --norm --dtype --path")) {
+                          "--scale --normalize --offset --norm --dtype --path --alpha --temp")) {
             fprintf(stderr, "tdacl attention: unknown option '%s' (see tdacl attention --help)\n", o);
             return 2;
         }
@@ -68,6 +69,11 @@ int cmd_attention(int argc, char **argv)
         else if (!strcmp(o, "--power")) bad = cli_double(val, &x), desc.power = (float)x;
         else if (!strcmp(o, "--lambda")) bad = cli_double(val, &x), desc.lambda = (float)x;
         else if (!strcmp(o, "--scale")) bad = cli_double(val, &x), desc.scale = (float)x;
+        else if (!strcmp(o, "--alpha")) bad = cli_double(val, &x), desc.alpha = (float)x;
+        else if (!strcmp(o, "--temp")) {
+            char extra;
+            bad = sscanf(val, "%f,%f,%f%c", &desc.temp_delta, &desc.temp_beta, &desc.temp_gamma, &extra) != 3;
+        }
         else if (!strcmp(o, "--normalize")) bad = cli_long(val, &n) || (n != 0 && n != 1), desc.normalize = (int)n;
         else if (!strcmp(o, "--offset")) bad = cli_long(val, &n) || n < 0, desc.offset = n;
         else if (!strcmp(o, "--norm")) {
@@ -135,7 +141,7 @@ int cmd_attention(int argc, char **argv)
     }
     int64_t oshape[4] = {in.a[0].shape[0], in.a[0].shape[1], in.a[0].shape[2], in.a[2].shape[3]};
     if ((st = tdacl_tensor_create(ctx, TDACL_F32, 4, oshape, &out))) { cli_report(ctx, st); goto done; }
-    tdacl_attention_tensors t = {in.t[0], in.t[1], in.t[2], in.t[3], in.t[4], NULL, out, NULL};
+    tdacl_attention_tensors t = {in.t[0], in.t[1], in.t[2], in.t[3], in.t[4], NULL, out, NULL, NULL};
     desc.want_stats = stats_path != NULL;
     tdacl_attention_stats stats;
     if ((st = tdacl_attention(ctx, &desc, &t, &stats))) { cli_report(ctx, st); goto done; }

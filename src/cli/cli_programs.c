@@ -80,7 +80,7 @@ static int attention_programs(tdacl_context *ctx, dump *d)
                 if (!st && two) st = tdacl_tensor_create(ctx, dts[di], 4, qs, &t[3]);
                 if (!st && two) st = tdacl_tensor_create(ctx, dts[di], 4, ks, &t[4]);
                 if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 4, qs, &t[5]);
-                tdacl_attention_tensors at = {t[0], t[1], t[2], t[3], t[4], NULL, t[5], NULL};
+                tdacl_attention_tensors at = {t[0], t[1], t[2], t[3], t[4], NULL, t[5], NULL, NULL};
                 tdacl_attention_desc desc;
                 tdacl_attention_desc_init(&desc);
                 desc.kind = (tdacl_attention_kind)kind;
@@ -96,8 +96,9 @@ static int attention_programs(tdacl_context *ctx, dump *d)
                     fprintf(stderr, "tdacl __programs: %s: %s\n", label, tdacl_last_error(ctx));
                     bad++;
                 }
-                if (!st && decode && dts[di] == TDACL_F32) {
-                    /* the model's decode of sequences at their own positions (f32 caches) */
+                if (!st && decode && dts[di] == TDACL_F32 && kind != TDACL_ATTN_ENTMAX) {
+                    /* the model's decode of sequences at their own positions (f32 caches;
+                     * models do not take entmax) */
                     const int32_t pairs[2] = {0, 100};
                     const tdacl_kv_rows rows = {t[0]->storage->mem, pairs};
                     snprintf(label, sizeof label, "%s %s d=64 kv_rows", tdacl__kind_name(kind), tdacl_dtype_name(dts[di]));

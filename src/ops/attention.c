@@ -28,6 +28,10 @@ void tdacl_attention_desc_init(tdacl_attention_desc *d)
     d->want_stats = 0;
     d->path = TDACL_PATH_AUTO;
     d->precision = TDACL_PRECISION_EXACT;
+    d->alpha = 1.5f;
+    d->temp_delta = 1.0f;
+    d->temp_beta = 0.0f;
+    d->temp_gamma = 1.0f;
 }
 
 
@@ -179,6 +183,12 @@ tdacl_status tdacl__attention_plan_rows(tdacl_context *ctx, const tdacl_attentio
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.precision %d is not a tdacl_precision", call, (int)d.precision);
     tdacl_status pst = tdacl__precision_env(ctx, call, &d.precision);
     if (pst) return pst;
+    if (!isfinite(d.alpha) || d.alpha <= 1.0f || d.alpha > 8.0f)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.alpha must be in (1, 8] (got %g)", call, d.alpha);
+    if (!isfinite(d.temp_delta) || !isfinite(d.temp_beta) || !isfinite(d.temp_gamma))
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.temp_%s must be finite (got %g)", call,
+                           !isfinite(d.temp_delta) ? "delta" : !isfinite(d.temp_beta) ? "beta" : "gamma",
+                           !isfinite(d.temp_delta) ? d.temp_delta : !isfinite(d.temp_beta) ? d.temp_beta : d.temp_gamma);
     if (d.want_stats != 0 && d.want_stats != 1)
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.want_stats must be 0 or 1", call);
 
@@ -226,6 +236,18 @@ tdacl_status tdacl__attention_plan_rows(tdacl_context *ctx, const tdacl_attentio
             return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: lambdas must be a contiguous f32 tensor of length H=%lld", call,
                                (long long)H);
     }
+    if (t->temps) {
+        if (d.kind != TDACL_ATTN_ENTMAX)
+            return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: temps given but kind %s is not entmax", call,
+                               tdacl__kind_name(d.kind));
+        if (t->temps->ctx != ctx || t->temps->ndim != 2 || t->temps->shape[0] != H || t->temps->shape[1] != 3 ||
+            t->temps->dtype != TDACL_F32 || !tdacl__tensor_is_contiguous(t->temps))
+            return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: temps must be a contiguous f32 tensor of shape [H=%lld, 3]", call,
+                               (long long)H);
+    }
+    if (rows && d.kind == TDACL_ATTN_ENTMAX)
+        return tdacl__fail(ctx, TDACL_ERR_UNSUPPORTED, "%s: kind entmax does not take per-sequence key ranges yet "
+                           "(a model's batched decode)", call);
     if (t->gain) {
         if (t->gain->ctx != ctx || t->gain->ndim != 1 || t->gain->shape[0] != dv)
             return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: gain must be a 1-D tensor of length dv=%lld", call, (long long)dv);
@@ -235,7 +257,7 @@ tdacl_status tdacl__attention_plan_rows(tdacl_context *ctx, const tdacl_attentio
     if (!tdacl__view_is_injective(t->out))
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT,
                            "%s: out is a view whose strides map several elements to one place", call);
-    const struct { const char *n; const tdacl_tensor *x; } all[] = {{"q", t->q}, {"k", t->k}, {"v", t->v}, {"q2", t->q2}, {"k2", t->k2}, {"gain", t->gain}, {"lambdas", t->lambdas}};
+    const struct { const char *n; const tdacl_tensor *x; } all[] = {{"q", t->q}, {"k", t->k}, {"v", t->v}, {"q2", t->q2}, {"k2", t->k2}, {"gain", t->gain}, {"lambdas", t->lambdas}, {"temps", t->temps}};
     for (size_t i = 0; i < TDACL_ARRAY_LEN(all); i++)
         if (overlaps(t->out, all[i].x))
             return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: out overlaps the storage of %s", call, all[i].n);
@@ -328,6 +350,21 @@ static void launch_args_of(const tdacl_attention_plan *p, const tdacl_attention_
     const tdacl_attention_desc *d = &p->desc;
     a->scale = d->scale, a->beta = tdacl__kind_threshold(d->kind) ? d->beta : 0.0f, a->kappa = d->kappa;
     a->power = d->power, a->lambda = d->lambda, a->eps = d->norm_eps, a->out_scale = d->out_scale;
+}
+
+/* The streaming kernels keep one running state per row; entmax needs its threshold passes. */
+int tdacl__attention_simt_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
+{
+    const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
+    if (p->desc.kind == TDACL_ATTN_ENTMAX) return snprintf(why, n, "kind entmax runs on attention.entmax"), 1;
+    return 0;
+}
+
+int tdacl__attention_entmax_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
+{
+    const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
+    if (p->desc.kind != TDACL_ATTN_ENTMAX) return snprintf(why, n, "entmax only"), 1;
+    return 0;
 }
 
 void tdacl__attention_problem(const tdacl_context *ctx, const void *call, tdacl_problem *p)
@@ -508,6 +545,24 @@ static tdacl_status set_prefill_args(tdacl_context *ctx, cl_kernel k, const char
                            (size_t)0);
 }
 
+/* The entmax kernel's arguments after the prefill ones (cl/attention_entmax.cl). */
+static tdacl_status set_entmax_args(tdacl_context *ctx, cl_kernel k, const tdacl_attention_plan *p,
+                                    const tdacl_attention_tensors *t)
+{
+    const tdacl_attention_desc *d = &p->desc;
+    cl_mem temps = mem_of(t->temps);
+    cl_float am1 = d->alpha - 1.0f, e = 1.0f / (d->alpha - 1.0f);
+    cl_int emode = d->alpha == 2.0f ? 1 : d->alpha == 1.5f ? 2 : 0;
+    const void *vals[7] = {&temps, &am1, &e, &emode, &d->temp_delta, &d->temp_beta, &d->temp_gamma};
+    const size_t sizes[7] = {sizeof temps, sizeof am1, sizeof e, sizeof emode, sizeof(cl_float), sizeof(cl_float),
+                             sizeof(cl_float)};
+    for (cl_uint i = 0; i < 7; i++) {
+        cl_int err = clSetKernelArg(k, PREFILL_NARGS + i, sizes[i], vals[i]);
+        if (err) return tdacl__fail_cl(ctx, err, "clSetKernelArg(attention_entmax_fwd, argument %u)", PREFILL_NARGS + i);
+    }
+    return TDACL_SUCCESS;
+}
+
 /* Both prefill variants take the same arguments; they differ in program, work-group size
  * and tile, which follow from their named parameters. */
 tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
@@ -518,9 +573,13 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
     const tdacl_attention_tensors *t = call->t;
     const tdacl_attention_desc *d = &p->desc;
     const tdacl_kernel_space *space = row->space;
-    const char *kernel_name = row->matrix_units ? "attention_mma_fwd" : "attention_fwd";
+    const int entmax = d->kind == TDACL_ATTN_ENTMAX;
+    const char *kernel_name = entmax ? "attention_entmax_fwd" : row->matrix_units ? "attention_mma_fwd" : "attention_fwd";
     int nt, bm, bn = tdacl__param(space, v, "BN");
-    if (row->matrix_units) {
+    if (entmax) {
+        bm = tdacl__param(space, v, "BM");
+        nt = bm * tdacl__param(space, v, "LPR");
+    } else if (row->matrix_units) {
         nt = 32 * tdacl__param(space, v, "NWARPS");
         bm = 16 * tdacl__param(space, v, "MT") * tdacl__param(space, v, "NWARPS");
     } else {
@@ -546,6 +605,7 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
     cl_event ev = NULL;
     if (!st) {
         st = set_prefill_args(ctx, k, kernel_name, p, t, subs, stats_mem, want);
+        if (!st && entmax) st = set_entmax_args(ctx, k, p, t);
         if (!st) {
             size_t global[3] = {(size_t)nt, (size_t)bh, (size_t)nqb}, local[3] = {(size_t)nt, 1, 1};
             st = tdacl__launch(ctx, k, 3, global, local, &ev, kernel_name);

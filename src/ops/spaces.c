@@ -371,3 +371,47 @@ static const char *const gemm_mma_ladder[] = {"GMM_BM=128 GMM_BN=128 GMM_WM=2 GM
 const tdacl_kernel_space tdacl__gemm_mma_space = {
     "gemm_mma", gemm_mma_params, (int)TDACL_ARRAY_LEN(gemm_mma_params), gemm_mma_check, gemm_mma_local,
     gemm_mma_classes, gemm_mma_ladder, (int)TDACL_ARRAY_LEN(gemm_mma_ladder)};
+
+/* ---- alpha-entmax attention on the FP32 lanes, cl/attention_entmax.cl ---- */
+
+static const tdacl_tunable entmax_params[] = {
+    {"BM", 1, 16, {1, 2, 4, 8, 16, 32, TDACL_END}, "query rows per work-group"},
+    {"BN", 1, 32, {16, 32, 64, 128, TDACL_END}, "keys per tile"},
+    {"LPR", 1, 8, {4, 8, 16, 32, 64, TDACL_END}, "work-items per query row"},
+};
+
+/* As the __local declarations of attention_entmax_fwd: Qs, R (K tile or V tile), Ws, red,
+ * flag, counters. */
+static size_t entmax_local(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *v)
+{
+    const size_t bm = (size_t)P("BM"), bn = (size_t)P("BN"), nt = bm * (size_t)P("LPR");
+    const size_t qs = (size_t)p->d + 1, kt = bn * qs, vt = bn * (size_t)p->dv;
+    return 4 * (bm * qs + (kt > vt ? kt : vt) + bm * (bn + 1) + 2 * nt) + 4 + 16;
+}
+
+static int entmax_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
+                        const tdacl_param_values *v, char *why, size_t n)
+{
+    const int bm = P("BM"), bn = P("BN"), lpr = P("LPR");
+    if (bm <= 0 || bn <= 0 || lpr <= 0) return snprintf(why, n, "parameters must be positive"), 1;
+    if (bn % lpr) return snprintf(why, n, "BN=%d is not a multiple of LPR=%d", bn, lpr), 1;
+    if (p->dv % lpr) return snprintf(why, n, "dv=%d (padded) is not a multiple of LPR=%d", p->dv, lpr), 1;
+    if (bn > 128 || bm > 64) return snprintf(why, n, "BM=%d/BN=%d too large", bm, bn), 1;
+    return work_group_fits(dev, bm * lpr, why, n) ? 0 : 1;
+}
+
+static const tdacl_class_default entmax_classes[] = {{NULL, -1, 0, NULL, 0}};
+static const char *const entmax_ladder[] = {"BM=16 BN=32 LPR=8", "BM=8 BN=32 LPR=8", "BM=8 BN=16 LPR=8",
+                                            "BM=4 BN=16 LPR=4", "BM=1 BN=4 LPR=4"};
+
+const tdacl_kernel_space tdacl__entmax_space = {
+    "attention_entmax", entmax_params, (int)TDACL_ARRAY_LEN(entmax_params), entmax_check, entmax_local,
+    entmax_classes, entmax_ladder, (int)TDACL_ARRAY_LEN(entmax_ladder)};
+
+/* Decode (at most 16 query rows, many keys): few rows per work-group, more work-items a row. */
+static const char *const entmax_decode_ladder[] = {"BM=2 BN=64 LPR=32", "BM=1 BN=32 LPR=32", "BM=1 BN=16 LPR=16",
+                                                   "BM=1 BN=4 LPR=4"};
+
+const tdacl_kernel_space tdacl__entmax_decode_space = {
+    "attention_entmax_decode", entmax_params, (int)TDACL_ARRAY_LEN(entmax_params), entmax_check, entmax_local,
+    entmax_classes, entmax_decode_ladder, (int)TDACL_ARRAY_LEN(entmax_decode_ladder)};

@@ -8,6 +8,8 @@ extern const tdacl_kernel_space tdacl__attention_space;     /* cl/attention.cl *
 extern const tdacl_kernel_space tdacl__attention_mma_space; /* cl/attention_mma.cl */
 extern const tdacl_kernel_space tdacl__decode_space;        /* cl/attention_decode.cl */
 extern const tdacl_kernel_space tdacl__decode_mma_space;    /* cl/attention_mma.cl, SPLIT 1 */
+extern const tdacl_kernel_space tdacl__entmax_space;        /* cl/attention_entmax.cl */
+extern const tdacl_kernel_space tdacl__entmax_decode_space; /* the same kernel, decode's defaults */
 
 /* Query rows of the tensor-core decode: one warp's m-tile (TQP of its split form). */
 #define TDACL_DECODE_MMA_ROWS 16

@@ -16,7 +16,11 @@ static const tdacl_variant_def rows[] = {
      &tdacl__attention_mma_space, 1, tdacl__attention_mma_supports, tdacl__attention_mma_problem,
      tdacl__attention_mma_call_options, tdacl__attention_prefill_launch},
     {"attention.simt", TDACL_OP_ATTENTION_PREFILL, {"attention", {ATTENTION_SOURCES, "attention.cl"}},
-     &tdacl__attention_space, 0, NULL, tdacl__attention_problem, tdacl__attention_call_options,
+     &tdacl__attention_space, 0, tdacl__attention_simt_supports, tdacl__attention_problem, tdacl__attention_call_options,
+     tdacl__attention_prefill_launch},
+    /* alpha-entmax: its own multi-pass kernel, for prefill and decode alike */
+    {"attention.entmax", TDACL_OP_ATTENTION_PREFILL, {"attention_entmax", {ATTENTION_SOURCES, "attention_entmax.cl"}},
+     &tdacl__entmax_space, 0, tdacl__attention_entmax_supports, tdacl__attention_problem, tdacl__attention_call_options,
      tdacl__attention_prefill_launch},
     /* attention decode: the matrix units for 2..16 query rows, the FP32 lanes everywhere */
     {"attention_decode.mma", TDACL_OP_ATTENTION_DECODE,
@@ -24,8 +28,11 @@ static const tdacl_variant_def rows[] = {
      &tdacl__decode_mma_space, 1, tdacl__attention_decode_mma_supports, tdacl__attention_mma_problem,
      tdacl__attention_decode_mma_call_options, tdacl__attention_decode_mma_launch},
     {"attention_decode.simt", TDACL_OP_ATTENTION_DECODE, {"attention_decode", {ATTENTION_SOURCES, "attention_decode.cl", "attention_reduce.cl"}},
-     &tdacl__decode_space, 0, NULL, tdacl__attention_problem, tdacl__attention_decode_call_options,
+     &tdacl__decode_space, 0, tdacl__attention_simt_supports, tdacl__attention_problem, tdacl__attention_decode_call_options,
      tdacl__attention_decode_launch},
+    {"attention_decode.entmax", TDACL_OP_ATTENTION_DECODE, {"attention_entmax", {ATTENTION_SOURCES, "attention_entmax.cl"}},
+     &tdacl__entmax_decode_space, 0, tdacl__attention_entmax_supports, tdacl__attention_problem,
+     tdacl__attention_call_options, tdacl__attention_prefill_launch},
     {"attention_prep", TDACL_OP_ATTENTION_PREP, {"attention_prep", {"common.cl", "attention_prep.cl"}}, NULL, 0, NULL, NULL, NULL, NULL},
     /* matmuls: GEMV for the few rows of decode, the tiled GEMM otherwise (matrix units first) */
     {"gemv.simt", TDACL_OP_MATMUL, {"layers", {"common.cl", "epilogue.cl", "layers.cl"}}, NULL, 0, tdacl__gemv_supports, NULL,

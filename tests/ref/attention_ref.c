@@ -26,6 +26,11 @@ attn_ref_params attn_ref_params_default(tdacl_attention_kind kind)
     p.gain = NULL;
     p.out_scale = 1.0;
     p.offset = -1;
+    p.alpha = 1.5;
+    p.temp_delta = 1.0;
+    p.temp_beta = 0.0;
+    p.temp_gamma = 1.0;
+    p.temps = NULL;
     return p;
 }
 
@@ -55,6 +60,62 @@ int attn_ref_visible(int64_t i, int64_t j, int64_t offset) { return j <= offset 
 
 /* max(x, 0)^p, written so that x <= 0 gives exactly 0. */
 double attn_ref_rectified_power(double x, double p) { return x > 0.0 ? pow(x, p) : 0.0; }
+
+static int descending(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+/* alpha-entmax by sorting.  With u = (alpha-1) z sorted descending (u_1 >= u_2 >= ...) and
+ * e = 1/(alpha-1), f(tau) = sum_j max(u_j - tau, 0)^e falls as tau rises, and the k-th largest
+ * key is in the support exactly when f(u_k) = sum_{j<k} (u_j - u_k)^e < 1.  The support is the
+ * largest such k; on [max(u_{k+1}, u_1 - 1), u_k] f is a smooth sum over those k keys, and
+ * bisection to the last bit of a double finds its root (a closed form exists for alpha 2 and
+ * 1.5 only). */
+double attn_ref_entmax(const double *z, int n, double alpha, double *p)
+{
+    const double am1 = alpha - 1.0, e = 1.0 / am1;
+    double *u = malloc((size_t)(n > 0 ? n : 1) * sizeof *u);
+    if (!u || n < 1) {
+        free(u);
+        return NAN;
+    }
+    for (int j = 0; j < n; j++) u[j] = am1 * z[j];
+    qsort(u, (size_t)n, sizeof *u, descending);
+    int k = 1;
+    while (k < n) {
+        double f = 0.0;
+        for (int j = 0; j < k; j++) f += pow(u[j] - u[k], e);
+        if (f >= 1.0) break;
+        k++;
+    }
+    double lo = u[0] - 1.0, hi = u[k - 1];
+    if (k < n && u[k] > lo) lo = u[k];
+    for (int it = 0; it < 200 && lo < hi; it++) {
+        double mid = 0.5 * (lo + hi), f = 0.0;
+        if (mid <= lo || mid >= hi) break;
+        for (int j = 0; j < k; j++) f += pow(u[j] - mid, e);
+        if (f >= 1.0) lo = mid;
+        else hi = mid;
+    }
+    const double tau = 0.5 * (lo + hi);
+    for (int j = 0; j < n; j++) {
+        double x = am1 * z[j] - tau;
+        p[j] = x > 0.0 ? pow(x, e) : 0.0;
+    }
+    free(u);
+    return tau;
+}
+
+/* The inverse temperature of a row that sees n keys: delta + beta (ln n)^gamma, the second
+ * term 0 for n = 1. */
+static double entmax_temperature(const attn_ref_params *p, int h, int n)
+{
+    const double *t = p->temps ? p->temps + 3 * h : NULL;
+    double delta = t ? t[0] : p->temp_delta, beta = t ? t[1] : p->temp_beta, gamma = t ? t[2] : p->temp_gamma;
+    return delta + (n > 1 ? beta * pow(log((double)n), gamma) : 0.0);
+}
 
 /* a = softmax(s) over n scores (max-subtracted for range, which does not change it). */
 void attn_ref_softmax(const double *s, int n, double *a)
@@ -128,9 +189,27 @@ static double resolved_scale(const attn_ref_params *p, int d)
  *        tda           a = a1 - lc a2, lc = clamp(lambda)  D = D1 + lc D2
  *        diff_softmax  a = softmax(s1) - lambda softmax(s2) D = 2 a1 + 2 |lambda| a2 */
 static void row_weights(const attn_ref_params *p, int n, const double *s1, const double *s2,
-                        double tau, double *a1, double *a2, double *a, double *D)
+                        double *tau_io, double temp, double *a1, double *a2, double *a, double *D)
 {
+    const double tau = *tau_io;
     switch (p->kind) {
+    case TDACL_ATTN_ENTMAX: {
+        /* a = entmax(temp * s); da_j = g_j (du_j - dtau) with g_j = e (u_j - tau)^(e-1) on the
+         * support, dtau a g-weighted mean of du, du = (alpha-1) temp ds: D = 2 g (alpha-1)|temp|.
+         * The threshold is reported in score units, tau / ((alpha-1) temp), so that |s - it| is
+         * a key's distance from it. */
+        const double am1 = p->alpha - 1.0, e = 1.0 / am1;
+        for (int j = 0; j < n; j++) a2[j] = temp * s1[j];
+        double t = attn_ref_entmax(a2, n, p->alpha, a1);
+        for (int j = 0; j < n; j++) {
+            double x = am1 * temp * s1[j] - t;
+            a[j] = a1[j];
+            a2[j] = 0.0;
+            D[j] = x > 0.0 ? 2.0 * e * pow(x, e - 1.0) * am1 * fabs(temp) : 0.0;
+        }
+        *tau_io = temp != 0.0 ? t / (am1 * temp) : -INFINITY;
+        break;
+    }
     case TDACL_ATTN_SOFTMAX:
         attn_ref_softmax(s1, n, a1);
         for (int j = 0; j < n; j++) a2[j] = 0.0, a[j] = a1[j], D[j] = 2.0 * a1[j];
@@ -242,6 +321,7 @@ int attn_ref_attention(const attn_ref_params *p, attn_ref_shape sh, attn_ref_inp
                 int n = 0;
                 while (n < Tk && attn_ref_visible(i, n, offset)) n++;
                 double tau = uses_threshold(p->kind) ? attn_ref_tau(pos, p->beta, p->kappa, d) : 0.0;
+                const double temp = p->kind == TDACL_ATTN_ENTMAX ? entmax_temperature(p, h, n) : 1.0;
 
                 double row_smag = 0.0;
                 for (int j = 0; j < n; j++) {
@@ -254,7 +334,7 @@ int attn_ref_attention(const attn_ref_params *p, attn_ref_shape sh, attn_ref_inp
                     }
                     if (smag[j] + fabs(tau) > row_smag) row_smag = smag[j] + fabs(tau);
                 }
-                row_weights(p, n, s1, s2, tau, a1, a2, a, D);
+                row_weights(p, n, s1, s2, &tau, temp, a1, a2, a, D);
 
                 /* output row: y = sum_j a_ij v_j, then Norm and the output scale */
                 size_t orow = (head * Tq + i) * dv;
@@ -278,6 +358,7 @@ int attn_ref_attention(const attn_ref_params *p, attn_ref_shape sh, attn_ref_inp
 
                 /* sparsity counts: softmax weights are positive by definition */
                 counts->visible_pairs += (uint64_t)n;
+                if (out.row_margin) out.row_margin[head * Tq + i] = INFINITY;
                 if (is_softmax(p->kind)) {
                     counts->survivors[0] += (uint64_t)n;
                     if (nviews == 2) counts->survivors[1] += (uint64_t)n;
@@ -291,6 +372,7 @@ int attn_ref_attention(const attn_ref_params *p, attn_ref_shape sh, attn_ref_inp
                     double margin = fabs(s1[j] - tau);
                     if (nviews == 2 && fabs(s2[j] - tau) < margin) margin = fabs(s2[j] - tau);
                     if (margin < counts->min_margin) counts->min_margin = margin;
+                    if (out.row_margin && margin < out.row_margin[head * Tq + i]) out.row_margin[head * Tq + i] = margin;
                     if (out.key_margin && margin < out.key_margin[head * Tk + j])
                         out.key_margin[head * Tk + j] = margin;
                 }

@@ -29,6 +29,10 @@ typedef struct attn_ref_params {
     const double *gain;        /* [dv] rms gain, or NULL for ones */
     double out_scale;
     int64_t offset;            /* absolute position of query 0; -1 means Tk - Tq */
+    /* entmax: alpha, and the inverse temperature delta + beta (ln n)^gamma of a row that sees
+     * n keys (temps: [H][3] per head, or NULL for the scalars) */
+    double alpha, temp_delta, temp_beta, temp_gamma;
+    const double *temps;
 } attn_ref_params;
 
 /* Every field of a default-initialised params struct set to the documented defaults:
@@ -57,6 +61,8 @@ typedef struct attn_ref_outputs {
                            + |tau|: the magnitude that drives the rounding error of a score */
     double *key_margin; /* [B,H,Tk] min over visible queries (and both views) of |s - tau|;
                            INFINITY for keys no query sees and for softmax kinds */
+    double *row_margin; /* [B,H,Tq] min over the row's visible keys of |s - tau| (entmax:
+                           the row's own threshold in score units); INFINITY for softmax kinds */
 } attn_ref_outputs;
 
 typedef struct attn_ref_counts {
@@ -77,6 +83,9 @@ double attn_ref_tau(int64_t pos, double beta, double kappa, int d);
 void attn_ref_l2_normalize(const double *x, int n, double *y);
 int attn_ref_visible(int64_t i, int64_t j, int64_t offset);
 double attn_ref_rectified_power(double x, double p);
+/* alpha-entmax of n scores z (alpha > 1): p_j = max((alpha-1) z_j - tau, 0)^(1/(alpha-1)) with
+ * tau such that sum p = 1, found exactly by sorting (docs/spec.md section 1b); returns tau. */
+double attn_ref_entmax(const double *z, int n, double alpha, double *p);
 void attn_ref_softmax(const double *s, int n, double *a);
 void attn_ref_rms_norm(double *x, int n, double eps, const double *gain);
 

@@ -1,0 +1,239 @@
+/* alpha-entmax attention with ASEntmax's length-adaptive temperature (docs/spec.md section
+ * 1b), prefill and decode, on the FP32 lanes.  One work-group owns BM query rows of one
+ * (batch, head); LPR work-items share a row, each scoring every LPR-th key of a BN-key tile
+ * and owning every LPR-th output column.  The row threshold tau solves
+ *     sum_j max(u_j - tau, 0)^e = 1,   u_j = (alpha - 1) * t_i * scale * <q_i, k_j>,
+ *     e = 1 / (alpha - 1),
+ * without storing a score: each pass re-scores the row's visible keys.
+ *   pass 0        the row maximum m (tau lies in [m - 1, m - n^(1-alpha)])
+ *   passes 1..    f(tau) = sum (u - tau)_+^e and its slope at the current guess: a Newton
+ *                 step (from the left it never overshoots for alpha <= 2, where f is convex),
+ *                 kept inside the bracket or replaced by bisection; stops when
+ *                 |f - 1| <= TOL, the step stalls, or after MAXIT passes
+ *   last pass     weights (u - tau)_+^e / f(tau) (summing to one) times V; a key tile in
+ *                 which no row has a non-zero weight skips its V load and product.
+ * Nothing T x T is stored. */
+
+#ifndef BM
+#define BM 16 /* query rows per work-group */
+#endif
+#ifndef BN
+#define BN 32 /* keys per tile (multiple of LPR) */
+#endif
+#ifndef LPR
+#define LPR 8 /* work-items per query row */
+#endif
+#ifndef MAXIT
+#define MAXIT 40 /* threshold passes at most */
+#endif
+#define ENTMAX_TOL 1e-6f /* |f(tau) - 1| accepted; the weights are divided by f(tau) */
+
+#define NT (BM * LPR)
+#define NJ (BN / LPR)  /* keys a work-item scores per tile */
+#define NC (DV / LPR)  /* output columns per work-item */
+#define QS (D + 1)     /* padded row stride of the Q block and the K tile (floats) */
+#define REGION (BN * QS > BN * DV ? BN * QS : BN * DV) /* the K tile, or the V tile of the last pass */
+#define WS (BN + 1)
+
+/* x^e and x^(e-1) for x > 0, with exact forms for alpha = 2 (e = 1) and 1.5 (e = 2). */
+inline float ent_pow(float x, int emode, float e) { return emode == 1 ? x : emode == 2 ? x * x : pow(x, e); }
+inline float ent_dpow(float x, int emode, float e) { return emode == 1 ? 1.0f : emode == 2 ? x : pow(x, e - 1.0f); }
+
+/* Rows [r0, r0 + nrows) of a [.., T, d] view (COLS4 float4s a row) into a row-major local
+ * block of row stride LD, zero beyond d and beyond the view's rows. */
+#define STAGE_ROWS(dst, LD, COLS4, src, base, st, sd, r0, rows, nrows, d)                        \
+    for (int idx_ = tid; idx_ < (nrows) * (COLS4); idx_ += NT) {                                  \
+        const int rr_ = idx_ / (COLS4), c4_ = idx_ - (idx_ / (COLS4)) * (COLS4);                  \
+        const float4 x_ = load4(src, base, st, sd, (r0) + rr_, rows, c4_, d);                     \
+        vstore4(x_, 0, (dst) + rr_ * (LD) + 4 * c4_);                                            \
+    }
+
+/* Scaled scores u of this work-item's keys n0 + l + LPR*t of the staged tile; -INFINITY
+ * where row r does not see the key (key index >= nvis). */
+inline void score_keys(float *u, __local const float *Qs, __local const float *Ks, int r, int l, long n0, long nvis,
+                       float cr)
+{
+UNROLL
+    for (int t = 0; t < NJ; t++) u[t] = 0.0f;
+    for (int k = 0; k < D; k++) {
+        const float qv = Qs[r * QS + k];
+UNROLL
+        for (int t = 0; t < NJ; t++) u[t] = fma(qv, Ks[(l + LPR * t) * QS + k], u[t]);
+    }
+UNROLL
+    for (int t = 0; t < NJ; t++) u[t] = n0 + l + LPR * t < nvis ? cr * u[t] : -INFINITY;
+}
+
+/* a and b summed (or, max_a, a's maximum taken) over the LPR work-items of row r, in one
+ * fixed order, so that every work-item of the row gets bit-identical results. */
+inline float2 row_reduce(__local float *red, float a, float b, int tid, int r, int max_a)
+{
+    barrier(CLK_LOCAL_MEM_FENCE); /* the previous reduction's reads are done */
+    red[2 * tid] = a;
+    red[2 * tid + 1] = b;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float2 s = (float2)(max_a ? -INFINITY : 0.0f, 0.0f);
+    for (int i = 0; i < LPR; i++) {
+        float x = red[2 * (r * LPR + i)], y = red[2 * (r * LPR + i) + 1];
+        s.x = max_a ? fmax(s.x, x) : s.x + x;
+        s.y += y;
+    }
+    return s;
+}
+
+/* Every work-item: 1 when `mine` is non-zero in some work-item of the group. */
+inline int group_any(__local int *flag, int mine)
+{
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0) *flag = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (mine) atomic_or(flag, 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return *flag;
+}
+
+/* The K tile of keys [n0, n0 + BN) into Ks (every work-item of the group). */
+#define STAGE_K(n0)                                                                              \
+    do {                                                                                         \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                            \
+        STAGE_ROWS(R, QS, D / 4, k, kb_off, ks.s2, ks.s3, (n0), Tk, BN, d);                            \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                            \
+    } while (0)
+
+/* The arguments are the prefill kernels' (cl/attention.cl; q2, k2, the norms and lambdas
+ * unused), then the entmax ones: temps (fp32 [H][3]: delta, beta, gamma per head, or NULL
+ * for the scalars), alpha - 1, e = 1 / (alpha - 1) and its fast form emode. */
+__kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_entmax_fwd(
+    PREFILL_KERNEL_ARGS,
+    __global const float *temps, float am1, float e, int emode, float t_delta, float t_beta, float t_gamma)
+{
+    __local float Qs[BM * QS];
+    __local float R[REGION];
+    __local float Ws[BM * WS];
+    __local float red[2 * NT];
+    __local int flag;
+    __local uint counters[4];
+
+    const int tid = get_local_id(0), r = tid / LPR, l = tid - (tid / LPR) * LPR;
+    ATTENTION_HEAD(H, lambdas, lambda);
+    ATTENTION_QUERY_BLOCK(BM);
+    const long row = m0 + r;
+    const int live = row < Tq;
+    /* keys 0 .. nvis-1 are visible to the row */
+    const long nvis = live ? min(offset + row + 1, Tk) : 0;
+    float td = t_delta, tb = t_beta, tg = t_gamma;
+    if (temps) td = temps[3 * h], tb = temps[3 * h + 1], tg = temps[3 * h + 2];
+    /* inverse temperature delta + beta * (ln n)^gamma; the term is 0 for n = 1 */
+    const float temp = td + (nvis > 1 ? tb * pow(log((float)nvis), tg) : 0.0f);
+    const float cr = am1 * scale * temp;
+
+    ZERO_LOCAL(counters, 4, tid, NT);
+    STAGE_ROWS(Qs, QS, D / 4, q, q_off + b * qs.s0 + h * qs.s1, qs.s2, qs.s3, m0, Tq, BM, d);
+    const long last_row = min(m0 + BM, Tq) - 1;
+    const long kend = min(Tk, offset + last_row + 1);
+    const int ntiles = (int)((kend + BN - 1) / BN);
+    const long kb_off = k_off + b * ks.s0 + h * ks.s1;
+    const long vb_off = v_off + b * vs.s0 + h * vs.s1;
+    float u[NJ];
+
+    /* pass 0: the row maximum; a NaN score makes the row NaN */
+    float m = -INFINITY;
+    int row_nan = 0;
+    for (int kt = 0; kt < ntiles; kt++) {
+        STAGE_K((long)kt * BN);
+        score_keys(u, Qs, R, r, l, (long)kt * BN, nvis, cr);
+UNROLL
+        for (int t = 0; t < NJ; t++) m = fmax(m, u[t]), row_nan |= isnan(u[t]);
+    }
+    float2 mx = row_reduce(red, m, (float)row_nan, tid, r, 1);
+    m = mx.x;
+    /* NaN, or an infinite score (no finite threshold exists): the row comes out NaN */
+    row_nan = live && (mx.y != 0.0f || !isfinite(m));
+
+    /* threshold passes: bracket [lo, hi] with f(lo) >= 1 >= f(hi); (tau, fsum) is the last
+     * point evaluated with f >= 1 (any point, until there is one) */
+    float lo = m - 1.0f, hi = m - exp(-am1 * log((float)max(nvis, 1L))), tc = lo;
+    float tau = lo, fsum = 1.0f;
+    int done = !live || row_nan, have = 0;
+    for (int it = 0; it < MAXIT; it++) {
+        if (!group_any(&flag, !done && l == 0)) break;
+        float f0 = 0.0f, f1 = 0.0f;
+        for (int kt = 0; kt < ntiles; kt++) {
+            STAGE_K((long)kt * BN);
+            score_keys(u, Qs, R, r, l, (long)kt * BN, nvis, cr);
+UNROLL
+            for (int t = 0; t < NJ; t++) {
+                float x = u[t] - tc;
+                if (x > 0.0f) f0 += ent_pow(x, emode, e), f1 += ent_dpow(x, emode, e);
+            }
+        }
+        float2 s = row_reduce(red, f0, f1, tid, r, 0);
+        if (done) continue;
+        const float f = s.x - 1.0f;
+        if (f >= 0.0f) lo = tc; else hi = tc;
+        if ((f >= 0.0f || !have) && s.x > 0.0f) tau = tc, fsum = s.x, have = 1;
+        if (fabs(f) <= ENTMAX_TOL) {
+            tau = tc, fsum = s.x, done = 1;
+            continue;
+        }
+        float next = tc + f / (e * s.y); /* Newton: f' = -e * s.y */
+        if (!(next > lo && next < hi)) next = 0.5f * (lo + hi);
+        if (!(next > lo && next < hi)) done = 1; /* the bracket is an ulp wide */
+        tc = next;
+    }
+
+    /* last pass: normalised weights times V */
+    const float inv = 1.0f / fsum;
+    float o[NC];
+UNROLL
+    for (int c = 0; c < NC; c++) o[c] = 0.0f;
+    uint nz = 0, vtiles = 0;
+    for (int kt = 0; kt < ntiles; kt++) {
+        const long n0 = (long)kt * BN;
+        STAGE_K(n0);
+        score_keys(u, Qs, R, r, l, n0, nvis, cr);
+        int any = 0;
+UNROLL
+        for (int t = 0; t < NJ; t++) {
+            float x = u[t] - tau;
+            float w = x > 0.0f ? ent_pow(x, emode, e) * inv : 0.0f;
+            if (row_nan && u[t] != -INFINITY) w = NAN;
+            nz += w != 0.0f;
+            any |= w != 0.0f;
+            Ws[r * WS + l + LPR * t] = w;
+        }
+        if (!group_any(&flag, any)) continue; /* uniform: no weight in this tile */
+        vtiles++;
+        STAGE_ROWS(R, DV, DV / 4, v, vb_off, vs.s2, vs.s3, n0, Tk, BN, dv); /* K reads ended at group_any */
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int j = 0; j < BN; j++) {
+            const float w = Ws[r * WS + j];
+UNROLL
+            for (int c = 0; c < NC; c++) o[c] = fma(w, R[j * DV + l + LPR * c], o[c]);
+        }
+    }
+
+    /* epilogue: rms Norm over dv, output scale, gain */
+    if (norm) {
+        float ss = 0.0f;
+UNROLL
+        for (int c = 0; c < NC; c++) ss += o[c] * o[c];
+        float2 t2 = row_reduce(red, ss, 0.0f, tid, r, 0);
+        const float rs = rsqrt(t2.x / (float)dv + norm_eps);
+UNROLL
+        for (int c = 0; c < NC; c++) o[c] *= rs;
+    }
+    if (live) {
+        const long ob = o_off + b * os.s0 + h * os.s1 + row * os.s2;
+UNROLL
+        for (int c = 0; c < NC; c++) {
+            const int col = l + LPR * c;
+            if (col < dv) {
+                float y = o[c] * out_scale;
+                if (norm && gain) y *= LOAD(GDT, gain, col);
+                STORE(ODT, out, ob + col * os.s3, y);
+            }
+        }
+    }
+    if (want_stats) stats_flush(counters, stats, (long)bh * nqb + qb, nz, 0, 0, vtiles, tid);
+}
