@@ -4,15 +4,21 @@
  * and owning every LPR-th output column.  The row threshold tau solves
  *     sum_j max(u_j - tau, 0)^e = 1,   u_j = (alpha - 1) * t_i * scale * <q_i, k_j>,
  *     e = 1 / (alpha - 1),
- * without storing a score: each pass re-scores the row's visible keys.
- *   pass 0        the row maximum m (tau lies in [m - 1, m - n^(1-alpha)])
- *   passes 1..    f(tau) = sum (u - tau)_+^e and its slope at the current guess: a Newton
- *                 step (from the left it never overshoots for alpha <= 2, where f is convex),
- *                 kept inside the bracket or replaced by bisection; stops when
- *                 |f - 1| <= TOL, the step stalls, or after MAXIT passes
- *   last pass     weights (u - tau)_+^e / f(tau) (summing to one) times V; a key tile in
- *                 which no row has a non-zero weight skips its V load and product.
- * Nothing T x T is stored. */
+ * without a T x T matrix:
+ *   pass 0        the row maximum m (tau lies in [m - 1, m - n^(1-alpha)], so only keys with
+ *                 u > m - 1 can have a weight)
+ *   passes 1..    f(tau) = sum (u - tau)_+^e and its slope at NPTS guesses at once: a Newton
+ *                 step from the bracket's lower end (from the left it never overshoots for
+ *                 alpha <= 2, where f is convex) and guesses spread from it to the upper end;
+ *                 the bracket shrinks to the guesses either side of f = 1; stops when some
+ *                 |f - 1| <= TOL, the bracket is an ulp wide, or after MAXIT passes.  Pass 2
+ *                 keeps each row's candidates (u above the bracket's lower end) in local
+ *                 memory, up to CAP a row, and marks the key tiles that hold one; when no
+ *                 row of the work-group has more than CAP, the later passes read only those
+ *                 (no key is scored again), otherwise every pass re-scores the keys.
+ *   last pass     weights (u - tau)_+^e / f(tau) (summing to one) times V, over the marked
+ *                 tiles only (up to MAXT tiles are tracked; later ones are all visited); a
+ *                 tile in which no row has a non-zero weight skips its V load and product. */
 
 #ifndef BM
 #define BM 16 /* query rows per work-group */
@@ -26,6 +32,13 @@
 #ifndef MAXIT
 #define MAXIT 40 /* threshold passes at most */
 #endif
+#ifndef CAP
+#define CAP 128 /* candidate scores a row keeps in local memory */
+#endif
+#define MAXT 1024 /* key tiles whose candidate mark is kept */
+#ifndef NPTS
+#define NPTS 8 /* threshold guesses a pass */
+#endif
 #define ENTMAX_TOL 1e-6f /* |f(tau) - 1| accepted; the weights are divided by f(tau) */
 
 #define NT (BM * LPR)
@@ -35,9 +48,8 @@
 #define REGION (BN * QS > BN * DV ? BN * QS : BN * DV) /* the K tile, or the V tile of the last pass */
 #define WS (BN + 1)
 
-/* x^e and x^(e-1) for x > 0, with exact forms for alpha = 2 (e = 1) and 1.5 (e = 2). */
+/* x^e for x > 0, with exact forms for alpha = 2 (e = 1) and 1.5 (e = 2). */
 inline float ent_pow(float x, int emode, float e) { return emode == 1 ? x : emode == 2 ? x * x : pow(x, e); }
-inline float ent_dpow(float x, int emode, float e) { return emode == 1 ? 1.0f : emode == 2 ? x : pow(x, e - 1.0f); }
 
 /* Rows [r0, r0 + nrows) of a [.., T, d] view (COLS4 float4s a row) into a row-major local
  * block of row stride LD, zero beyond d and beyond the view's rows. */
@@ -81,6 +93,20 @@ inline float2 row_reduce(__local float *red, float a, float b, int tid, int r, i
     return s;
 }
 
+/* Adds u's terms to f0[k] = sum (u - pt[k])_+^e and f1[k] = sum (u - pt[k])_+^(e-1). */
+#define ACCUMULATE(uval)                                                                         \
+    do {                                                                                         \
+        const float u_ = (uval);                                                                 \
+        _Pragma("unroll") for (int k_ = 0; k_ < NPTS; k_++) {                                    \
+            const float x_ = u_ - pt[k_];                                                        \
+            if (x_ > 0.0f) {                                                                     \
+                const float p_ = ent_pow(x_, emode, e);                                          \
+                f0[k_] += p_;                                                                    \
+                f1[k_] += emode == 1 ? 1.0f : emode == 2 ? x_ : p_ / x_;                         \
+            }                                                                                    \
+        }                                                                                        \
+    } while (0)
+
 /* Every work-item: 1 when `mine` is non-zero in some work-item of the group. */
 inline int group_any(__local int *flag, int mine)
 {
@@ -113,6 +139,9 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_entmax_f
     __local float red[2 * NT];
     __local int flag;
     __local uint counters[4];
+    __local float cand[BM * CAP];
+    __local int ncand[BM];
+    __local uint tile_mark[MAXT / 32];
 
     const int tid = get_local_id(0), r = tid / LPR, l = tid - (tid / LPR) * LPR;
     ATTENTION_HEAD(H, lambdas, lambda);
@@ -128,6 +157,8 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_entmax_f
     const float cr = am1 * scale * temp;
 
     ZERO_LOCAL(counters, 4, tid, NT);
+    ZERO_LOCAL(ncand, BM, tid, NT);
+    ZERO_LOCAL(tile_mark, MAXT / 32, tid, NT);
     STAGE_ROWS(Qs, QS, D / 4, q, q_off + b * qs.s0 + h * qs.s1, qs.s2, qs.s3, m0, Tq, BM, d);
     const long last_row = min(m0 + BM, Tq) - 1;
     const long kend = min(Tk, offset + last_row + 1);
@@ -150,36 +181,75 @@ UNROLL
     /* NaN, or an infinite score (no finite threshold exists): the row comes out NaN */
     row_nan = live && (mx.y != 0.0f || !isfinite(m));
 
-    /* threshold passes: bracket [lo, hi] with f(lo) >= 1 >= f(hi); (tau, fsum) is the last
-     * point evaluated with f >= 1 (any point, until there is one) */
-    float lo = m - 1.0f, hi = m - exp(-am1 * log((float)max(nvis, 1L))), tc = lo;
-    float tau = lo, fsum = 1.0f;
-    int done = !live || row_nan, have = 0;
+    /* threshold passes: bracket [lo, hi] with f(lo) >= 1 > f(hi), NPTS guesses a pass in
+     * increasing order (the first pass's first at lo = m - 1, so that the next Newton step
+     * has the slope there); (tau, fsum) is what the weights use: a converged guess, else lo */
+    float lo = m - 1.0f, hi = m - exp(-am1 * log((float)max(nvis, 1L)));
+    float flo = 0.0f, dlo = 0.0f; /* f at lo and sum (u - lo)^(e-1), once evaluated */
+    float tau = lo, fsum = 1.0f, pt[NPTS], f0[NPTS], f1[NPTS];
+UNROLL
+    for (int k = 0; k < NPTS; k++) pt[k] = lo + (hi - lo) * (float)k / (float)NPTS;
+    int done = !live || row_nan, cached = 0, marks = 0;
     for (int it = 0; it < MAXIT; it++) {
         if (!group_any(&flag, !done && l == 0)) break;
-        float f0 = 0.0f, f1 = 0.0f;
-        for (int kt = 0; kt < ntiles; kt++) {
-            STAGE_K((long)kt * BN);
-            score_keys(u, Qs, R, r, l, (long)kt * BN, nvis, cr);
 UNROLL
-            for (int t = 0; t < NJ; t++) {
-                float x = u[t] - tc;
-                if (x > 0.0f) f0 += ent_pow(x, emode, e), f1 += ent_dpow(x, emode, e);
+        for (int k = 0; k < NPTS; k++) f0[k] = 0.0f, f1[k] = 0.0f;
+        if (cached) {
+            const int nc = ncand[r];
+            for (int i = l; i < nc; i += LPR) ACCUMULATE(cand[r * CAP + i]);
+        } else {
+            /* the second pass keeps the row's candidates (above lo, or above tau once done) and
+             * marks the tiles that hold one */
+            const float keep = done ? tau : lo;
+            for (int kt = 0; kt < ntiles; kt++) {
+                STAGE_K((long)kt * BN);
+                score_keys(u, Qs, R, r, l, (long)kt * BN, nvis, cr);
+                int marked = 0;
+UNROLL
+                for (int t = 0; t < NJ; t++) {
+                    ACCUMULATE(u[t]);
+                    if (it == 1 && live && !row_nan && u[t] > keep) {
+                        marked = 1;
+                        if (!done) {
+                            int i = atomic_inc(&ncand[r]);
+                            if (i < CAP) cand[r * CAP + i] = u[t];
+                        }
+                    }
+                    marked |= it == 1 && row_nan && u[t] != -INFINITY; /* its NaN reaches the output */
+                }
+                if (it == 1 && marked && kt < MAXT) atomic_or(&tile_mark[kt >> 5], 1u << (kt & 31));
             }
         }
-        float2 s = row_reduce(red, f0, f1, tid, r, 0);
+UNROLL
+        for (int k = 0; k < NPTS; k++) {
+            float2 s = row_reduce(red, f0[k], f1[k], tid, r, 0);
+            f0[k] = s.x, f1[k] = s.y;
+        }
+        if (it == 1) cached = !group_any(&flag, ncand[r] > CAP), marks = 1; /* uniform */
         if (done) continue;
-        const float f = s.x - 1.0f;
-        if (f >= 0.0f) lo = tc; else hi = tc;
-        if ((f >= 0.0f || !have) && s.x > 0.0f) tau = tc, fsum = s.x, have = 1;
-        if (fabs(f) <= ENTMAX_TOL) {
-            tau = tc, fsum = s.x, done = 1;
+UNROLL
+        for (int k = 0; k < NPTS; k++) {
+            if (f0[k] >= 1.0f && pt[k] >= lo) lo = pt[k], flo = f0[k], dlo = f1[k];
+            else if (f0[k] < 1.0f && pt[k] < hi) hi = pt[k];
+            if (!done && fabs(f0[k] - 1.0f) <= ENTMAX_TOL) tau = pt[k], fsum = f0[k], done = 1;
+        }
+        if (done) continue;
+        if (flo <= 0.0f) { /* not even m - 1 reached 1 (rounding): take that point as it is */
+            tau = pt[0], fsum = f0[0] > 0.0f ? f0[0] : 1.0f, done = 1;
             continue;
         }
-        float next = tc + f / (e * s.y); /* Newton: f' = -e * s.y */
-        if (!(next > lo && next < hi)) next = 0.5f * (lo + hi);
-        if (!(next > lo && next < hi)) done = 1; /* the bracket is an ulp wide */
-        tc = next;
+        tau = lo, fsum = flo;
+        float nx = lo + (flo - 1.0f) / (e * dlo); /* Newton: f' = -e * dlo */
+        if (!(nx > lo && nx < hi)) nx = 0.5f * (lo + hi);
+        if (!(nx > lo && nx < hi)) { /* the bracket is an ulp wide */
+            done = 1;
+            continue;
+        }
+        /* alpha <= 2: f is convex, the root lies above the Newton point; else anywhere in the bracket */
+        const float a = e >= 1.0f ? nx : lo;
+        pt[0] = nx;
+UNROLL
+        for (int k = 1; k < NPTS; k++) pt[k] = a + (hi - a) * (float)k / (float)NPTS;
     }
 
     /* last pass: normalised weights times V */
@@ -190,6 +260,7 @@ UNROLL
     uint nz = 0, vtiles = 0;
     for (int kt = 0; kt < ntiles; kt++) {
         const long n0 = (long)kt * BN;
+        if (marks && kt < MAXT && !((tile_mark[kt >> 5] >> (kt & 31)) & 1u)) continue; /* uniform: no candidate */
         STAGE_K(n0);
         score_keys(u, Qs, R, r, l, n0, nvis, cr);
         int any = 0;

@@ -1079,6 +1079,11 @@ static void test_entmax_layouts(void **state)
         entmax_temps(&c, i % 3);
         check_case(state, &c, TDACL_PATH_PREFILL);
     }
+    /* few kept candidates: alpha 1.25 rows hold more than 32, so every threshold pass
+     * re-scores the keys (cl/attention_entmax.cl CAP) */
+    attn_case c = make_case(TDACL_ATTN_ENTMAX, VAR_A, 300, 300, -1);
+    c.alpha = 1.25f, c.force = "CAP=32";
+    check_case(state, &c, TDACL_PATH_PREFILL);
 }
 
 /* Decode rows (the decode row of the registry runs the same kernel with its own tiles)

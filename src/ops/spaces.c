@@ -378,15 +378,16 @@ static const tdacl_tunable entmax_params[] = {
     {"BM", 1, 16, {1, 2, 4, 8, 16, 32, TDACL_END}, "query rows per work-group"},
     {"BN", 1, 32, {16, 32, 64, 128, TDACL_END}, "keys per tile"},
     {"LPR", 1, 8, {4, 8, 16, 32, 64, TDACL_END}, "work-items per query row"},
+    {"CAP", 1, 128, {32, 64, 128, 256, TDACL_END}, "candidate scores a row keeps (more: the threshold passes re-score)"},
 };
 
 /* As the __local declarations of attention_entmax_fwd: Qs, R (K tile or V tile), Ws, red,
- * flag, counters. */
+ * flag, counters, cand, ncand, tile_mark (MAXT = 1024 bits). */
 static size_t entmax_local(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *v)
 {
-    const size_t bm = (size_t)P("BM"), bn = (size_t)P("BN"), nt = bm * (size_t)P("LPR");
+    const size_t bm = (size_t)P("BM"), bn = (size_t)P("BN"), nt = bm * (size_t)P("LPR"), cap = (size_t)P("CAP");
     const size_t qs = (size_t)p->d + 1, kt = bn * qs, vt = bn * (size_t)p->dv;
-    return 4 * (bm * qs + (kt > vt ? kt : vt) + bm * (bn + 1) + 2 * nt) + 4 + 16;
+    return 4 * (bm * qs + (kt > vt ? kt : vt) + bm * (bn + 1) + 2 * nt + bm * cap + bm) + 4 + 16 + 128;
 }
 
 static int entmax_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
@@ -397,6 +398,7 @@ static int entmax_check(const tdacl_kernel_space *ks, const tdacl_device_info *d
     if (bn % lpr) return snprintf(why, n, "BN=%d is not a multiple of LPR=%d", bn, lpr), 1;
     if (p->dv % lpr) return snprintf(why, n, "dv=%d (padded) is not a multiple of LPR=%d", p->dv, lpr), 1;
     if (bn > 128 || bm > 64) return snprintf(why, n, "BM=%d/BN=%d too large", bm, bn), 1;
+    if (P("CAP") < 1) return snprintf(why, n, "CAP must be positive"), 1;
     return work_group_fits(dev, bm * lpr, why, n) ? 0 : 1;
 }
 
