@@ -44,7 +44,9 @@
 #define NT (BM * LPR)
 #define NJ (BN / LPR)  /* keys a work-item scores per tile */
 #define NC (DV / LPR)  /* output columns per work-item */
-#define QS (D + 1)     /* padded row stride of the Q block and the K tile (floats) */
+#define QS (D + 4)     /* row stride of the Q block and the K tile (floats): 16-byte rows, and
+                          rows 17 float4s apart for d = 64 fall in different banks */
+#define QS4 (QS / 4)
 #define REGION (BN * QS > BN * DV ? BN * QS : BN * DV) /* the K tile, or the V tile of the last pass */
 #define WS (BN + 1)
 
@@ -62,15 +64,18 @@ inline float ent_pow(float x, int emode, float e) { return emode == 1 ? x : emod
 
 /* Scaled scores u of this work-item's keys n0 + l + LPR*t of the staged tile; -INFINITY
  * where row r does not see the key (key index >= nvis). */
-inline void score_keys(float *u, __local const float *Qs, __local const float *Ks, int r, int l, long n0, long nvis,
-                       float cr)
+inline void score_keys(float *u, __local const float4 *Qs4, __local const float4 *Ks4, int r, int l, long n0,
+                       long nvis, float cr)
 {
 UNROLL
     for (int t = 0; t < NJ; t++) u[t] = 0.0f;
-    for (int k = 0; k < D; k++) {
-        const float qv = Qs[r * QS + k];
+    for (int k4 = 0; k4 < D / 4; k4++) {
+        const float4 qv = Qs4[r * QS4 + k4];
 UNROLL
-        for (int t = 0; t < NJ; t++) u[t] = fma(qv, Ks[(l + LPR * t) * QS + k], u[t]);
+        for (int t = 0; t < NJ; t++) {
+            const float4 kv = Ks4[(l + LPR * t) * QS4 + k4];
+            u[t] = fma(qv.s0, kv.s0, fma(qv.s1, kv.s1, fma(qv.s2, kv.s2, fma(qv.s3, kv.s3, u[t]))));
+        }
     }
 UNROLL
     for (int t = 0; t < NJ; t++) u[t] = n0 + l + LPR * t < nvis ? cr * u[t] : -INFINITY;
@@ -93,10 +98,12 @@ inline float2 row_reduce(__local float *red, float a, float b, int tid, int r, i
     return s;
 }
 
-/* Adds u's terms to f0[k] = sum (u - pt[k])_+^e and f1[k] = sum (u - pt[k])_+^(e-1). */
+/* Adds u's terms to f0[k] = sum (u - pt[k])_+^e and f1[k] = sum (u - pt[k])_+^(e-1) (every
+ * guess pt[k] >= lo). */
 #define ACCUMULATE(uval)                                                                         \
     do {                                                                                         \
         const float u_ = (uval);                                                                 \
+        if (u_ > lo) /* below every guess: most keys */                                          \
         _Pragma("unroll") for (int k_ = 0; k_ < NPTS; k_++) {                                    \
             const float x_ = u_ - pt[k_];                                                        \
             if (x_ > 0.0f) {                                                                     \
@@ -133,8 +140,9 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_entmax_f
     PREFILL_KERNEL_ARGS,
     __global const float *temps, float am1, float e, int emode, float t_delta, float t_beta, float t_gamma)
 {
-    __local float Qs[BM * QS];
-    __local float R[REGION];
+    __local float4 Qs4[BM * QS4];
+    __local float4 R4[REGION / 4];
+    __local float *Qs = (__local float *)Qs4, *R = (__local float *)R4;
     __local float Ws[BM * WS];
     __local float red[2 * NT];
     __local int flag;
@@ -172,7 +180,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_entmax_f
     int row_nan = 0;
     for (int kt = 0; kt < ntiles; kt++) {
         STAGE_K((long)kt * BN);
-        score_keys(u, Qs, R, r, l, (long)kt * BN, nvis, cr);
+        score_keys(u, Qs4, R4, r, l, (long)kt * BN, nvis, cr);
 UNROLL
         for (int t = 0; t < NJ; t++) m = fmax(m, u[t]), row_nan |= isnan(u[t]);
     }
@@ -203,7 +211,7 @@ UNROLL
             const float keep = done ? tau : lo;
             for (int kt = 0; kt < ntiles; kt++) {
                 STAGE_K((long)kt * BN);
-                score_keys(u, Qs, R, r, l, (long)kt * BN, nvis, cr);
+                score_keys(u, Qs4, R4, r, l, (long)kt * BN, nvis, cr);
                 int marked = 0;
 UNROLL
                 for (int t = 0; t < NJ; t++) {
@@ -262,7 +270,7 @@ UNROLL
         const long n0 = (long)kt * BN;
         if (marks && kt < MAXT && !((tile_mark[kt >> 5] >> (kt & 31)) & 1u)) continue; /* uniform: no candidate */
         STAGE_K(n0);
-        score_keys(u, Qs, R, r, l, n0, nvis, cr);
+        score_keys(u, Qs4, R4, r, l, n0, nvis, cr);
         int any = 0;
 UNROLL
         for (int t = 0; t < NJ; t++) {

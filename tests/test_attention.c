@@ -20,7 +20,10 @@
  * p {1, 2, 3, 1.5}, lambda {0, .3, 1, 1.7}, Norm {none, rms, rms + gain}, out_scale, an
  * explicit scale and normalize = 0 (the authors' Triton TRA).  Decode (Tq 1..16, so every
  * padded row count 1, 2, 4, 8, 16 occurs) is checked against the prefill rows and the
- * reference on A (all kinds), C (all kinds) and D.  B*H > 1 everywhere.
+ * reference on A (all kinds), C (all kinds) and D.  B*H > 1 everywhere.  entmax, whose
+ * kernel differs (cl/attention_entmax.cl), has its own tests over A-D (test_entmax_*): every
+ * alpha of {1.25, 1.5, 2, 3} at every T of {1, 2, 17, 300}, its temperatures, ties and
+ * one-survivor rows, decode rows, and the tiny subset under Oclgrind.
  *
  * TDACL_TEST_TINY=1 (or the argument --tiny) runs only a small subset (T <= 17, d = 32,
  * each kind, prefill and decode, f32 and bf16) for the Oclgrind run of tests/CMakeLists.txt;
@@ -1067,12 +1070,13 @@ static void test_entmax_lengths(void **state)
 }
 
 /* Token-major f32 with dv % 4 != 0 (B), bf16 views into a fused buffer with an offset
- * below Tk - Tq (C). */
+ * below Tk - Tq (C), f16 at d = 128 with an offset above it (D). */
 static void test_entmax_layouts(void **state)
 {
     static const struct { variant var; int tq, tk, off; float alpha; } cs[] = {
-        {VAR_B, 17, 65, -1, 1.5f}, {VAR_B, 64, 64, -1, 2.0f}, {VAR_C, 65, 65, -1, 1.25f}, {VAR_C, 20, 300, 100, 3.0f}};
-    for (int i = 0; i < 4; i++) {
+        {VAR_B, 17, 65, -1, 1.5f},      {VAR_B, 64, 64, -1, 2.0f}, {VAR_C, 65, 65, -1, 1.25f},
+        {VAR_C, 20, 300, 100, 3.0f},    {VAR_D, 5, 17, 40, 2.0f}};
+    for (int i = 0; i < 5; i++) {
         attn_case c = make_case(TDACL_ATTN_ENTMAX, cs[i].var, cs[i].tq, cs[i].tk, cs[i].off);
         apply_pset(&c, &PSETS[(i + 1) % 6]);
         c.alpha = cs[i].alpha;

@@ -386,7 +386,7 @@ static const tdacl_tunable entmax_params[] = {
 static size_t entmax_local(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *v)
 {
     const size_t bm = (size_t)P("BM"), bn = (size_t)P("BN"), nt = bm * (size_t)P("LPR"), cap = (size_t)P("CAP");
-    const size_t qs = (size_t)p->d + 1, kt = bn * qs, vt = bn * (size_t)p->dv;
+    const size_t qs = (size_t)p->d + 4, kt = bn * qs, vt = bn * (size_t)p->dv;
     return 4 * (bm * qs + (kt > vt ? kt : vt) + bm * (bn + 1) + 2 * nt + bm * cap + bm) + 4 + 16 + 128;
 }
 
