@@ -64,3 +64,19 @@ for run in "attention_mma tf32 64 dtype=tf32" "attention_decode_mma bf16 256 dty
     fi
     echo "PASS: $1 --dtype $2 wrote a $4 entry"
 done
+
+# 5. the entmax row: its candidates are checked against the tuner's own entmax reference
+#    (src/tools/reference.c), so an entry exists only if some candidate matched it
+"$TDACL" tune --kernel attention_entmax --kinds entmax --dtype f32 --d 32 --T 64 --B 1 --H 1 \
+    --budget 15 --strategy random --seed 7 --out "$WORK/entmax.tdb" >"$WORK/tune-entmax.log" 2>&1 || {
+    cat "$WORK/tune-entmax.log"
+    echo "FAIL: tdacl tune --kernel attention_entmax exited non-zero"
+    exit 1
+}
+if ! grep -qE "^attention_entmax .* kind=entmax dtype=f32 d=32 " "$WORK/entmax.tdb" ||
+    ! grep -q " 0 wrong against the reference" "$WORK/tune-entmax.log"; then
+    echo "FAIL: no attention_entmax entry, or candidates wrong against the reference"
+    cat "$WORK/entmax.tdb" "$WORK/tune-entmax.log"
+    exit 1
+fi
+echo "PASS: attention_entmax wrote an entry, no candidate wrong"

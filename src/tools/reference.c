@@ -21,6 +21,28 @@ static double inv_norm(const float *x, int n)
     return 1.0 / (s > 1e-12 ? s : 1e-12);
 }
 
+/* entmax (docs/spec.md section 1b): scores s[0..n) -> weights, tau by bisection. */
+static void entmax_weights(const tdacl_attention_desc *a, int n, double *s)
+{
+    const double am1 = (double)a->alpha - 1.0, e = 1.0 / am1;
+    const double t = a->temp_delta + (n > 1 ? a->temp_beta * pow(log((double)n), a->temp_gamma) : 0.0);
+    double mx = -INFINITY;
+    for (int j = 0; j < n; j++) {
+        s[j] *= am1 * t;
+        if (s[j] > mx) mx = s[j];
+    }
+    double lo = mx - 1.0, hi = mx;
+    for (int it = 0; it < 200; it++) {
+        double mid = 0.5 * (lo + hi), f = 0;
+        for (int j = 0; j < n; j++) f += s[j] > mid ? pow(s[j] - mid, e) : 0.0;
+        if (f >= 1.0) lo = mid;
+        else hi = mid;
+    }
+    double sum = 0;
+    for (int j = 0; j < n; j++) sum += (s[j] = s[j] > lo ? pow(s[j] - lo, e) : 0.0);
+    for (int j = 0; j < n; j++) s[j] /= sum;
+}
+
 /* Weights of one view for query row i (w has `visible` entries). */
 static void row_weights(const tdacl_attention_desc *a, const float *q, const float *k, int d, long pos,
                         int visible, double *w)
@@ -43,7 +65,7 @@ static void row_weights(const tdacl_attention_desc *a, const float *q, const flo
             if (s > mx) mx = s;
         } else {
             double x = s - tau;
-            w[j] = x > 0 ? (kind->rectified_power ? pow(x, a->power) : x) : 0.0;
+            w[j] = a->kind == TDACL_ATTN_ENTMAX ? s : x > 0 ? (kind->rectified_power ? pow(x, a->power) : x) : 0.0;
         }
     }
     if (softmax) {
@@ -51,6 +73,7 @@ static void row_weights(const tdacl_attention_desc *a, const float *q, const flo
         for (int j = 0; j < visible; j++) sum += (w[j] = exp(w[j] - mx));
         for (int j = 0; j < visible; j++) w[j] /= sum;
     }
+    if (a->kind == TDACL_ATTN_ENTMAX) entmax_weights(a, visible, w);
 }
 
 void tdacl__reference_attention(const tdacl_attention_desc *a, int B, int H, int Tq, int Tk, int d, int dv,
