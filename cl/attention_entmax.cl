@@ -36,6 +36,9 @@
 #define CAP 128 /* candidate scores a row keeps in local memory */
 #endif
 #define MAXT 1024 /* key tiles whose candidate mark is kept */
+#ifndef PREFETCH
+#define PREFETCH 0 /* 1: the next K tile's loads are in flight while the current one is scored */
+#endif
 #ifndef NPTS
 #define NPTS 8 /* threshold guesses a pass */
 #endif
@@ -125,13 +128,57 @@ inline int group_any(__local int *flag, int mine)
     return *flag;
 }
 
-/* The K tile of keys [n0, n0 + BN) into Ks (every work-item of the group). */
-#define STAGE_K(n0)                                                                              \
+/* K tiles go global -> registers (kreg, KPT float4s a work-item) -> local memory; with
+ * PREFETCH one tile ahead, so that the next tile's loads are in flight while the current one
+ * is scored (faster decode on the H100, slower prefill: more registers). */
+#define KPT ((BN * (D / 4) + NT - 1) / NT)
+#define FETCH_K(n0)                                                                              \
+    do {                                                                                         \
+        _Pragma("unroll") for (int u_ = 0; u_ < KPT; u_++) {                                     \
+            const int idx_ = tid + u_ * NT;                                                      \
+            kreg[u_] = idx_ < BN * (D / 4) ? load4(k, kb_off, ks.s2, ks.s3, (n0) + idx_ / (D / 4), Tk, \
+                                                   idx_ % (D / 4), d)                            \
+                                           : (float4)(0.0f);                                     \
+        }                                                                                        \
+    } while (0)
+/* The fetched tile into R (every work-item of the group; R's previous readers are done). */
+#define STORE_K()                                                                                \
     do {                                                                                         \
         barrier(CLK_LOCAL_MEM_FENCE);                                                            \
-        STAGE_ROWS(R, QS, D / 4, k, kb_off, ks.s2, ks.s3, (n0), Tk, BN, d);                            \
+        _Pragma("unroll") for (int u_ = 0; u_ < KPT; u_++) {                                     \
+            const int idx_ = tid + u_ * NT;                                                      \
+            if (idx_ < BN * (D / 4)) vstore4(kreg[u_], 0, R + (idx_ / (D / 4)) * QS + 4 * (idx_ % (D / 4))); \
+        }                                                                                        \
         barrier(CLK_LOCAL_MEM_FENCE);                                                            \
     } while (0)
+
+/* Before a loop over tiles (first tile at n0), and at the top of each iteration (tile n0;
+ * the next at nn0 when has_next). */
+#if PREFETCH
+#define K_FIRST(n0) FETCH_K(n0)
+#define K_STAGE(n0, nn0, has_next)                                                               \
+    do {                                                                                         \
+        STORE_K();                                                                               \
+        if (has_next) FETCH_K(nn0);                                                              \
+    } while (0)
+#else /* straight to local memory (fewer registers: the faster prefill on the H100) */
+#define K_FIRST(n0) do { } while (0)
+#define K_STAGE(n0, nn0, has_next)                                                               \
+    do {                                                                                         \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                            \
+        STAGE_ROWS(R, QS, D / 4, k, kb_off, ks.s2, ks.s3, (n0), Tk, BN, d);                      \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                            \
+    } while (0)
+#endif
+
+/* The tile after kt that the weighted pass visits: every tile, or with marks only the marked
+ * ones (tiles past MAXT are always visited). */
+inline int next_tile(int kt, int ntiles, int marks, __local const uint *tile_mark)
+{
+    for (kt++; kt < ntiles; kt++)
+        if (!marks || kt >= MAXT || ((tile_mark[kt >> 5] >> (kt & 31)) & 1u)) break;
+    return kt;
+}
 
 /* The arguments are the prefill kernels' (cl/attention.cl; q2, k2, the norms and lambdas
  * unused), then the entmax ones: temps (fp32 [H][3]: delta, beta, gamma per head, or NULL
@@ -174,12 +221,16 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_entmax_f
     const long kb_off = k_off + b * ks.s0 + h * ks.s1;
     const long vb_off = v_off + b * vs.s0 + h * vs.s1;
     float u[NJ];
+#if PREFETCH
+    float4 kreg[KPT];
+#endif
 
     /* pass 0: the row maximum; a NaN score makes the row NaN */
     float m = -INFINITY;
     int row_nan = 0;
+    if (ntiles > 0) K_FIRST(0L);
     for (int kt = 0; kt < ntiles; kt++) {
-        STAGE_K((long)kt * BN);
+        K_STAGE((long)kt * BN, (long)(kt + 1) * BN, kt + 1 < ntiles);
         score_keys(u, Qs4, R4, r, l, (long)kt * BN, nvis, cr);
 UNROLL
         for (int t = 0; t < NJ; t++) m = fmax(m, u[t]), row_nan |= isnan(u[t]);
@@ -209,8 +260,9 @@ UNROLL
             /* the second pass keeps the row's candidates (above lo, or above tau once done) and
              * marks the tiles that hold one */
             const float keep = done ? tau : lo;
+            if (ntiles > 0) K_FIRST(0L);
             for (int kt = 0; kt < ntiles; kt++) {
-                STAGE_K((long)kt * BN);
+                K_STAGE((long)kt * BN, (long)(kt + 1) * BN, kt + 1 < ntiles);
                 score_keys(u, Qs4, R4, r, l, (long)kt * BN, nvis, cr);
                 int marked = 0;
 UNROLL
@@ -266,10 +318,12 @@ UNROLL
 UNROLL
     for (int c = 0; c < NC; c++) o[c] = 0.0f;
     uint nz = 0, vtiles = 0;
-    for (int kt = 0; kt < ntiles; kt++) {
+    int kt = next_tile(-1, ntiles, marks, tile_mark);
+    if (kt < ntiles) K_FIRST((long)kt * BN);
+    while (kt < ntiles) {
         const long n0 = (long)kt * BN;
-        if (marks && kt < MAXT && !((tile_mark[kt >> 5] >> (kt & 31)) & 1u)) continue; /* uniform: no candidate */
-        STAGE_K(n0);
+        const int next = next_tile(kt, ntiles, marks, tile_mark);
+        K_STAGE(n0, (long)next * BN, next < ntiles);
         score_keys(u, Qs4, R4, r, l, n0, nvis, cr);
         int any = 0;
 UNROLL
@@ -281,15 +335,17 @@ UNROLL
             any |= w != 0.0f;
             Ws[r * WS + l + LPR * t] = w;
         }
-        if (!group_any(&flag, any)) continue; /* uniform: no weight in this tile */
-        vtiles++;
-        STAGE_ROWS(R, DV, DV / 4, v, vb_off, vs.s2, vs.s3, n0, Tk, BN, dv); /* K reads ended at group_any */
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int j = 0; j < BN; j++) {
-            const float w = Ws[r * WS + j];
+        if (group_any(&flag, any)) { /* uniform: some weight in this tile */
+            vtiles++;
+            STAGE_ROWS(R, DV, DV / 4, v, vb_off, vs.s2, vs.s3, n0, Tk, BN, dv); /* K reads ended at group_any */
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (int j = 0; j < BN; j++) {
+                const float w = Ws[r * WS + j];
 UNROLL
-            for (int c = 0; c < NC; c++) o[c] = fma(w, R[j * DV + l + LPR * c], o[c]);
+                for (int c = 0; c < NC; c++) o[c] = fma(w, R[j * DV + l + LPR * c], o[c]);
+            }
         }
+        kt = next;
     }
 
     /* epilogue: rms Norm over dv, output scale, gain */

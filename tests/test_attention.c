@@ -1088,6 +1088,9 @@ static void test_entmax_layouts(void **state)
     attn_case c = make_case(TDACL_ATTN_ENTMAX, VAR_A, 300, 300, -1);
     c.alpha = 1.25f, c.force = "CAP=32";
     check_case(state, &c, TDACL_PATH_PREFILL);
+    /* K tiles fetched one ahead (PREFETCH, as the H100 decode entry runs it) */
+    c.alpha = 1.5f, c.force = "PREFETCH=1";
+    check_case(state, &c, TDACL_PATH_PREFILL);
 }
 
 /* Decode rows (the decode row of the registry runs the same kernel with its own tiles)
@@ -1100,6 +1103,7 @@ static void test_entmax_decode(void **state)
     c.alpha = 2.0f;
     entmax_temps(&c, 2);
     check_decode_rows(state, &c, 1, 0, NULL, 0);
+    check_decode_rows(state, &c, 2, 1, "PREFETCH=1", 0);
 }
 
 /* Ties and extremes on variant A, against the reference (checked by hand above): keys 4..8

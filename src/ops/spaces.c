@@ -379,6 +379,7 @@ static const tdacl_tunable entmax_params[] = {
     {"BN", 1, 32, {16, 32, 64, 128, TDACL_END}, "keys per tile"},
     {"LPR", 1, 8, {4, 8, 16, 32, 64, TDACL_END}, "work-items per query row"},
     {"CAP", 1, 128, {32, 64, 128, 256, TDACL_END}, "candidate scores a row keeps (more: the threshold passes re-score)"},
+    {"PREFETCH", 1, 0, {0, 1, TDACL_END}, "the next K tile's loads in flight while the current one is scored"},
 };
 
 /* As the __local declarations of attention_entmax_fwd: Qs, R (K tile or V tile), Ws, red,
