@@ -93,6 +93,12 @@ inline float2 row_reduce(__local float *red, float a, float b, int tid, int r, i
     red[2 * tid + 1] = b;
     barrier(CLK_LOCAL_MEM_FENCE);
     float2 s = (float2)(max_a ? -INFINITY : 0.0f, 0.0f);
+    /* not unrolled but on NVIDIA (5-9 % faster prefill there):
+     * the threshold passes call this NPTS times in a row, and unrolled copies of up to 64
+     * loads each held the AMD compilers' registers (spills) */
+#if !TDACL_NVIDIA
+UNROLL_BY(1)
+#endif
     for (int i = 0; i < LPR; i++) {
         float x = red[2 * (r * LPR + i)], y = red[2 * (r * LPR + i) + 1];
         s.x = max_a ? fmax(s.x, x) : s.x + x;
@@ -183,7 +189,7 @@ inline int next_tile(int kt, int ntiles, int marks, __local const uint *tile_mar
 /* The arguments are the prefill kernels' (cl/attention.cl; q2, k2, the norms and lambdas
  * unused), then the entmax ones: temps (fp32 [H][3]: delta, beta, gamma per head, or NULL
  * for the scalars), alpha - 1, e = 1 / (alpha - 1) and its fast form emode. */
-__kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attention_entmax_fwd(
+__kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR void attention_entmax_fwd(
     PREFILL_KERNEL_ARGS,
     __global const float *temps, float am1, float e, int emode, float t_delta, float t_beta, float t_gamma)
 {

@@ -231,9 +231,9 @@ static const struct {
     const char *programs; /* space-separated program names */
     const char *options;
 } class_options[] = {
-    {"intel-xe-hpc", "attention", "-DTDACL_SUBGROUP=16 -cl-intel-256-GRF-per-thread"},
+    {"intel-xe-hpc", "attention attention_entmax", "-DTDACL_SUBGROUP=16 -cl-intel-256-GRF-per-thread"},
     {"intel-xe-hpc", "attention_decode", "-DTDACL_SUBGROUP=16 -DEARLY_FETCH=0 -cl-intel-256-GRF-per-thread"},
-    {"intel-xe-hpg", "attention", "-cl-intel-256-GRF-per-thread"},
+    {"intel-xe-hpg", "attention attention_entmax", "-cl-intel-256-GRF-per-thread"},
     {"intel-xe-hpg", "attention_decode", "-DEARLY_FETCH=0 -cl-intel-256-GRF-per-thread"},
     /* the DPAS body (experimental): without 256 registers IGC spills kilobytes per thread */
     {"intel-", "attention_mma gemm_mma", "-cl-intel-256-GRF-per-thread"},
