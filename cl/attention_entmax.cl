@@ -93,9 +93,9 @@ inline float2 row_reduce(__local float *red, float a, float b, int tid, int r, i
     red[2 * tid + 1] = b;
     barrier(CLK_LOCAL_MEM_FENCE);
     float2 s = (float2)(max_a ? -INFINITY : 0.0f, 0.0f);
-    /* not unrolled but on NVIDIA (5-9 % faster prefill there):
-     * the threshold passes call this NPTS times in a row, and unrolled copies of up to 64
-     * loads each held the AMD compilers' registers (spills) */
+    /* left rolled except on NVIDIA (whose measured kernel stays as it was): the threshold
+     * passes call this NPTS times in a row, and unrolled copies of up to 64 loads each held
+     * the AMD compilers' registers (spills) */
 #if !TDACL_NVIDIA
 UNROLL_BY(1)
 #endif
