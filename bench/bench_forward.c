@@ -163,6 +163,12 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, const fwd_
     int prefill[4][2] = {{1024, 1}, {1024, 8}, {4096, 1}, {4096, 8}}, nprefill = gpu ? 4 : 1;
     int contexts[2] = {1024, 8192}, ncontexts = gpu ? 2 : 1;
     if (quick) prefill[0][0] = 256, nprefill = 1, contexts[0] = 512, ncontexts = 1;
+    /* --T: these prefill lengths at batch 1 (up to 4); --decode-Tk: this one decode context */
+    if (o->nT) {
+        nprefill = o->nT < 4 ? o->nT : 4;
+        for (int i = 0; i < nprefill; i++) prefill[i][0] = (int)o->T[i], prefill[i][1] = 1;
+    }
+    if (o->decode_Tk) contexts[0] = (int)o->decode_Tk, ncontexts = 1;
     if (!o->decode) ncontexts = 0; /* --no-decode: no decode or serving rows */
     tdacl_measure_opts mo = o->measure;
     if (!gpu) mo.min_samples = mo.min_samples < 3 ? mo.min_samples : 3, mo.min_ms = 0;
@@ -175,6 +181,8 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, const fwd_
             continue; /* --quick: the softmax model (its programs are the fewest to build on a CPU) */
         }
         int max_ctx = quick ? 1024 : gpu ? 8320 : 2048, max_batch = gpu && !quick ? 8 : 1;
+        for (int i = 0; i < nprefill; i++) max_ctx = prefill[i][0] > max_ctx ? prefill[i][0] : max_ctx;
+        for (int i = 0; i < ncontexts; i++) max_ctx = contexts[i] > max_ctx ? contexts[i] : max_ctx;
         if (run->planning) {
             for (int pi = 0; pi < nprefill + ncontexts; pi++) {
                 int decode = pi >= nprefill;

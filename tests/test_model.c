@@ -1165,36 +1165,39 @@ static void test_sample(void **state)
 
     /* The top-k set over a large vocabulary with ties at the cut: drawn tokens are exactly
      * the k best by (logit desc, index asc), checked against a full sort.  At temperature
-     * 1e6 the k survivors are near-uniform, so 40 k draws see every one of them. */
+     * 1e6 the k survivors are near-uniform, so 40 k draws see every one of them; with all but
+     * 10 of 1000 tokens kept, 20 k draws would draw each wrongly kept token ~20 times. */
     {
         enum { BV = 5000 };
         static float big[BV];
         static int ref_order[BV], seen[BV];
         rng br = {99};
         for (int i = 0; i < BV; i++) big[i] = (float)(int)(rng_normal(&br) * 4.0) * 0.25f; /* many ties */
-        for (int i = 0; i < BV; i++) ref_order[i] = i;
-        for (int i = 1; i < BV; i++) /* insertion sort by (logit desc, index asc) */
-            for (int j = i; j > 0 && (big[ref_order[j]] > big[ref_order[j - 1]] ||
-                                      (big[ref_order[j]] == big[ref_order[j - 1]] && ref_order[j] < ref_order[j - 1]));
-                 j--) {
-                int t = ref_order[j];
-                ref_order[j] = ref_order[j - 1], ref_order[j - 1] = t;
-            }
-        const int kk[3] = {7, 64, 4990};
+        const int kk[3][2] = {{BV, 7}, {BV, 64}, {1000, 990}}; /* vocabulary (a prefix of big), k */
         for (int ki = 0; ki < 3; ki++) {
-            int k = kk[ki];
+            const int nv = kk[ki][0], k = kk[ki][1];
+            for (int i = 0; i < nv; i++) ref_order[i] = i;
+            for (int i = 1; i < nv; i++) /* insertion sort by (logit desc, index asc) */
+                for (int j = i; j > 0 && (big[ref_order[j]] > big[ref_order[j - 1]] ||
+                                          (big[ref_order[j]] == big[ref_order[j - 1]] && ref_order[j] < ref_order[j - 1]));
+                     j--) {
+                    int t = ref_order[j];
+                    ref_order[j] = ref_order[j - 1], ref_order[j - 1] = t;
+                }
+            assert_true(big[ref_order[k - 1]] == big[ref_order[k]]); /* the cut falls inside a tie */
             memset(seen, 0, sizeof seen);
             uint64_t sd = 31337 + (uint64_t)k;
-            int draws = k < 100 ? 40 * k : 20 * k;
+            const int draws = k < 100 ? 40 * k : 20000;
             for (int i = 0; i < draws; i++) {
-                assert_ok(NULL, tdacl_sample(big, BV, 1e6f, k, &sd, &tok));
+                assert_ok(NULL, tdacl_sample(big, nv, 1e6f, k, &sd, &tok));
+                assert_true(tok >= 0 && tok < nv);
                 seen[tok]++;
             }
             int inside = 0;
-            for (int j = 0; j < BV; j++) {
+            for (int j = 0; j < nv; j++) {
                 int in_topk = 0;
                 for (int q = 0; q < k; q++) in_topk |= ref_order[q] == j;
-                if (!in_topk && seen[j]) fail_msg("top_k %d: token %d (logit %g) is outside the top k", k, j, big[j]);
+                if (!in_topk && seen[j]) fail_msg("top_k %d of %d: token %d (logit %g) is outside the top k", k, nv, j, big[j]);
                 inside += in_topk && seen[j];
             }
             if (k < 100) assert_int_equal(inside, k);

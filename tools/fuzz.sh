@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets (fuzz/) with clang in build-fuzz/ and runs each for a bounded
 # time on a copy of its seed corpus (fuzz/corpus/NAME), with AddressSanitizer and
 # UndefinedBehaviorSanitizer.  Fails on the first crash, leak, sanitizer report, timeout or
-# oversized allocation; the reproducer is kept in build-fuzz/artifacts/.
+# oversized allocation; the reproducer is kept in build-fuzz/artifacts/.  Targets run as many
+# at a time as there are cores ($FUZZ_JOBS to change it).
 #
 #   tools/fuzz.sh [SECONDS_PER_TARGET]     default 60 (or $FUZZ_SECONDS)
 #
@@ -32,21 +33,45 @@ trap 'rm -rf "$WORK"' EXIT
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 
-for name in "${TARGETS[@]}"; do
-    dict=()
+# One target: its own log; 0 when libFuzzer found nothing.
+fuzz_one() {
+    local name="$1" dict=()
     [ -f "fuzz/$name.dict" ] && dict=(-dict="fuzz/$name.dict")
     mkdir -p "$WORK/$name" "$BUILD/artifacts/$name"
-    echo "==== fuzz_$name for ${SECS}s"
     # The first corpus directory receives new inputs; the seed corpus is only read.
-    if ! "$BUILD/fuzz/fuzz_$name" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 \
-            -malloc_limit_mb=8 -max_len=65536 "${dict[@]}" -print_final_stats=1 \
-            -artifact_prefix="$BUILD/artifacts/$name/" "$WORK/$name" "fuzz/corpus/$name" \
-            >"$WORK/$name.log" 2>&1; then
+    "$BUILD/fuzz/fuzz_$name" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 \
+        -malloc_limit_mb=8 -max_len=65536 "${dict[@]}" -print_final_stats=1 \
+        -artifact_prefix="$BUILD/artifacts/$name/" "$WORK/$name" "fuzz/corpus/$name" >"$WORK/$name.log" 2>&1
+}
+
+# report NAME STATUS: the statistics, or the log's tail and the reproducer's place
+report() {
+    local name="$1" status="$2"
+    echo "==== fuzz_$name (${SECS}s)"
+    if [ "$status" -ne 0 ]; then
         tail -n 60 "$WORK/$name.log" >&2
         echo "fuzz.sh: fuzz_$name failed; reproducer in $BUILD/artifacts/$name/" >&2
-        exit 1
+        return 1
     fi
     grep -E '^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)' "$WORK/$name.log" || true
     echo "corpus: $(find "$WORK/$name" -type f | wc -l) new inputs"
+}
+
+# as many targets at a time as there are cores (each libFuzzer process uses one)
+PARALLEL="${FUZZ_JOBS:-$(nproc)}"
+bad=0
+for ((i = 0; i < ${#TARGETS[@]}; i += PARALLEL)); do
+    batch=("${TARGETS[@]:i:PARALLEL}")
+    pids=()
+    for name in "${batch[@]}"; do
+        fuzz_one "$name" &
+        pids+=($!)
+    done
+    for k in "${!batch[@]}"; do
+        status=0
+        wait "${pids[$k]}" || status=$?
+        report "${batch[$k]}" "$status" || bad=1
+    done
+    [ "$bad" -eq 0 ] || exit 1
 done
 echo "fuzz.sh: no findings"

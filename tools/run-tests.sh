@@ -13,7 +13,7 @@
 #      into a fresh virtual environment and import it
 #   4. the tests labelled "oclgrind" (kernels under the Oclgrind simulator), if any
 #   5. the libFuzzer targets (tools/fuzz.sh, clang build in build-fuzz/), $FUZZ_SECONDS
-#      (default 20) seconds each on the safetensors, config.json, .npy, tuning-database,
+#      (default 20) seconds each, one per core at a time, on the safetensors, config.json, .npy, tuning-database,
 #      cache-entry and command-line parsers
 # Any failure stops the script with a non-zero status.
 set -euo pipefail
@@ -95,7 +95,7 @@ python3 -m venv "$TMP/pyvenv"
 step "Oclgrind tests"
 n_oclgrind="$(ctest --test-dir build -N -L oclgrind | sed -n 's/^Total Tests: *//p')"
 if [ "${n_oclgrind:-0}" -gt 0 ]; then
-    run_ctest "$TMP/ctest-oclgrind.log" --test-dir build -L oclgrind --output-on-failure
+    run_ctest "$TMP/ctest-oclgrind.log" --test-dir build -L oclgrind --output-on-failure -j"$JOBS" # one core each
 else
     echo "no test carries the oclgrind label"
 fi
