@@ -27,6 +27,7 @@ static void usage(FILE *f)
             "  --B N --H N --d N  prefill shape (default 4, 8, 64)\n"
             "  --decode-B N --decode-H N --decode-Tk N   decode shape (default 8, 16, 32768|4096; forward: Tk is the context)\n"
             "  --decode-Tq N      query rows per decode step, 1..16 (default 1; 2..16 take the tensor-core decode)\n"
+            "  --topk K           topk_theta: thresholds keeping K keys a row of N(0,1) scores (default 64)\n"
             "  --no-decode        skip decode rows (attention and forward suites; forward: serving rows too)\n"
             "  --no-prefill       skip prefill rows (attention and forward suites)\n"
             "  --vs-generic       also time the generic default parameters (tuning gain)\n"
@@ -71,7 +72,7 @@ static int split_numbers(const char *s, double *out, int max)
 int bench_parse_args(int argc, char **argv, bench_options *o)
 {
     memset(o, 0, sizeof *o);
-    o->B = 4, o->H = 8, o->d = 64, o->decode_B = 8, o->decode_H = 16, o->decode_Tq = 1, o->decode = 1;
+    o->B = 4, o->H = 8, o->d = 64, o->decode_B = 8, o->decode_H = 16, o->decode_Tq = 1, o->decode = 1, o->topk = 64;
     o->progress = isatty(2);
     tdacl__measure_opts_init(&o->measure);
     for (int i = 1; i < argc; i++) {
@@ -140,7 +141,7 @@ int bench_parse_args(int argc, char **argv, bench_options *o)
             for (int k = 0; k < o->nbetas; k++) if (o->betas[k] < 0) goto bad;
         } else if (!strcmp(a, "--B") || !strcmp(a, "--H") || !strcmp(a, "--d") || !strcmp(a, "--decode-B") ||
                    !strcmp(a, "--decode-H") || !strcmp(a, "--decode-Tk") || !strcmp(a, "--decode-Tq") ||
-                   !strcmp(a, "--min-samples")) {
+                   !strcmp(a, "--min-samples") || !strcmp(a, "--topk")) {
             NEED_VALUE();
             if (split_numbers(v, nums, 1) != 1 || nums[0] < 1 || nums[0] > (1 << 24)) goto bad;
             int64_t x = (int64_t)nums[0];
@@ -151,6 +152,7 @@ int bench_parse_args(int argc, char **argv, bench_options *o)
             else if (!strcmp(a, "--decode-H")) o->decode_H = x;
             else if (!strcmp(a, "--decode-Tk")) o->decode_Tk = x;
             else if (!strcmp(a, "--decode-Tq")) { if (x > 16) goto bad; o->decode_Tq = x; }
+            else if (!strcmp(a, "--topk")) o->topk = x;
             else o->measure.min_samples = (int)x;
         } else if (!strcmp(a, "--min-ms")) {
             NEED_VALUE();

@@ -98,6 +98,35 @@ static int is_kind_selected(const bench_options *o, const char *kind)
     return 0;
 }
 
+/* topk_theta's thresholds [H, Tk] for the bench's inputs: q, k ~ N(0, 1) make every score
+ * q.k / sqrt(d) ~ N(0, 1), so row id r (r + 1 keys) keeps about k of them at the upper
+ * k / (r + 1) quantile of N(0, 1) (found by bisection on erfc); rows of at most k keys keep
+ * all (-inf).  What a calibration would find on such data, without running one. */
+static tdacl_status topk_thresholds(tdacl_context *ctx, int64_t H, int64_t Tk, int64_t k, tdacl_tensor **out)
+{
+    float *th = malloc((size_t)(H * Tk) * sizeof *th);
+    if (!th) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "tdacl-bench: out of memory");
+    for (int64_t r = 0; r < Tk; r++) {
+        double x = -INFINITY;
+        if (r + 1 > k) {
+            const double tail = (double)k / (double)(r + 1);
+            double lo = -10.0, hi = 10.0;
+            for (int it = 0; it < 60; it++) {
+                const double mid = 0.5 * (lo + hi);
+                if (0.5 * erfc(mid / sqrt(2.0)) > tail) lo = mid;
+                else hi = mid;
+            }
+            x = 0.5 * (lo + hi);
+        }
+        for (int64_t h = 0; h < H; h++) th[h * Tk + r] = (float)x;
+    }
+    const int64_t shape[2] = {H, Tk};
+    tdacl_status st = tdacl_tensor_create(ctx, TDACL_F32, 2, shape, out);
+    if (!st) st = tdacl_tensor_upload(*out, th, TDACL_F32, H * Tk);
+    free(th);
+    return st;
+}
+
 /* Measures one attention configuration; force != NULL pins the parameters. */
 /* dt_name: the row's dtype ("tf32": f32 storage at desc.precision tf32) */
 static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, const char *dt_name, double beta,
@@ -118,6 +147,16 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, const
     if (two) job.t.q2 = bufs->q2, job.t.k2 = bufs->k2;
     bench_row *r = new_row(run, dev, "attention", tdacl_attention_kind_name((tdacl_attention_kind)kind));
     if (!r) return 1;
+    tdacl_tensor *thresholds = NULL;
+    if (kind == TDACL_ATTN_TOPK_THETA) {
+        if (topk_thresholds(ctx, H, Tk, run->opt.topk, &thresholds)) {
+            snprintf(r->note, sizeof r->note, "failed: %s", tdacl_last_error(ctx));
+            bench_row_done(run, r);
+            return 1;
+        }
+        job.t.thresholds = thresholds;
+        snprintf(r->note, sizeof r->note, "pre-softmax thresholds keeping ~%lld keys a row", (long long)run->opt.topk);
+    }
     snprintf(r->dtype, sizeof r->dtype, "%s", dt_name);
     snprintf(r->path, sizeof r->path, "%s", path == TDACL_PATH_DECODE ? "decode" : "prefill");
     r->B = B, r->H = H, r->Tq = Tq, r->Tk = Tk, r->d = d, r->dv = d;
@@ -160,6 +199,7 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, const
         }
     }
     if (!st) st = tdacl__measure(attn_once, &job, &run->opt.measure, &r->s);
+    tdacl_tensor_destroy(thresholds);
     if (st) {
         snprintf(r->note, sizeof r->note, "failed: %s", tdacl_last_error(ctx));
         fprintf(stderr, "\ntdacl-bench: %s %s T=%lld: %s\n", r->name, r->path, (long long)Tk, tdacl_last_error(ctx));

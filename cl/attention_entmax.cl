@@ -1,7 +1,7 @@
 /* alpha-entmax attention with ASEntmax's length-adaptive temperature (docs/spec.md section
- * 1b), prefill and decode, on the FP32 lanes.  One work-group owns BM query rows of one
- * (batch, head); LPR work-items share a row, each scoring every LPR-th key of a BN-key tile
- * and owning every LPR-th output column.  The row threshold tau solves
+ * 1b), prefill and decode, on the FP32 lanes, in the row tiling of cl/attention_rows.cl (BM
+ * query rows of one (batch, head) a work-group, LPR work-items a row).  The row threshold tau
+ * solves
  *     sum_j max(u_j - tau, 0)^e = 1,   u_j = (alpha - 1) * t_i * scale * <q_i, k_j>,
  *     e = 1 / (alpha - 1),
  * without a T x T matrix:
@@ -20,15 +20,6 @@
  *                 tiles only (up to MAXT tiles are tracked; later ones are all visited); a
  *                 tile in which no row has a non-zero weight skips its V load and product. */
 
-#ifndef BM
-#define BM 16 /* query rows per work-group */
-#endif
-#ifndef BN
-#define BN 32 /* keys per tile (multiple of LPR) */
-#endif
-#ifndef LPR
-#define LPR 8 /* work-items per query row */
-#endif
 #ifndef MAXIT
 #define MAXIT 40 /* threshold passes at most */
 #endif
@@ -36,76 +27,13 @@
 #define CAP 128 /* candidate scores a row keeps in local memory */
 #endif
 #define MAXT 1024 /* key tiles whose candidate mark is kept */
-#ifndef PREFETCH
-#define PREFETCH 0 /* 1: the next K tile's loads are in flight while the current one is scored */
-#endif
 #ifndef NPTS
 #define NPTS 8 /* threshold guesses a pass */
 #endif
 #define ENTMAX_TOL 1e-6f /* |f(tau) - 1| accepted; the weights are divided by f(tau) */
 
-#define NT (BM * LPR)
-#define NJ (BN / LPR)  /* keys a work-item scores per tile */
-#define NC (DV / LPR)  /* output columns per work-item */
-#define QS (D + 4)     /* row stride of the Q block and the K tile (floats): 16-byte rows, and
-                          rows 17 float4s apart for d = 64 fall in different banks */
-#define QS4 (QS / 4)
-#define REGION (BN * QS > BN * DV ? BN * QS : BN * DV) /* the K tile, or the V tile of the last pass */
-#define WS (BN + 1)
-
 /* x^e for x > 0, with exact forms for alpha = 2 (e = 1) and 1.5 (e = 2). */
 inline float ent_pow(float x, int emode, float e) { return emode == 1 ? x : emode == 2 ? x * x : pow(x, e); }
-
-/* Rows [r0, r0 + nrows) of a [.., T, d] view (COLS4 float4s a row) into a row-major local
- * block of row stride LD, zero beyond d and beyond the view's rows. */
-#define STAGE_ROWS(dst, LD, COLS4, src, base, st, sd, r0, rows, nrows, d)                        \
-    for (int idx_ = tid; idx_ < (nrows) * (COLS4); idx_ += NT) {                                  \
-        const int rr_ = idx_ / (COLS4), c4_ = idx_ - (idx_ / (COLS4)) * (COLS4);                  \
-        const float4 x_ = load4(src, base, st, sd, (r0) + rr_, rows, c4_, d);                     \
-        vstore4(x_, 0, (dst) + rr_ * (LD) + 4 * c4_);                                            \
-    }
-
-/* Scaled scores u of this work-item's keys n0 + l + LPR*t of the staged tile; -INFINITY
- * where row r does not see the key (key index >= nvis). */
-inline void score_keys(float *u, __local const float4 *Qs4, __local const float4 *Ks4, int r, int l, long n0,
-                       long nvis, float cr)
-{
-UNROLL
-    for (int t = 0; t < NJ; t++) u[t] = 0.0f;
-    for (int k4 = 0; k4 < D / 4; k4++) {
-        const float4 qv = Qs4[r * QS4 + k4];
-UNROLL
-        for (int t = 0; t < NJ; t++) {
-            const float4 kv = Ks4[(l + LPR * t) * QS4 + k4];
-            u[t] = fma(qv.s0, kv.s0, fma(qv.s1, kv.s1, fma(qv.s2, kv.s2, fma(qv.s3, kv.s3, u[t]))));
-        }
-    }
-UNROLL
-    for (int t = 0; t < NJ; t++) u[t] = n0 + l + LPR * t < nvis ? cr * u[t] : -INFINITY;
-}
-
-/* a and b summed (or, max_a, a's maximum taken) over the LPR work-items of row r, in one
- * fixed order, so that every work-item of the row gets bit-identical results. */
-inline float2 row_reduce(__local float *red, float a, float b, int tid, int r, int max_a)
-{
-    barrier(CLK_LOCAL_MEM_FENCE); /* the previous reduction's reads are done */
-    red[2 * tid] = a;
-    red[2 * tid + 1] = b;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    float2 s = (float2)(max_a ? -INFINITY : 0.0f, 0.0f);
-    /* left rolled except on NVIDIA (whose measured kernel stays as it was): the threshold
-     * passes call this NPTS times in a row, and unrolled copies of up to 64 loads each held
-     * the AMD compilers' registers (spills) */
-#if !TDACL_NVIDIA
-UNROLL_BY(1)
-#endif
-    for (int i = 0; i < LPR; i++) {
-        float x = red[2 * (r * LPR + i)], y = red[2 * (r * LPR + i) + 1];
-        s.x = max_a ? fmax(s.x, x) : s.x + x;
-        s.y += y;
-    }
-    return s;
-}
 
 /* Adds u's terms to f0[k] = sum (u - pt[k])_+^e and f1[k] = sum (u - pt[k])_+^(e-1) (every
  * guess pt[k] >= lo). */
@@ -122,60 +50,6 @@ UNROLL_BY(1)
             }                                                                                    \
         }                                                                                        \
     } while (0)
-
-/* Every work-item: 1 when `mine` is non-zero in some work-item of the group. */
-inline int group_any(__local int *flag, int mine)
-{
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (get_local_id(0) == 0) *flag = 0;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (mine) atomic_or(flag, 1);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return *flag;
-}
-
-/* K tiles go global -> registers (kreg, KPT float4s a work-item) -> local memory; with
- * PREFETCH one tile ahead, so that the next tile's loads are in flight while the current one
- * is scored (faster decode on the H100, slower prefill: more registers). */
-#define KPT ((BN * (D / 4) + NT - 1) / NT)
-#define FETCH_K(n0)                                                                              \
-    do {                                                                                         \
-        _Pragma("unroll") for (int u_ = 0; u_ < KPT; u_++) {                                     \
-            const int idx_ = tid + u_ * NT;                                                      \
-            kreg[u_] = idx_ < BN * (D / 4) ? load4(k, kb_off, ks.s2, ks.s3, (n0) + idx_ / (D / 4), Tk, \
-                                                   idx_ % (D / 4), d)                            \
-                                           : (float4)(0.0f);                                     \
-        }                                                                                        \
-    } while (0)
-/* The fetched tile into R (every work-item of the group; R's previous readers are done). */
-#define STORE_K()                                                                                \
-    do {                                                                                         \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                            \
-        _Pragma("unroll") for (int u_ = 0; u_ < KPT; u_++) {                                     \
-            const int idx_ = tid + u_ * NT;                                                      \
-            if (idx_ < BN * (D / 4)) vstore4(kreg[u_], 0, R + (idx_ / (D / 4)) * QS + 4 * (idx_ % (D / 4))); \
-        }                                                                                        \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                            \
-    } while (0)
-
-/* Before a loop over tiles (first tile at n0), and at the top of each iteration (tile n0;
- * the next at nn0 when has_next). */
-#if PREFETCH
-#define K_FIRST(n0) FETCH_K(n0)
-#define K_STAGE(n0, nn0, has_next)                                                               \
-    do {                                                                                         \
-        STORE_K();                                                                               \
-        if (has_next) FETCH_K(nn0);                                                              \
-    } while (0)
-#else /* straight to local memory (fewer registers: the faster prefill on the H100) */
-#define K_FIRST(n0) do { } while (0)
-#define K_STAGE(n0, nn0, has_next)                                                               \
-    do {                                                                                         \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                            \
-        STAGE_ROWS(R, QS, D / 4, k, kb_off, ks.s2, ks.s3, (n0), Tk, BN, d);                      \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                            \
-    } while (0)
-#endif
 
 /* The tile after kt that the weighted pass visits: every tile, or with marks only the marked
  * ones (tiles past MAXT are always visited). */
@@ -228,7 +102,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     const long vb_off = v_off + b * vs.s0 + h * vs.s1;
     float u[NJ];
 #if PREFETCH
-    float4 kreg[KPT];
+    float4 kreg[KREGS];
 #endif
 
     /* pass 0: the row maximum; a NaN score makes the row NaN */
@@ -354,27 +228,6 @@ UNROLL
         kt = next;
     }
 
-    /* epilogue: rms Norm over dv, output scale, gain */
-    if (norm) {
-        float ss = 0.0f;
-UNROLL
-        for (int c = 0; c < NC; c++) ss += o[c] * o[c];
-        float2 t2 = row_reduce(red, ss, 0.0f, tid, r, 0);
-        const float rs = rsqrt(t2.x / (float)dv + norm_eps);
-UNROLL
-        for (int c = 0; c < NC; c++) o[c] *= rs;
-    }
-    if (live) {
-        const long ob = o_off + b * os.s0 + h * os.s1 + row * os.s2;
-UNROLL
-        for (int c = 0; c < NC; c++) {
-            const int col = l + LPR * c;
-            if (col < dv) {
-                float y = o[c] * out_scale;
-                if (norm && gain) y *= LOAD(GDT, gain, col);
-                STORE(ODT, out, ob + col * os.s3, y);
-            }
-        }
-    }
+    row_epilogue(o, red, tid, r, l, live, row, b, h, gain, out, os, o_off, dv, norm, norm_eps, out_scale);
     if (want_stats) stats_flush(counters, stats, (long)bh * nqb + qb, nz, 0, 0, vtiles, tid);
 }

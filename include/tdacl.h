@@ -326,7 +326,8 @@ typedef enum tdacl_attention_kind {
     TDACL_ATTN_TRA = 2,          /* threshold rectified attention */
     TDACL_ATTN_TDA = 3,          /* threshold differential attention (two views) */
     TDACL_ATTN_DIFF_SOFTMAX = 4, /* differential softmax (two views) */
-    TDACL_ATTN_ENTMAX = 5        /* alpha-entmax with ASEntmax's length-adaptive temperature */
+    TDACL_ATTN_ENTMAX = 5,       /* alpha-entmax with ASEntmax's length-adaptive temperature */
+    TDACL_ATTN_TOPK_THETA = 6    /* Top-theta: softmax over the keys passing a calibrated threshold */
 } tdacl_attention_kind;
 
 /* The kind's name ("tra", ...), or NULL when kind is not a tdacl_attention_kind.  Kinds are
@@ -359,9 +360,18 @@ typedef enum tdacl_precision {
                                   as they are staged for the tensor-core kernel */
 } tdacl_precision;
 
+/* Top-theta's softmax denominator compensation (SDC) for the keys its pre-softmax threshold
+ * drops (docs/spec.md section 1c): their share E of the denominator, estimated as */
+typedef enum tdacl_sdc {
+    TDACL_SDC_NONE = 0,          /* 0: the kept keys' weights sum to one */
+    TDACL_SDC_EXACT = 1,         /* the exact sum of the dropped keys' exponentials */
+    TDACL_SDC_EXP_THRESHOLD = 2, /* sdc_gamma * (n - kept) * e^theta (every dropped score is below theta) */
+    TDACL_SDC_OFFLINE = 3        /* e^eta, eta calibrated per (head, row id): tensors.sdc_log_mass */
+} tdacl_sdc;
+
 /* Attention descriptor.  Defaults (tdacl_attention_desc_init) are the paper's setting:
  * kind tra, beta 1, kappa 1, power 2, lambda 0.5, normalize on, norm none; alpha 1.5,
- * temp_delta 1, temp_beta 0, temp_gamma 1. */
+ * temp_delta 1, temp_beta 0, temp_gamma 1; theta_post 0, sdc none, sdc_gamma 0.05, vmc 0. */
 typedef struct tdacl_attention_desc {
     tdacl_attention_kind kind;
     float beta;        /* threshold scale (tra/tda), >= 0 */
@@ -386,6 +396,15 @@ typedef struct tdacl_attention_desc {
      * keys (defaults 1, 0, 1: plain alpha-entmax; docs/spec.md section 1b) */
     float alpha;
     float temp_delta, temp_beta, temp_gamma;
+    /* topk_theta: the threshold of each (head, row id) in tensors.thresholds compares the
+     * scores (theta_post 0, pre-softmax) or the softmax weights (1, post-softmax); sdc
+     * (pre-softmax only) compensates the dropped keys' share of the denominator, sdc_gamma
+     * (default 0.05) is exp-threshold's factor; vmc 1 adds the dropped weight times the mean V
+     * row (docs/spec.md section 1c) */
+    int theta_post;
+    tdacl_sdc sdc;
+    float sdc_gamma;
+    int vmc;
 } tdacl_attention_desc;
 
 TDACL_API void tdacl_attention_desc_init(tdacl_attention_desc *desc);
@@ -407,6 +426,15 @@ typedef struct tdacl_attention_tensors {
     const tdacl_tensor *lambdas;
     const tdacl_tensor *temps; /* entmax: optional fp32 [H, 3], (delta, beta, gamma) per head
                                   replacing desc.temp_delta, temp_beta, temp_gamma */
+    /* topk_theta: fp32 [H, R], the threshold of row id r = n - 1 (n the keys a row sees) at
+     * column min(r, R - 1); -inf keeps every key */
+    const tdacl_tensor *thresholds;
+    /* topk_theta with sdc offline: fp32 [H, R], eta = ln of the dropped keys' summed e^score */
+    const tdacl_tensor *sdc_log_mass;
+    /* topk_theta with vmc: optional fp32 [B, H, dv], the sum of all Tk rows of v (a running sum
+     * a KV cache keeps): the mean V row then reads only v's rows past a row's last visible key;
+     * without it every visible V row is read for the mean */
+    const tdacl_tensor *v_sum;
 } tdacl_attention_tensors;
 
 /* Which kernel ran a call (tdacl_attention_stats.variant; TDACL_LOG=debug says why). */

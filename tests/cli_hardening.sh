@@ -107,6 +107,7 @@ def npy(path, shape):
         f.write(struct.pack("<%df" % n, *[((i * 37) % 11 - 5) * 0.1 for i in range(n)]))
 for x in ("q", "k", "v"):
     npy(sys.argv[1] + "/%s.npy" % x, (1, 2, 4, 8))
+npy(sys.argv[1] + "/th.npy", (2, 3))  # topk_theta: thresholds of 2 heads, 3 row ids
 with open(sys.argv[1] + "/q.npy", "rb") as f:
     b = bytearray(f.read())
 b[-4:] = struct.pack("<f", float("nan"))
@@ -127,6 +128,23 @@ expect entmax-bad-temp 2 'bad value' -- "$TDACL" attention --kind entmax --temp 
     --k "$WORK/k.npy" --v "$WORK/v.npy" --out "$WORK/o-ent2.npy"
 expect entmax-bad-alpha 1 'desc.alpha must be in' -- "$TDACL" attention --kind entmax --alpha 1 --q "$WORK/q.npy" \
     --k "$WORK/k.npy" --v "$WORK/v.npy" --out "$WORK/o-ent3.npy"
+# topk_theta through the CLI: its kernel, its tables from .npy, its fields; a missing or
+# misshapen table and a bad --sdc are refused
+TDACL_LOG=debug expect topk-cli 0 'took attention.topk_theta' -- "$TDACL" attention --kind topk_theta \
+    --thresholds "$WORK/th.npy" --sdc exact --vmc 1 --q "$WORK/q.npy" --k "$WORK/k.npy" --v "$WORK/v.npy" \
+    --out "$WORK/o-topk.npy"
+expect topk-offline 0 'written to' -- "$TDACL" attention --kind topk_theta --thresholds "$WORK/th.npy" --sdc offline \
+    --sdc-log-mass "$WORK/th.npy" --theta-post 0 --sdc-gamma 0.1 --q "$WORK/q.npy" --k "$WORK/k.npy" \
+    --v "$WORK/v.npy" --out "$WORK/o-topk2.npy"
+expect topk-no-thresholds 1 'kind topk_theta needs tensors.thresholds' -- "$TDACL" attention --kind topk_theta \
+    --q "$WORK/q.npy" --k "$WORK/k.npy" --v "$WORK/v.npy" --out "$WORK/o-topk3.npy"
+expect topk-4d-thresholds 1 'q.npy has 4 dims; expected \[H,R\]' -- "$TDACL" attention --kind topk_theta \
+    --thresholds "$WORK/q.npy" --q "$WORK/q.npy" --k "$WORK/k.npy" --v "$WORK/v.npy" --out "$WORK/o-topk4.npy"
+expect topk-bad-sdc 2 "bad value 'some' for --sdc" -- "$TDACL" attention --kind topk_theta --sdc some \
+    --thresholds "$WORK/th.npy" --q "$WORK/q.npy" --k "$WORK/k.npy" --v "$WORK/v.npy" --out "$WORK/o-topk5.npy"
+expect topk-post-sdc 1 'pre-softmax thresholds only' -- "$TDACL" attention --kind topk_theta --theta-post 1 \
+    --sdc exact --thresholds "$WORK/th.npy" --q "$WORK/q.npy" --k "$WORK/k.npy" --v "$WORK/v.npy" \
+    --out "$WORK/o-topk6.npy"
 # 14. a tuning file named by the user that cannot be read is reported
 TDACL_TUNING_FILE=/dev/zero expect tuning-dev-zero 0 'tuning database /dev/zero cannot be read \(not a regular file\)' -- \
     "$TDACL" "${A[@]}"
@@ -140,7 +158,7 @@ TDACL_LOG=debug TDACL_MMA_EMULATE=1 TDACL_VARIANT=attention.simt expect variant-
 TDACL_LOG=debug TDACL_MMA_EMULATE=1 expect variant-mma-emulated 0 'took attention.mma \(portable fragment body\)' -- \
     "$TDACL" "${A[@]}" --dtype bf16
 TDACL_MMA_EMULATE=1 TDACL_VARIANT=attention.mma expect variant-mma-refused 1 \
-    'no variant runs this call \(attention.mma: f32 storage runs exact on the FP32 lanes \(precision tf32 or bf16 takes the matrix units\); attention.simt: excluded by TDACL_VARIANT; attention.entmax: entmax only\)' -- \
+    'no variant runs this call \(attention.mma: f32 storage runs exact on the FP32 lanes \(precision tf32 or bf16 takes the matrix units\); attention.simt: excluded by TDACL_VARIANT; attention.entmax: entmax only; attention.topk_theta: topk_theta only\)' -- \
     "$TDACL" "${A[@]}"
 # the Intel/AMD bodies: an emulated one is named; an unknown TDACL_MMA_EMULATE value is refused
 # by the mma row with the reason; `tdacl devices` names what the matrix-unit rows run

@@ -153,6 +153,12 @@ typedef struct attn_case {
     tdacl_precision precision; /* desc.precision; bf16 with f32 storage draws bf16-exact inputs */
     float alpha, temp_delta, temp_beta, temp_gamma; /* entmax */
     int head_temps; /* entmax: per-head (delta, beta, gamma) through tensors.temps */
+    /* topk_theta: desc.theta_post, sdc, sdc_gamma, vmc; the mean V row from tensors.v_sum;
+     * calibrated row ids (thresholds' columns); the fraction of keys a threshold keeps */
+    int theta_post, vmc, vsum, nthr;
+    tdacl_sdc sdc;
+    float sdc_gamma;
+    double keep;
 } attn_case;
 
 /* entmax: the kernel stops its threshold solve at |f(tau) - 1| <= 1e-6 (cl/attention_entmax.cl)
@@ -181,8 +187,8 @@ static tdacl_dtype input_values(const attn_case *c)
 
 static const char *kind_name(tdacl_attention_kind k)
 {
-    static const char *n[] = {"softmax", "rela", "tra", "tda", "diff_softmax", "entmax"};
-    return (int)k >= 0 && (int)k < 6 ? n[k] : "?";
+    static const char *n[] = {"softmax", "rela", "tra", "tda", "diff_softmax", "entmax", "topk_theta"};
+    return (int)k >= 0 && (int)k < 7 ? n[k] : "?";
 }
 
 static int two_views(tdacl_attention_kind k) { return k == TDACL_ATTN_TDA || k == TDACL_ATTN_DIFF_SOFTMAX; }
@@ -193,12 +199,13 @@ static void case_str(const attn_case *c, char *buf, size_t n)
     static const char *lay[] = {"BHTD", "BTHD", "fused", "BHDT"};
     snprintf(buf, n,
              "%s B%d H%d Tq%d Tk%d d%d dv%d off%lld %s %s->%s beta%g kappa%g p%g lambda%g scale%g "
-             "normalize%d norm%d gain%d out_scale%g path%d seed%llu%s alpha%g temp%g,%g,%g%s",
+             "normalize%d norm%d gain%d out_scale%g path%d seed%llu%s alpha%g temp%g,%g,%g%s post%d sdc%d/%g vmc%d%s R%d",
              kind_name(c->kind), c->B, c->H, c->Tq, c->Tk, c->d, c->dv, (long long)c->offset, lay[c->lay],
              tdacl_dtype_name(c->dtype), tdacl_dtype_name(c->odtype), c->beta, c->kappa, c->power, c->lambda,
              c->scale, c->normalize, (int)c->norm, c->gain, c->out_scale, (int)c->path,
              (unsigned long long)c->seed, c->force ? " forced-tiles" : "", c->alpha, c->temp_delta, c->temp_beta,
-             c->temp_gamma, c->head_temps ? " per-head" : "");
+             c->temp_gamma, c->head_temps ? " per-head" : "", c->theta_post, (int)c->sdc, c->sdc_gamma, c->vmc,
+             c->vsum ? " v_sum" : "", c->nthr);
 }
 
 /* The compiled variants of the table at the top, and the bf16 one of the tiny subset. */
@@ -216,6 +223,7 @@ static attn_case make_case(tdacl_attention_kind kind, variant var, int Tq, int T
     c.out_scale = 1.0f, c.norm_eps = 1e-5f, c.normalize = 1, c.norm = TDACL_NORM_NONE;
     c.path = TDACL_PATH_PREFILL;
     c.alpha = 1.5f, c.temp_delta = 1.0f, c.temp_beta = 0.0f, c.temp_gamma = 1.0f;
+    c.sdc_gamma = 0.05f, c.nthr = Tk > 0 ? Tk : 1, c.keep = 0.3;
     switch (var) {
     case VAR_A: c.d = 32, c.dv = 32, c.lay = LAYOUT_BHTD; break;
     case VAR_B: c.d = 64, c.dv = 22, c.lay = LAYOUT_BTHD, c.H = 3; break;
@@ -273,6 +281,8 @@ typedef struct problem {
     double *q, *k, *v, *q2, *k2; /* [B,H,Tq|Tk,D], exactly representable in c.dtype */
     double *gain;                /* [dv] or NULL */
     double *temps;               /* entmax per-head temperatures [H][3], or NULL */
+    double *thresholds, *log_mass; /* topk_theta [H][nthr]; log_mass for sdc offline */
+    double *v_sum;               /* topk_theta with vsum: [B][H][dv] sums of all Tk V rows */
 } problem;
 
 typedef struct ref_out {
@@ -291,6 +301,7 @@ static attn_ref_params ref_params(const attn_case *c, const double *gain, int64_
     p.out_scale = c->out_scale;
     p.offset = offset;
     p.alpha = c->alpha, p.temp_delta = c->temp_delta, p.temp_beta = c->temp_beta, p.temp_gamma = c->temp_gamma;
+    p.nthr = c->nthr, p.theta_post = c->theta_post, p.vmc = c->vmc, p.sdc = c->sdc, p.sdc_gamma = c->sdc_gamma;
     return p;
 }
 
@@ -313,6 +324,7 @@ static void ref_compute(const problem *pb, int Tq, int64_t offset, const double 
     r->smag = xcalloc((size_t)c->B * c->H * Tq, sizeof(double));
     attn_ref_params p = ref_params(c, pb->gain, offset);
     p.temps = pb->temps;
+    p.thresholds = pb->thresholds, p.log_mass = pb->log_mass;
     attn_ref_shape sh = {c->B, c->H, Tq, c->Tk, c->d, c->dv};
     attn_ref_inputs in = {q, pb->k, pb->v, q2, pb->k2};
     attn_ref_outputs out = {r->out, r->pre, r->mag, r->dmag, r->smag, key_margin, NULL};
@@ -358,6 +370,84 @@ static void keep_rows_off_threshold(problem *pb, rng *r)
     free(rm);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* topk_theta: a threshold per (head, row id) that keeps about c->keep of the keys of the rows
+ * using it (every batch, and every row past the last calibrated id), placed in the widest gap
+ * near that quantile of their scores (pre-softmax) or of s - ln sum e^s (post-softmax: the log
+ * of the weight), at least 2 margin_needed wide, so that no key sits near its threshold; where
+ * no gap is wide enough the threshold keeps every key.  The offline SDC table: eta = theta +
+ * ln(n / 4) (a quarter of the keys at the threshold, say). */
+static void choose_thresholds(problem *pb)
+{
+    const attn_case *c = &pb->c;
+    const int64_t offset = c->offset < 0 ? (int64_t)c->Tk - c->Tq : c->offset;
+    const double scale = isnan(c->ref_scale) ? (isnan(c->scale) ? 1.0 / sqrt((double)c->d) : c->scale) : c->ref_scale;
+    pb->thresholds = xcalloc((size_t)c->H * c->nthr, sizeof(double));
+    if (c->sdc == TDACL_SDC_OFFLINE) pb->log_mass = xcalloc((size_t)c->H * c->nthr, sizeof(double));
+    double *vals = xcalloc((size_t)c->B * c->Tq * c->Tk + 1, sizeof(double)), *s = xcalloc((size_t)c->Tk + 1, sizeof(double));
+    double smag = 0.0;
+    for (size_t i = 0; i < (size_t)c->B * c->H * c->Tq * c->d; i++) smag = fmax(smag, fabs(pb->q[i]));
+    double kmag = 0.0;
+    for (size_t i = 0; i < (size_t)c->B * c->H * c->Tk * c->d; i++) kmag = fmax(kmag, fabs(pb->k[i]));
+    /* a bound on any score's size, for its rounding; post-softmax adds ln z's (Tk terms) */
+    const double need = margin_needed(c->d, fabs(scale) * c->d * smag * kmag) + (c->theta_post ? (c->Tk + 16.0) * 4 * U32 : 0.0);
+    for (int h = 0; h < c->H; h++)
+        for (int rid = 0; rid < c->nthr; rid++) {
+            size_t nv = 0, nmax = 0;
+            for (int b = 0; b < c->B; b++)
+                for (int i = 0; i < c->Tq; i++) {
+                    const int64_t n = offset + i + 1 < c->Tk ? offset + i + 1 : c->Tk;
+                    if ((n - 1 < c->nthr - 1 ? n - 1 : c->nthr - 1) != rid) continue;
+                    const double *qi = pb->q + (((size_t)b * c->H + h) * c->Tq + i) * c->d;
+                    double m = -INFINITY, z = 0.0;
+                    for (int j = 0; j < n; j++) {
+                        const double *kj = pb->k + (((size_t)b * c->H + h) * c->Tk + j) * c->d;
+                        double dotp = 0.0;
+                        for (int e = 0; e < c->d; e++) dotp += qi[e] * kj[e];
+                        s[j] = scale * dotp;
+                        m = fmax(m, s[j]);
+                    }
+                    for (int j = 0; j < n; j++) z += exp(s[j] - m);
+                    for (int j = 0; j < n; j++) vals[nv++] = c->theta_post ? s[j] - m - log(z) : s[j];
+                    nmax = (size_t)n > nmax ? (size_t)n : nmax;
+                }
+            double theta = c->theta_post ? 0.0 : -INFINITY; /* keep all */
+            if (nv > 1) {
+                qsort(vals, nv, sizeof *vals, cmp_double);
+                const double want = (1.0 - c->keep) * (double)(nv - 1);
+                double best = -1.0;
+                for (size_t g = 0; g + 1 < nv; g++) {
+                    const double width = vals[g + 1] - vals[g];
+                    if (width < 2.0 * need + 1e-12) continue;
+                    const double dist = fabs((double)g + 0.5 - want);
+                    if (best < 0.0 || dist < best) {
+                        best = dist;
+                        const double mid = (float)(0.5 * (vals[g] + vals[g + 1])); /* the float the library gets */
+                        theta = c->theta_post ? (double)(float)exp(mid) : mid;
+                    }
+                }
+            }
+            pb->thresholds[(size_t)h * c->nthr + rid] = theta;
+            if (pb->log_mass)
+                pb->log_mass[(size_t)h * c->nthr + rid] = (float)((isfinite(theta) ? theta : 0.0) + log(fmax((double)nmax, 1.0) / 4.0));
+        }
+    free(vals), free(s);
+    if (c->vsum) { /* the sums a KV cache would keep, as the f32 the library gets */
+        pb->v_sum = xcalloc((size_t)c->B * c->H * c->dv, sizeof(double));
+        for (size_t bh = 0; bh < (size_t)c->B * c->H; bh++)
+            for (int e = 0; e < c->dv; e++) {
+                double sum = 0.0;
+                for (int j = 0; j < c->Tk; j++) sum += pb->v[(bh * c->Tk + j) * c->dv + e];
+                pb->v_sum[bh * c->dv + e] = (float)sum;
+            }
+    }
+}
+
 /* Re-draw (deterministically, from the same stream) every key row that comes closer than
  * margin_needed() to a threshold, until no visible score does.  Keys rather than queries:
  * every pair involving a re-drawn key changes, and the offending keys are few (about
@@ -366,6 +456,10 @@ static void keep_off_threshold(problem *pb, rng *r)
 {
     const attn_case *c = &pb->c;
     if (softmax_kind(c->kind)) return;
+    if (c->kind == TDACL_ATTN_TOPK_THETA) {
+        choose_thresholds(pb);
+        return;
+    }
     if (c->kind == TDACL_ATTN_ENTMAX) {
         keep_rows_off_threshold(pb, r);
         return;
@@ -426,6 +520,7 @@ static void problem_generate(problem *pb, const attn_case *c)
 static void problem_free(problem *pb)
 {
     free(pb->q), free(pb->k), free(pb->v), free(pb->q2), free(pb->k2), free(pb->gain), free(pb->temps);
+    free(pb->thresholds), free(pb->log_mass), free(pb->v_sum);
     memset(pb, 0, sizeof *pb);
 }
 
@@ -453,6 +548,7 @@ typedef struct dev_problem {
     place pl[NIN];
     tdacl_tensor *gain;
     tdacl_tensor *temps;
+    tdacl_tensor *thresholds, *log_mass, *v_sum; /* topk_theta */
 } dev_problem;
 
 static void host_to_bits(tdacl_dtype dt, const float *x, size_t n, void *bits)
@@ -577,6 +673,18 @@ static void dev_upload(tdacl_context *ctx, const problem *pb, dev_problem *dp)
         dp->temps = new_tensor(ctx, TDACL_F32, 2, shape);
         upload_raw(ctx, dp->temps, TDACL_F32, t3, (size_t)(3 * H));
     }
+    const double *tables[3] = {pb->thresholds, pb->log_mass, pb->v_sum};
+    tdacl_tensor **dst[3] = {&dp->thresholds, &dp->log_mass, &dp->v_sum};
+    for (int i = 0; i < 3; i++) {
+        if (!tables[i]) continue;
+        const int64_t mat[2] = {H, c->nthr}, sums[3] = {c->B, H, c->dv};
+        const size_t n = i < 2 ? (size_t)H * c->nthr : (size_t)c->B * H * c->dv;
+        float *f = xcalloc(n, sizeof(float));
+        for (size_t j = 0; j < n; j++) f[j] = (float)tables[i][j];
+        *dst[i] = i < 2 ? new_tensor(ctx, TDACL_F32, 2, mat) : new_tensor(ctx, TDACL_F32, 3, sums);
+        upload_raw(ctx, *dst[i], TDACL_F32, f, n);
+        free(f);
+    }
 }
 
 static void dev_free(dev_problem *dp)
@@ -584,6 +692,7 @@ static void dev_free(dev_problem *dp)
     for (int t = 0; t < NIN; t++) tdacl_tensor_destroy(dp->base[t]);
     tdacl_tensor_destroy(dp->gain);
     tdacl_tensor_destroy(dp->temps);
+    tdacl_tensor_destroy(dp->thresholds), tdacl_tensor_destroy(dp->log_mass), tdacl_tensor_destroy(dp->v_sum);
     memset(dp, 0, sizeof *dp);
 }
 
@@ -658,7 +767,9 @@ static void dev_run(tdacl_context *ctx, const attn_case *c, const dev_problem *d
     desc.precision = c->precision;
     desc.alpha = c->alpha, desc.temp_delta = c->temp_delta, desc.temp_beta = c->temp_beta;
     desc.temp_gamma = c->temp_gamma;
-    tdacl_attention_tensors ts = {in[TQ], in[TK], in[TV], in[TQ2], in[TK2], dp->gain, out, NULL, dp->temps};
+    desc.theta_post = c->theta_post, desc.sdc = c->sdc, desc.sdc_gamma = c->sdc_gamma, desc.vmc = c->vmc;
+    tdacl_attention_tensors ts = {in[TQ], in[TK], in[TV], in[TQ2], in[TK2], dp->gain, out, NULL, dp->temps,
+                                  dp->thresholds, dp->log_mass, dp->v_sum};
     if (force) {
         tdacl_attention_plan plan;
         CHECK_OK(ctx, tdacl__attention_plan(ctx, &desc, &ts, &plan));
@@ -798,8 +909,9 @@ static void check_stats(const attn_case *c, const char *what, const tdacl_attent
                  cs, (unsigned long long)st->tiles_skipped_v, (unsigned long long)st->tiles_visited);
     /* docs/spec.md section 2: a tile whose weights are all zero skips its V work; with no survivor at all,
      * that is every tile */
+    /* (Top-theta's mean V row without v_sum reads every V tile) */
     if (!softmax_kind(c->kind) && rc->zero_weights == rc->visible_pairs && rc->survivors[0] == 0 &&
-        rc->survivors[1] == 0)
+        rc->survivors[1] == 0 && !(c->vmc && !c->vsum))
         assert_int_equal(st->tiles_skipped_v, st->tiles_visited);
 }
 
@@ -1091,6 +1203,10 @@ static void test_entmax_layouts(void **state)
     /* K tiles fetched one ahead (PREFETCH, as the H100 decode entry runs it) */
     c.alpha = 1.5f, c.force = "PREFETCH=1";
     check_case(state, &c, TDACL_PATH_PREFILL);
+    /* bf16 on 16-byte rows (8 elements a load, cl/attention_rows.cl WIDE8), prefetched */
+    attn_case w = make_case(TDACL_ATTN_ENTMAX, VAR_TINY_BF16, 65, 65, -1);
+    w.force = "PREFETCH=1";
+    check_case(state, &w, TDACL_PATH_PREFILL);
 }
 
 /* Decode rows (the decode row of the registry runs the same kernel with its own tiles)
@@ -1140,6 +1256,120 @@ static void test_entmax_ties(void **state)
         check_stats(&c, "ties", &st, &r.counts, TDACL_PATH_PREFILL);
         /* the single survivor: row 10's output is v_3 itself */
         for (int e = 0; e < c.dv; e++) assert_true(fabs(got[10 * (size_t)c.dv + e] - pb.v[3 * (size_t)c.dv + e]) <= tol[10 * c.dv + e]);
+        free(got), free(tol);
+        ref_free(&r);
+        dev_free(&dp);
+        problem_free(&pb);
+    }
+}
+
+/* ---- Top-theta (cl/attention_topk.cl) ------------------------------------------------------- */
+
+/* The modes: pre-softmax plain, with each SDC estimate and VMC, post-softmax with and without
+ * VMC.  (SDC alone only scales a row, which an rms Norm would undo; with VMC the estimate also
+ * sets how much of the mean V row is added.) */
+static const struct { int post; tdacl_sdc sdc; int vmc; } TOPK_MODES[6] = {
+    {0, TDACL_SDC_NONE, 0},    {0, TDACL_SDC_EXACT, 1}, {0, TDACL_SDC_EXP_THRESHOLD, 1},
+    {0, TDACL_SDC_OFFLINE, 1}, {1, TDACL_SDC_NONE, 0},  {1, TDACL_SDC_NONE, 1},
+};
+static const double TOPK_KEEP[3] = {0.3, 0.05, 0.8};
+
+static void topk_mode(attn_case *c, int i)
+{
+    c->theta_post = TOPK_MODES[i % 6].post, c->sdc = TOPK_MODES[i % 6].sdc, c->vmc = TOPK_MODES[i % 6].vmc;
+    c->keep = TOPK_KEEP[i % 3];
+}
+
+/* Every mode at every length, thresholds for every row id or only the first few (later rows
+ * use the last one), with the Norm / gain / scale sets. */
+static void test_topk_lengths(void **state)
+{
+    static const int Ts[4] = {1, 2, 17, 300};
+    for (int m = 0; m < 6; m++)
+        for (int t = 0; t < 4; t++) {
+            attn_case c = make_case(TDACL_ATTN_TOPK_THETA, VAR_A, Ts[t], Ts[t], -1);
+            apply_pset(&c, &PSETS[(m + 2 * t + 1) % 6]); /* every mode meets Norm and no Norm */
+            topk_mode(&c, m + t);
+            if ((m + t) % 2) c.nthr = Ts[t] > 8 ? Ts[t] / 3 : 1; /* calibrated up to here */
+            c.sdc_gamma = m % 2 ? 0.05f : 0.5f;
+            check_case(state, &c, TDACL_PATH_PREFILL);
+        }
+}
+
+/* Token-major f32 with dv % 4 != 0 (B), bf16 views into a fused buffer with an offset below
+ * Tk - Tq (C), f16 at d = 128 with an offset above it (D), the K prefetch forced. */
+static void test_topk_layouts(void **state)
+{
+    static const struct { variant var; int tq, tk, off; } cs[] = {
+        {VAR_B, 17, 65, -1}, {VAR_B, 64, 64, -1}, {VAR_C, 65, 65, -1}, {VAR_C, 20, 300, 100}, {VAR_D, 5, 17, 40}};
+    for (int i = 0; i < 5; i++) {
+        attn_case c = make_case(TDACL_ATTN_TOPK_THETA, cs[i].var, cs[i].tq, cs[i].tk, cs[i].off);
+        apply_pset(&c, &PSETS[(i + 1) % 6]);
+        topk_mode(&c, i + 1);
+        check_case(state, &c, TDACL_PATH_PREFILL);
+    }
+    attn_case c = make_case(TDACL_ATTN_TOPK_THETA, VAR_A, 300, 300, -1);
+    topk_mode(&c, 4);
+    c.force = "PREFETCH=1";
+    check_case(state, &c, TDACL_PATH_PREFILL);
+    /* bf16 on 16-byte rows (8 elements a load, cl/attention_rows.cl WIDE8), staged and prefetched */
+    attn_case w = make_case(TDACL_ATTN_TOPK_THETA, VAR_TINY_BF16, 65, 65, -1);
+    topk_mode(&w, 3);
+    check_case(state, &w, TDACL_PATH_PREFILL);
+    w.force = "PREFETCH=1";
+    check_case(state, &w, TDACL_PATH_PREFILL);
+}
+
+/* Decode rows (the same kernel, the decode row's tiles) against the prefill rows and the
+ * reference; the mean V row from v_sum (a KV cache's running sum: only the rows past a row's
+ * last visible key are read). */
+static void test_topk_decode(void **state)
+{
+    attn_case c = make_case(TDACL_ATTN_TOPK_THETA, VAR_A, 300, 300, -1);
+    topk_mode(&c, 1);
+    check_decode(state, &c, 3, 1, NULL);
+    topk_mode(&c, 4);
+    check_decode_rows(state, &c, 1, 0, NULL, 0);
+    for (int m = 1; m < 6; m += 2) {
+        topk_mode(&c, m);
+        c.vmc = 1, c.vsum = 1;
+        check_decode_rows(state, &c, m == 3 ? 16 : 2, 1, m == 5 ? "PREFETCH=1" : NULL, 0);
+    }
+}
+
+/* Thresholds that drop every key: pre-softmax without SDC gives 0; with exact SDC and VMC the
+ * whole weight goes to the mean V row; post-softmax (theta 2 > any weight) the same. */
+static void test_topk_drop_all(void **state)
+{
+    tdacl_context *ctx = ctx_of(state);
+    static const struct { int post; tdacl_sdc sdc; int vmc; } m[3] = {
+        {0, TDACL_SDC_NONE, 1}, {0, TDACL_SDC_EXACT, 1}, {1, TDACL_SDC_NONE, 1}};
+    for (int i = 0; i < 3; i++) {
+        attn_case c = make_case(TDACL_ATTN_TOPK_THETA, VAR_A, 17, 17, -1);
+        c.theta_post = m[i].post, c.sdc = m[i].sdc, c.vmc = m[i].vmc, c.nthr = 1;
+        problem pb;
+        problem_generate(&pb, &c);
+        for (int h = 0; h < c.H; h++) pb.thresholds[h] = m[i].post ? 2.0 : 1e4;
+        ref_out r;
+        ref_compute(&pb, c.Tq, c.offset, pb.q, pb.q2, &r, NULL);
+        dev_problem dp;
+        dev_upload(ctx, &pb, &dp);
+        size_t n = (size_t)c.B * c.H * c.Tq * c.dv;
+        double *got = xcalloc(n, sizeof(double)), *tol = xcalloc(n, sizeof(double));
+        tdacl_attention_stats st;
+        dev_run(ctx, &c, &dp, 0, c.Tq, -1, TDACL_PATH_PREFILL, NULL, got, &st);
+        tolerance(&c, c.Tq, &r, NULL, tol);
+        compare(&c, "drop all", c.Tq, got, r.out, tol);
+        check_stats(&c, "drop all", &st, &r.counts, TDACL_PATH_PREFILL);
+        assert_int_equal(st.survivors[0], 0);
+        /* the mean of the visible V rows (row 5 sees 6), or 0 without compensation */
+        for (int e = 0; e < c.dv; e++) {
+            double mean = 0.0;
+            for (int j = 0; j < 6; j++) mean += pb.v[(size_t)j * c.dv + e] / 6.0;
+            const double want = m[i].sdc == TDACL_SDC_NONE && !m[i].post ? 0.0 : mean;
+            if (fabs(got[5 * (size_t)c.dv + e] - want) > tol[5 * c.dv + e] + 1e-6)
+                fail_msg("mode %d column %d: got %g, want %g", i, e, got[5 * (size_t)c.dv + e], want);
+        }
         free(got), free(tol);
         ref_free(&r);
         dev_free(&dp);
@@ -1501,7 +1731,7 @@ static void test_empty_query(void **state)
             tdacl_attention_desc desc;
             tdacl_attention_desc_init(&desc);
             desc.kind = KINDS[ki], desc.path = (tdacl_attention_path)path, desc.want_stats = 1;
-            tdacl_attention_tensors ts = {q, k, v, q2, k2, NULL, o, NULL, NULL};
+            tdacl_attention_tensors ts = {q, k, v, q2, k2, NULL, o, NULL, NULL, NULL, NULL, NULL};
             tdacl_attention_stats st;
             memset(&st, 0xab, sizeof st);
             CHECK_OK(ctx, tdacl_attention(ctx, &desc, &ts, &st));
@@ -1524,9 +1754,9 @@ static void test_empty_query(void **state)
 static void test_nan_inputs(void **state)
 {
     tdacl_context *ctx = ctx_of(state);
-    static const tdacl_attention_kind kinds[4] = {TDACL_ATTN_TRA, TDACL_ATTN_SOFTMAX, TDACL_ATTN_TDA,
-                                                  TDACL_ATTN_ENTMAX};
-    for (int ki = 0; ki < 4; ki++)
+    static const tdacl_attention_kind kinds[5] = {TDACL_ATTN_TRA, TDACL_ATTN_SOFTMAX, TDACL_ATTN_TDA,
+                                                  TDACL_ATTN_ENTMAX, TDACL_ATTN_TOPK_THETA};
+    for (int ki = 0; ki < 5; ki++)
         for (int what = 0; what < 3; what++) /* 0: q, 1: k, 2: v */
             for (int dec = 0; dec < 2; dec++) {
                 attn_case c = make_case(kinds[ki], VAR_A, 17, 17, -1);
@@ -1598,6 +1828,9 @@ static void test_invalid_arguments(void **state)
     tdacl_tensor *o_dv17 = new_tensor(ctx, TDACL_F32, 4, obad), *v_bf16 = new_tensor(ctx, TDACL_BF16, 4, vs);
     tdacl_tensor *q_t17 = new_tensor(ctx, TDACL_F32, 4, q17), *o_t17 = new_tensor(ctx, TDACL_F32, 4, o17);
     tdacl_tensor *gain5 = new_tensor(ctx, TDACL_F32, 1, g5), *gain16 = new_tensor(ctx, TDACL_F32, 1, g16);
+    int64_t ths[2] = {2, 5}, th4s[2] = {2, 4}, vss[3] = {1, 2, 16};
+    tdacl_tensor *th = new_tensor(ctx, TDACL_F32, 2, ths), *th_bf16 = new_tensor(ctx, TDACL_BF16, 2, ths);
+    tdacl_tensor *th4 = new_tensor(ctx, TDACL_F32, 2, th4s), *vsum = new_tensor(ctx, TDACL_F32, 3, vss);
     tdacl_tensor *o_alias = NULL; /* the storage of v, seen as an output */
     CHECK_OK(ctx, tdacl_tensor_view(v, 4, vs, (int64_t[]){256, 128, 16, 1}, 0, &o_alias));
     float sentinel[256];
@@ -1607,7 +1840,7 @@ static void test_invalid_arguments(void **state)
     tdacl_attention_desc base, d;
     tdacl_attention_desc_init(&base);
     base.kind = TDACL_ATTN_TRA;
-    const tdacl_attention_tensors good = {q, k, v, NULL, NULL, NULL, o, NULL, NULL};
+    const tdacl_attention_tensors good = {q, k, v, NULL, NULL, NULL, o, NULL, NULL, NULL, NULL, NULL};
     tdacl_attention_tensors t;
 
 #define FIELD_CASE(assign, status, field) \
@@ -1646,6 +1879,30 @@ static void test_invalid_arguments(void **state)
     FIELD_CASE((d.kind = TDACL_ATTN_ENTMAX, d.temp_gamma = NAN), TDACL_ERR_INVALID_ARGUMENT, "desc.temp_gamma");
     FIELD_CASE((d.kind = TDACL_ATTN_ENTMAX, t.temps = gain16), TDACL_ERR_SHAPE, "temps");
     FIELD_CASE(t.temps = gain16, TDACL_ERR_INVALID_ARGUMENT, "temps given but kind tra");
+    /* topk_theta: its tables, its fields, and its tensors with other kinds */
+    FIELD_CASE(d.kind = TDACL_ATTN_TOPK_THETA, TDACL_ERR_INVALID_ARGUMENT, "needs tensors.thresholds");
+    FIELD_CASE((d.kind = TDACL_ATTN_TOPK_THETA, t.thresholds = gain16), TDACL_ERR_SHAPE, "thresholds must be");
+    FIELD_CASE((d.kind = TDACL_ATTN_TOPK_THETA, t.thresholds = th_bf16), TDACL_ERR_SHAPE, "thresholds must be");
+    FIELD_CASE((d.kind = TDACL_ATTN_TOPK_THETA, t.thresholds = th, d.sdc = TDACL_SDC_OFFLINE), TDACL_ERR_INVALID_ARGUMENT,
+               "needs tensors.sdc_log_mass");
+    FIELD_CASE((d.kind = TDACL_ATTN_TOPK_THETA, t.thresholds = th, d.sdc = TDACL_SDC_OFFLINE, t.sdc_log_mass = th4),
+               TDACL_ERR_SHAPE, "sdc_log_mass must be");
+    FIELD_CASE((d.kind = TDACL_ATTN_TOPK_THETA, t.thresholds = th, t.sdc_log_mass = th), TDACL_ERR_INVALID_ARGUMENT,
+               "desc.sdc is not offline");
+    FIELD_CASE((d.kind = TDACL_ATTN_TOPK_THETA, t.thresholds = th, d.theta_post = 1, d.sdc = TDACL_SDC_EXACT),
+               TDACL_ERR_INVALID_ARGUMENT, "pre-softmax thresholds only");
+    FIELD_CASE((d.kind = TDACL_ATTN_TOPK_THETA, t.thresholds = th, d.theta_post = 2), TDACL_ERR_INVALID_ARGUMENT,
+               "desc.theta_post");
+    FIELD_CASE((d.kind = TDACL_ATTN_TOPK_THETA, t.thresholds = th, d.sdc = (tdacl_sdc)4), TDACL_ERR_INVALID_ARGUMENT,
+               "desc.sdc");
+    FIELD_CASE((d.kind = TDACL_ATTN_TOPK_THETA, t.thresholds = th, d.sdc_gamma = -1.0f), TDACL_ERR_INVALID_ARGUMENT,
+               "desc.sdc_gamma");
+    FIELD_CASE((d.kind = TDACL_ATTN_TOPK_THETA, t.thresholds = th, d.vmc = 3), TDACL_ERR_INVALID_ARGUMENT, "desc.vmc");
+    FIELD_CASE((d.kind = TDACL_ATTN_TOPK_THETA, t.thresholds = th, t.v_sum = vsum), TDACL_ERR_INVALID_ARGUMENT,
+               "desc.vmc is 0");
+    FIELD_CASE((d.kind = TDACL_ATTN_TOPK_THETA, t.thresholds = th, d.vmc = 1, t.v_sum = th), TDACL_ERR_SHAPE, "v_sum must be");
+    FIELD_CASE(t.thresholds = th, TDACL_ERR_INVALID_ARGUMENT, "thresholds given but kind tra");
+    FIELD_CASE(t.v_sum = vsum, TDACL_ERR_INVALID_ARGUMENT, "v_sum given but kind tra");
     FIELD_CASE(t.out = o_alias, TDACL_ERR_INVALID_ARGUMENT, "overlaps");
     FIELD_CASE((t.q = q_t17, t.out = o_t17), TDACL_ERR_SHAPE, "offset");              /* Tq > Tk */
     FIELD_CASE((t.q = q_t17, t.out = o_t17, d.offset = 0, d.path = TDACL_PATH_DECODE), TDACL_ERR_INVALID_ARGUMENT,
@@ -1658,11 +1915,12 @@ static void test_invalid_arguments(void **state)
     float after[256];
     CHECK_OK(ctx, tdacl_tensor_download(o, after, TDACL_F32, 256));
     assert_memory_equal(after, sentinel, sizeof after); /* no failed call wrote the output */
-    tdacl_tensor *all[] = {q, k, v, o, k_d40, v_t7, o_dv17, v_bf16, q_t17, o_t17, gain5, gain16, o_alias};
+    tdacl_tensor *all[] = {q, k, v, o, k_d40, v_t7, o_dv17, v_bf16, q_t17, o_t17, gain5, gain16, o_alias, th, th_bf16, th4, vsum};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tdacl_tensor_destroy(all[i]);
 }
 
-/* The Oclgrind subset (TDACL_TEST_TINY): each kind once per path and dtype, T = 17, d = 32. */
+/* The Oclgrind subset (TDACL_TEST_TINY): each kind once per path and dtype (topk_theta in f32),
+ * T = 17, d = 32. */
 static void test_tiny_subset(void **state)
 {
     for (int ki = 0; ki < 6; ki++) {
@@ -1674,6 +1932,10 @@ static void test_tiny_subset(void **state)
         apply_pset(&b, &PSETS[(ki + 4) % 6]);
         check_decode(state, &b, 2, 0, NULL); /* bf16, token-major */
     }
+    /* topk_theta, post-softmax with the mean V row (every V tile read) */
+    attn_case c = make_case(TDACL_ATTN_TOPK_THETA, VAR_A, 17, 17, -1);
+    c.B = 1, c.theta_post = 1, c.vmc = 1;
+    check_decode(state, &c, 1, 1, NULL);
 }
 
 /* ---- main ------------------------------------------------------------------------------------------ */
@@ -1738,6 +2000,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_entmax_ties),
         cmocka_unit_test(test_entmax_decode),
         cmocka_unit_test(test_entmax_layouts),
+        cmocka_unit_test(test_topk_lengths),
+        cmocka_unit_test(test_topk_drop_all),
+        cmocka_unit_test(test_topk_decode),
+        cmocka_unit_test(test_topk_layouts),
     };
     const struct CMUnitTest small[] = {
         cmocka_unit_test(test_reference_by_hand),
@@ -1753,7 +2019,7 @@ int main(int argc, char **argv)
         {"layouts-f16-two-views", 8, 1}, {"decode", 9, 2}, {"forced-big", 11, 1}, {"semantics", 12, 1},
         {"ladder-ends", 13, 1}, {"semantics-edge", 14, 3}, {"mma", 17, 1}, {"mma-wide", 18, 1}, {"mma-units", 19, 1},
         {"mma-f32", 20, 1}, {"mma-tf32", 21, 1}, {"mma-decode", 22, 1}, {"mma-tiny", 23, 1}, {"class-tiles", 24, 1},
-        {"entmax", 25, 3}, {"entmax-layouts", 28, 1},
+        {"entmax", 25, 3}, {"entmax-layouts", 28, 1}, {"topk-theta", 29, 3}, {"topk-theta-layouts", 32, 1},
     };
     int first = 0, count = (int)(sizeof full / sizeof full[0]);
     if (part) {
@@ -1761,7 +2027,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
             if (!strcmp(part, parts[i].name)) first = parts[i].first, count = parts[i].count, found = 1;
         if (!found) {
-            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-tra, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-units, mma-f32, mma-tf32, mma-decode, mma-tiny, class-tiles, entmax, entmax-layouts)\n", part);
+            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-tra, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-units, mma-f32, mma-tf32, mma-decode, mma-tiny, class-tiles, entmax, entmax-layouts, topk-theta, topk-theta-layouts)\n", part);
             return 2;
         }
     }

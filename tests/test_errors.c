@@ -375,7 +375,7 @@ static void test_attention_bad_descriptors(void **state)
         field_expr;                                                                          \
         EXPECT_ATTN(&d, &t, TDACL_ERR_INVALID_ARGUMENT, text);                               \
     } while (0)
-    BAD(d.kind = (tdacl_attention_kind)6, "desc.kind");
+    BAD(d.kind = (tdacl_attention_kind)7, "desc.kind");
     BAD(d.kind = (tdacl_attention_kind)-1, "desc.kind");
     BAD(d.beta = -0.5f, "desc.beta");
     BAD(d.beta = NAN, "desc.beta");
@@ -432,7 +432,7 @@ static void test_attention_bad_tensors(void **state)
                  *v = tensor4(ctx, TDACL_F32, 1, 2, 8, 16), *out = tensor4(ctx, TDACL_F32, 1, 2, 8, 16);
     tdacl_attention_desc d;
     tdacl_attention_desc_init(&d);
-    tdacl_attention_tensors t = {q, k, v, NULL, NULL, NULL, out, NULL, NULL}, u;
+    tdacl_attention_tensors t = {q, k, v, NULL, NULL, NULL, out, NULL, NULL, NULL, NULL, NULL}, u;
     tdacl_tensor *made[40];
     int nmade = 0;
 #define MAKE(dt, b, h, tt, dd) (made[nmade++] = tensor4(ctx, dt, b, h, tt, dd))
@@ -461,7 +461,7 @@ static void test_attention_bad_tensors(void **state)
     /* head dims and lengths */
     tdacl_tensor *qd = MAKE(TDACL_F32, 1, 1, 1, 300), *kd = MAKE(TDACL_F32, 1, 1, 1, 300),
                  *vd = MAKE(TDACL_F32, 1, 1, 1, 4), *od = MAKE(TDACL_F32, 1, 1, 1, 4);
-    u = (tdacl_attention_tensors){qd, kd, vd, NULL, NULL, NULL, od, NULL, NULL};
+    u = (tdacl_attention_tensors){qd, kd, vd, NULL, NULL, NULL, od, NULL, NULL, NULL, NULL, NULL};
     EXPECT_ATTN(&d, &u, TDACL_ERR_SHAPE, "d=300");
     tdacl_tensor *vdv = MAKE(TDACL_F32, 1, 2, 8, 300), *odv = MAKE(TDACL_F32, 1, 2, 8, 300);
     u = t, u.v = vdv, u.out = odv;
@@ -510,7 +510,7 @@ static void test_attention_bad_tensors(void **state)
     /* the decode path takes at most 16 query rows */
     tdacl_tensor *q17 = MAKE(TDACL_F32, 1, 2, 17, 16), *o17 = MAKE(TDACL_F32, 1, 2, 17, 16);
     tdacl_tensor *k32 = MAKE(TDACL_F32, 1, 2, 32, 16), *v32 = MAKE(TDACL_F32, 1, 2, 32, 16);
-    u = (tdacl_attention_tensors){q17, k32, v32, NULL, NULL, NULL, o17, NULL, NULL};
+    u = (tdacl_attention_tensors){q17, k32, v32, NULL, NULL, NULL, o17, NULL, NULL, NULL, NULL, NULL};
     tdacl_attention_desc dec = d;
     dec.path = TDACL_PATH_DECODE;
     EXPECT_ATTN(&dec, &u, TDACL_ERR_INVALID_ARGUMENT, "decode path takes Tq <= 16");

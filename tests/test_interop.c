@@ -91,7 +91,7 @@ static cl_uint refcount(cl_context c)
 static void test_callers_context_queue_and_buffers(void **state)
 {
     (void)state;
-    cl_platform_id plat;
+    cl_platform_id plat = NULL;
     cl_device_id dev = raw_device(&plat);
     cl_int err;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)plat, 0};

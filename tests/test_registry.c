@@ -43,7 +43,7 @@ static void test_kind_names(void **state)
         assert_true(info->lambda == (info->views == 2));
         assert_true(!info->softmax || !info->threshold);
     }
-    assert_int_equal(n, 6);
+    assert_int_equal(n, 7);
     assert_null(tdacl_attention_kind_name((tdacl_attention_kind)-1));
     assert_string_equal(tdacl_attention_kind_name(TDACL_ATTN_TDA), "tda");
     tdacl_attention_kind k = TDACL_ATTN_TRA;
@@ -162,7 +162,7 @@ static void test_shipped_entries_name_known_parameters(void **state)
 /* ---- local memory: the formula against the compiled kernel ---- */
 
 typedef struct attn_bufs {
-    tdacl_tensor *q, *k, *v, *q2, *k2, *out;
+    tdacl_tensor *q, *k, *v, *q2, *k2, *out, *thresholds;
     tdacl_attention_tensors t;
 } attn_bufs;
 
@@ -177,13 +177,18 @@ static void make_bufs(tdacl_context *ctx, tdacl_attention_kind kind, tdacl_dtype
     assert_ok(ctx, tdacl_tensor_create(ctx, dt, 4, qs, &b->q2));
     assert_ok(ctx, tdacl_tensor_create(ctx, dt, 4, ks, &b->k2));
     assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 4, qs, &b->out));
-    b->t = (tdacl_attention_tensors){b->q, b->k, b->v, NULL, NULL, NULL, b->out, NULL, NULL};
+    b->t = (tdacl_attention_tensors){b->q, b->k, b->v, NULL, NULL, NULL, b->out, NULL, NULL, NULL, NULL, NULL};
     if (tdacl__kind_views(kind) == 2) b->t.q2 = b->q2, b->t.k2 = b->k2;
+    if (kind == TDACL_ATTN_TOPK_THETA) { /* its thresholds, one per head */
+        const int64_t ths[2] = {1, 1};
+        assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 2, ths, &b->thresholds));
+        b->t.thresholds = b->thresholds;
+    }
 }
 
 static void free_bufs(attn_bufs *b)
 {
-    tdacl_tensor *all[] = {b->q, b->k, b->v, b->q2, b->k2, b->out};
+    tdacl_tensor *all[] = {b->q, b->k, b->v, b->q2, b->k2, b->out, b->thresholds};
     for (size_t i = 0; i < TDACL_ARRAY_LEN(all); i++) tdacl_tensor_destroy(all[i]);
 }
 
@@ -231,6 +236,8 @@ static void check_attention_local(tdacl_context *ctx, tdacl_attention_kind kind,
     tdacl__attention_options(&plan, &v, &opts);
     const int decode = desc.path == TDACL_PATH_DECODE;
     const char *kernel = plan.row->matrix_units ? (decode ? "attention_mma_split" : "attention_mma_fwd")
+                         : kind == TDACL_ATTN_TOPK_THETA ? "attention_topk_fwd"
+                         : kind == TDACL_ATTN_ENTMAX ? "attention_entmax_fwd"
                          : decode ? "attention_decode_part" : "attention_fwd";
     char what[128];
     snprintf(what, sizeof what, "%s %s %s d=%d %s", variant, tdacl_attention_kind_name(kind), tdacl_dtype_name(dt), d, params);
@@ -264,6 +271,9 @@ static void test_local_memory_formulas(void **state)
     check_attention_local(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 1, "attention_decode.simt", "NTD=128");
     check_attention_local(ctx, TDACL_ATTN_DIFF_SOFTMAX, TDACL_BF16, 64, 2, "attention_decode.simt", "NTD=32");
     check_attention_local(ctx, TDACL_ATTN_SOFTMAX, TDACL_F32, 64, 1, "attention_decode.simt", "NTD=64");
+    /* the row-tiled kernels: entmax (its candidate cache) and Top-theta, a decode tile each */
+    check_attention_local(ctx, TDACL_ATTN_ENTMAX, TDACL_F32, 64, 3, "attention_decode.entmax", "BM=4 BN=32 LPR=8 CAP=64");
+    check_attention_local(ctx, TDACL_ATTN_TOPK_THETA, TDACL_BF16, 64, 3, "attention_decode.topk_theta", "BM=4 BN=64 LPR=16");
     /* the tensor-core kernel through its portable body (TDACL_MMA_EMULATE) */
     setenv("TDACL_MMA_EMULATE", "1", 1);
     check_attention_local(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 64, "attention.mma", "BN=32 NWARPS=4 MT=1");
@@ -392,6 +402,8 @@ static void test_class_defaults_and_options(void **state)
     }
     static const struct { const char *arch, *program, *want; } options[] = {
         {"intel-xe-hpc", "attention", "-DTDACL_SUBGROUP=16 -cl-intel-256-GRF-per-thread"},
+        {"intel-xe-hpc", "attention_topk", "-DTDACL_SUBGROUP=16 -cl-intel-256-GRF-per-thread"},
+        {"intel-xe-hpg", "attention_topk", ""},
         {"intel-xe-hpc", "attention_decode", "-DTDACL_SUBGROUP=16 -DEARLY_FETCH=0 -cl-intel-256-GRF-per-thread"},
         {"intel-xe-hpg", "attention", "-cl-intel-256-GRF-per-thread"},
         {"intel-xe-hpg", "layers", ""},

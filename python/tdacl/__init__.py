@@ -25,7 +25,8 @@ import numpy as np
 __all__ = ["TdaclError", "devices", "version", "Context", "Tensor", "Tokenizer", "Model"]
 
 _DTYPES = {"f32": 0, "fp32": 0, "float32": 0, "bf16": 1, "bfloat16": 1, "f16": 2, "fp16": 2, "float16": 2}
-_KINDS = {"softmax": 0, "rela": 1, "tra": 2, "tda": 3, "diff_softmax": 4, "entmax": 5}
+_KINDS = {"softmax": 0, "rela": 1, "tra": 2, "tda": 3, "diff_softmax": 4, "entmax": 5, "topk_theta": 6}
+_SDC = {"none": 0, "exact": 1, "exp_threshold": 2, "offline": 3}
 _TWO_VIEWS = {"tda", "diff_softmax"}
 _PRECISIONS = {"exact": 0, "tf32": 1, "bf16": 2}
 
@@ -52,12 +53,13 @@ class _AttentionDesc(ctypes.Structure):
                 ("normalize", ctypes.c_int), ("norm", ctypes.c_int), ("norm_eps", ctypes.c_float),
                 ("out_scale", ctypes.c_float), ("offset", ctypes.c_int64), ("want_stats", ctypes.c_int),
                 ("path", ctypes.c_int), ("precision", ctypes.c_int), ("alpha", ctypes.c_float),
-                ("temp_delta", ctypes.c_float), ("temp_beta", ctypes.c_float), ("temp_gamma", ctypes.c_float)]
+                ("temp_delta", ctypes.c_float), ("temp_beta", ctypes.c_float), ("temp_gamma", ctypes.c_float),
+                ("theta_post", ctypes.c_int), ("sdc", ctypes.c_int), ("sdc_gamma", ctypes.c_float), ("vmc", ctypes.c_int)]
 
 
 class _AttentionTensors(ctypes.Structure):
     _fields_ = [("q", _p), ("k", _p), ("v", _p), ("q2", _p), ("k2", _p), ("gain", _p), ("out", _p), ("lambdas", _p),
-                ("temps", _p)]
+                ("temps", _p), ("thresholds", _p), ("sdc_log_mass", _p), ("v_sum", _p)]
 
 
 class _ContextDesc(ctypes.Structure):
@@ -270,12 +272,19 @@ class Context:
                   power: float = 2.0, lambda_: float = 0.5, scale: Optional[float] = None, normalize: bool = True,
                   norm: str = "none", gain=None, norm_eps: float = 1e-5, out_scale: float = 1.0,
                   offset: Optional[int] = None, dtype: str = "f32", precision: str = "exact",
-                  alpha: float = 1.5, temp=(1.0, 0.0, 1.0), temps=None, out: Optional["Tensor"] = None):
+                  alpha: float = 1.5, temp=(1.0, 0.0, 1.0), temps=None, thresholds=None, theta_post: bool = False,
+                  sdc: str = "none", sdc_gamma: float = 0.05, sdc_log_mass=None, vmc: bool = False, v_sum=None,
+                  out: Optional["Tensor"] = None):
         """Causal attention of one kind (docs/spec.md section 1) over [B, H, T, d] arrays.
         q: [B, H, Tq, d]; k: [B, H, Tk, d]; v: [B, H, Tk, dv]; q2/k2 for "tda" and
         "diff_softmax".  offset: absolute position of query row 0 (default Tk - Tq).
         "entmax": alpha, and the inverse temperature delta + beta * (ln n)^gamma given as
         temp=(delta, beta, gamma), or per head as temps, an [H, 3] array.
+        "topk_theta" (Top-theta, docs/spec.md section 1c): thresholds [H, R] (row id n - 1 at column
+        min(n - 1, R - 1)) on the scores, or on the softmax weights with theta_post=True; sdc
+        "none" | "exact" | "exp_threshold" | "offline" (with sdc_log_mass [H, R]), sdc_gamma;
+        vmc=True adds the dropped weight times the mean V row (v_sum [B, H, dv]: the sums of all
+        Tk V rows, so that only the rows past a row's last key are read).
         Operands are array-likes (uploaded as `dtype`) or Tensors of this context (used in
         place).  Returns float32 NumPy [B, H, Tq, dv], or, with out= a Tensor, fills it and
         returns it without waiting for the device."""
@@ -283,6 +292,8 @@ class Context:
             raise ValueError("kind must be one of %s, got %r" % (", ".join(_KINDS), kind))
         if (q2 is None or k2 is None) == (kind in _TWO_VIEWS):
             raise ValueError("q2 and k2 are %s for kind %r" % ("required" if kind in _TWO_VIEWS else "not taken", kind))
+        if sdc not in _SDC:
+            raise ValueError("sdc must be one of %s, got %r" % (", ".join(_SDC), sdc))
         if dtype not in _DTYPES or precision not in _PRECISIONS or norm not in ("none", "rms"):
             raise ValueError("dtype must be f32|bf16|f16, precision exact|tf32|bf16, norm none|rms")
         arrays = [x if isinstance(x, Tensor) else _as_array(x) for x in (q, k, v)]
@@ -302,6 +313,7 @@ class Context:
         desc.precision = _PRECISIONS[precision]
         desc.alpha = alpha
         desc.temp_delta, desc.temp_beta, desc.temp_gamma = (float(x) for x in temp)
+        desc.theta_post, desc.sdc, desc.sdc_gamma, desc.vmc = int(theta_post), _SDC[sdc], sdc_gamma, int(vmc)
         keep: list = []
         dt = _DTYPES[dtype]
 
@@ -317,6 +329,9 @@ class Context:
                 t.gain = gain._handle() if isinstance(gain, Tensor) else self._upload(gain, 0, keep)
             if temps is not None:
                 t.temps = temps._handle() if isinstance(temps, Tensor) else self._upload(temps, 0, keep)
+            for name, x in (("thresholds", thresholds), ("sdc_log_mass", sdc_log_mass), ("v_sum", v_sum)):
+                if x is not None:
+                    setattr(t, name, x._handle() if isinstance(x, Tensor) else self._upload(x, 0, keep))
             if out is not None:
                 t.out = out._handle()
                 _check(_attention(self._h, ctypes.byref(desc), ctypes.byref(t), None), self._h)

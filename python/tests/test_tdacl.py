@@ -104,6 +104,53 @@ def test_entmax(ctx, alpha):
                                reference("entmax", q, k, v, alpha=alpha), rtol=1e-4, atol=1e-4)
 
 
+def topk_theta(q, k, v, thresholds, post, vmc):
+    """Top-theta (docs/spec.md section 1c) in float64: pre-softmax with exact compensation or
+    none, post-softmax; VMC adds the dropped weight times the mean V row."""
+    B, H, T, d = q.shape
+    out = np.zeros((B, H, T, v.shape[3]))
+    for b in range(B):
+        for h in range(H):
+            for i in range(T):
+                s = k[b, h, :i + 1] @ q[b, h, i] / math.sqrt(d)
+                e = np.exp(s - s.max())
+                theta = thresholds[h, min(i, thresholds.shape[1] - 1)]
+                kept = (e / e.sum() >= theta) if post else (s >= theta)
+                den = e.sum() if (post or vmc) else e[kept].sum()
+                w = np.where(kept, e, 0.0) / den if den > 0 else np.zeros_like(e)  # nothing kept: 0
+                out[b, h, i] = w @ v[b, h, :i + 1]
+                if vmc:
+                    out[b, h, i] += (1 - w.sum()) * v[b, h, :i + 1].mean(axis=0)
+    return out
+
+
+@pytest.mark.parametrize("post,vmc", [(False, False), (False, True), (True, False), (True, True)])
+def test_topk_theta(ctx, post, vmc):
+    rng = np.random.default_rng(6)
+    B, H, T, d, dv = 2, 2, 21, 32, 16
+    q, k = rng.standard_normal((2, B, H, T, d))
+    v = rng.standard_normal((B, H, T, dv))
+    # one threshold per head for every row, in the middle of a gap between two scores (or
+    # weights) near the 70th percentile, so that no key sits at it
+    th = np.zeros((H, 1))
+    for h in range(H):
+        vals = []
+        for b in range(B):
+            for i in range(T):
+                s = k[b, h, :i + 1] @ q[b, h, i] / math.sqrt(d)
+                vals += list(np.exp(s - s.max()) / np.exp(s - s.max()).sum() if post else s)
+        vals = np.sort(vals)
+        g = int(0.7 * len(vals))
+        g = max(range(g - 20, g + 20), key=lambda j: vals[j + 1] - vals[j])
+        th[h, 0] = (vals[g] + vals[g + 1]) / 2
+    sdc = "exact" if (vmc and not post) else "none"
+    got = ctx.attention(q, k, v, "topk_theta", thresholds=th, theta_post=post, sdc=sdc, vmc=vmc)
+    want = topk_theta(q, k, v, th, post, vmc)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(tdacl.TdaclError, match="thresholds"):
+        ctx.attention(q, k, v, "topk_theta")
+
+
 def test_layouts_and_dtypes(ctx):
     rng = np.random.default_rng(4)
     # token-major [B, T, H, d] transposed to [B, H, T, d]: a strided view, and Fortran order

@@ -12,6 +12,7 @@ static const tdacl_kind_info kinds[] = {
     {TDACL_ATTN_TDA,          "tda",          2,    1,   0,      1,   1,   1,   1,    1,     "beta kappa power normalize lambda"},
     {TDACL_ATTN_DIFF_SOFTMAX, "diff_softmax", 2,    2,   1,      0,   0,   1,   0,    0,     "lambda"},
     {TDACL_ATTN_ENTMAX,       "entmax",       1,    1,   0,      0,   0,   0,   0,    0,     "alpha temp_delta temp_beta temp_gamma"},
+    {TDACL_ATTN_TOPK_THETA,   "topk_theta",   1,    1,   0,      0,   0,   0,   0,    0,     "theta_post sdc sdc_gamma vmc"},
 };
 
 const tdacl_kind_info *tdacl__kind(int kind)

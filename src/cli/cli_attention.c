@@ -20,21 +20,25 @@ static void usage(FILE *f)
             "       [--power P] [--lambda L] [--scale S] [--normalize 0|1] [--norm none|rms]\n"
             "       [--offset N] [--dtype f32|bf16|f16] [--path auto|prefill|decode]\n"
             "       [--alpha A] [--temp DELTA,BETA,GAMMA]   (entmax)\n"
+            "       [--thresholds th.npy] [--theta-post 0|1] [--sdc none|exact|exp_threshold|offline]\n"
+            "       [--sdc-gamma G] [--sdc-log-mass eta.npy] [--vmc 0|1]   (topk_theta; th, eta: [H,R])\n"
             "       [--stats stats.json] [--device SEL]\n"
             "Inputs are little-endian float32 .npy arrays [B,H,T,D] in C order; the output is\n"
             "float32 [B,H,Tq,Dv].  --dtype bf16 rounds the inputs to bf16 storage on the device.\n"
             "KIND: %s (two-view kinds take --q2 and --k2).\n", kinds);
 }
 
+/* q, k, v, q2, k2 ([B,H,T,D]), then topk_theta's thresholds and sdc_log_mass ([H,R]) */
+#define NFILES 7
 typedef struct inputs {
-    tdacl_npy a[5];
-    tdacl_tensor *t[5];
+    tdacl_npy a[NFILES];
+    tdacl_tensor *t[NFILES];
 } inputs;
 
 int cmd_attention(int argc, char **argv)
 {
-    const char *files[5] = {0}, *out_path = NULL, *stats_path = NULL, *device = NULL;
-    static const char *names[5] = {"q", "k", "v", "q2", "k2"};
+    const char *files[NFILES] = {0}, *out_path = NULL, *stats_path = NULL, *device = NULL;
+    static const char *names[NFILES] = {"q", "k", "v", "q2", "k2", "thresholds", "sdc-log-mass"};
     tdacl_attention_desc desc;
     tdacl_attention_desc_init(&desc);
     tdacl_dtype dtype = TDACL_F32;
@@ -43,7 +47,8 @@ int cmd_attention(int argc, char **argv)
         const char *o = argv[i];
         if (!strcmp(o, "--help")) { usage(stdout); return 0; }
         if (!cli_known(o, "--q --k --v --q2 --k2 --out --stats --device --kind --beta --kappa --power --lambda "
-                          "--scale --normalize --offset --norm --dtype --path --alpha --temp")) {
+                          "--scale --normalize --offset --norm --dtype --path --alpha --temp --thresholds --theta-post --sdc "
+                          "--sdc-gamma --sdc-log-mass --vmc")) {
             fprintf(stderr, "tdacl attention: unknown option '%s' (see tdacl attention --help)\n", o);
             return 2;
         }
@@ -52,7 +57,7 @@ int cmd_attention(int argc, char **argv)
         double x;
         long long n;
         int bad = 0, matched = 0;
-        for (int f = 0; f < 5; f++)
+        for (int f = 0; f < NFILES; f++)
             if (!strcmp(o + 2, names[f]) && !strncmp(o, "--", 2)) files[f] = val, matched = 1;
         if (matched) continue;
         if (!strcmp(o, "--out")) out_path = val;
@@ -73,6 +78,15 @@ int cmd_attention(int argc, char **argv)
         else if (!strcmp(o, "--temp")) {
             char extra;
             bad = sscanf(val, "%f,%f,%f%c", &desc.temp_delta, &desc.temp_beta, &desc.temp_gamma, &extra) != 3;
+        }
+        else if (!strcmp(o, "--sdc-gamma")) bad = cli_double(val, &x), desc.sdc_gamma = (float)x;
+        else if (!strcmp(o, "--theta-post")) bad = cli_long(val, &n) || (n != 0 && n != 1), desc.theta_post = (int)n;
+        else if (!strcmp(o, "--vmc")) bad = cli_long(val, &n) || (n != 0 && n != 1), desc.vmc = (int)n;
+        else if (!strcmp(o, "--sdc")) {
+            static const char *const sdc[4] = {"none", "exact", "exp_threshold", "offline"};
+            bad = 1;
+            for (int k = 0; k < 4; k++)
+                if (!strcmp(val, sdc[k])) desc.sdc = (tdacl_sdc)k, bad = 0;
         }
         else if (!strcmp(o, "--normalize")) bad = cli_long(val, &n) || (n != 0 && n != 1), desc.normalize = (int)n;
         else if (!strcmp(o, "--offset")) bad = cli_long(val, &n) || n < 0, desc.offset = n;
@@ -118,11 +132,12 @@ int cmd_attention(int argc, char **argv)
     tdacl_tensor *out = NULL;
     float *host = NULL;
     tdacl_status st;
-    for (int f = 0; f < 5; f++) {
+    for (int f = 0; f < NFILES; f++) {
         if (!files[f]) continue;
         if ((st = tdacl__npy_read(files[f], &in.a[f]))) { cli_report(NULL, st); goto done; }
-        if (in.a[f].ndim != 4) {
-            fprintf(stderr, "tdacl attention: %s has %d dims; expected [B,H,T,D]\n", files[f], in.a[f].ndim);
+        if (in.a[f].ndim != (f < 5 ? 4 : 2)) {
+            fprintf(stderr, "tdacl attention: %s has %d dims; expected %s\n", files[f], in.a[f].ndim,
+                    f < 5 ? "[B,H,T,D]" : "[H,R]");
             goto done;
         }
         int64_t bad = 0;
@@ -131,9 +146,9 @@ int cmd_attention(int argc, char **argv)
             fprintf(stderr, "tdacl attention: warning: %s holds %lld non-finite value(s)\n", files[f], (long long)bad);
     }
     if (cli_open(device, &ctx)) goto done;
-    for (int f = 0; f < 5; f++) {
+    for (int f = 0; f < NFILES; f++) {
         if (!files[f]) continue;
-        if ((st = tdacl_tensor_create(ctx, dtype, 4, in.a[f].shape, &in.t[f])) ||
+        if ((st = tdacl_tensor_create(ctx, f < 5 ? dtype : TDACL_F32, in.a[f].ndim, in.a[f].shape, &in.t[f])) ||
             (st = tdacl_tensor_upload(in.t[f], in.a[f].data, TDACL_F32, in.a[f].count))) {
             cli_report(ctx, st);
             goto done;
@@ -141,7 +156,7 @@ int cmd_attention(int argc, char **argv)
     }
     int64_t oshape[4] = {in.a[0].shape[0], in.a[0].shape[1], in.a[0].shape[2], in.a[2].shape[3]};
     if ((st = tdacl_tensor_create(ctx, TDACL_F32, 4, oshape, &out))) { cli_report(ctx, st); goto done; }
-    tdacl_attention_tensors t = {in.t[0], in.t[1], in.t[2], in.t[3], in.t[4], NULL, out, NULL, NULL};
+    tdacl_attention_tensors t = {in.t[0], in.t[1], in.t[2], in.t[3], in.t[4], NULL, out, NULL, NULL, in.t[5], in.t[6], NULL};
     desc.want_stats = stats_path != NULL;
     tdacl_attention_stats stats;
     if ((st = tdacl_attention(ctx, &desc, &t, &stats))) { cli_report(ctx, st); goto done; }
@@ -180,7 +195,7 @@ int cmd_attention(int argc, char **argv)
 done:
     free(host);
     tdacl_tensor_destroy(out);
-    for (int f = 0; f < 5; f++) {
+    for (int f = 0; f < NFILES; f++) {
         tdacl_tensor_destroy(in.t[f]);
         tdacl__npy_free(&in.a[f]);
     }

@@ -78,7 +78,7 @@ static void print_variants(tdacl_context *ctx)
         if (!st && two) st = tdacl_tensor_create(ctx, probes[i].dt, 4, qs, &q2);
         if (!st && two) st = tdacl_tensor_create(ctx, probes[i].dt, 4, ks, &k2);
         if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 4, qs, &o);
-        tdacl_attention_tensors t = {q, k, v, q2, k2, NULL, o, NULL, NULL};
+        tdacl_attention_tensors t = {q, k, v, q2, k2, NULL, o, NULL, NULL, NULL, NULL, NULL};
         tdacl_attention_desc desc;
         tdacl_attention_desc_init(&desc);
         desc.kind = probes[i].kind;

@@ -73,14 +73,16 @@ static int attention_programs(tdacl_context *ctx, dump *d)
                 const int64_t tq = decode ? 1 : 64, tk = decode ? 8192 : 64, dim = 64;
                 int64_t qs[4] = {1, 1, tq, dim}, ks[4] = {1, 1, tk, dim};
                 int two = tdacl__kind_views(kind) == 2;
-                tdacl_tensor *t[6] = {0};
+                tdacl_tensor *t[7] = {0};
                 tdacl_status st = tdacl_tensor_create(ctx, dts[di], 4, qs, &t[0]);
                 if (!st) st = tdacl_tensor_create(ctx, dts[di], 4, ks, &t[1]);
                 if (!st) st = tdacl_tensor_create(ctx, dts[di], 4, ks, &t[2]);
                 if (!st && two) st = tdacl_tensor_create(ctx, dts[di], 4, qs, &t[3]);
                 if (!st && two) st = tdacl_tensor_create(ctx, dts[di], 4, ks, &t[4]);
                 if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 4, qs, &t[5]);
-                tdacl_attention_tensors at = {t[0], t[1], t[2], t[3], t[4], NULL, t[5], NULL, NULL};
+                const int64_t ths[2] = {1, 1}; /* topk_theta's thresholds (one head, one row id) */
+                if (!st && kind == TDACL_ATTN_TOPK_THETA) st = tdacl_tensor_create(ctx, TDACL_F32, 2, ths, &t[6]);
+                tdacl_attention_tensors at = {t[0], t[1], t[2], t[3], t[4], NULL, t[5], NULL, NULL, t[6], NULL, NULL};
                 tdacl_attention_desc desc;
                 tdacl_attention_desc_init(&desc);
                 desc.kind = (tdacl_attention_kind)kind;
@@ -96,9 +98,9 @@ static int attention_programs(tdacl_context *ctx, dump *d)
                     fprintf(stderr, "tdacl __programs: %s: %s\n", label, tdacl_last_error(ctx));
                     bad++;
                 }
-                if (!st && decode && dts[di] == TDACL_F32 && kind != TDACL_ATTN_ENTMAX) {
+                if (!st && decode && dts[di] == TDACL_F32 && kind != TDACL_ATTN_ENTMAX && kind != TDACL_ATTN_TOPK_THETA) {
                     /* the model's decode of sequences at their own positions (f32 caches;
-                     * models do not take entmax) */
+                     * models do not take entmax or topk_theta) */
                     const int32_t pairs[2] = {0, 100};
                     const tdacl_kv_rows rows = {t[0]->storage->mem, pairs};
                     snprintf(label, sizeof label, "%s %s d=64 kv_rows", tdacl__kind_name(kind), tdacl_dtype_name(dts[di]));
@@ -108,7 +110,7 @@ static int attention_programs(tdacl_context *ctx, dump *d)
                         bad++;
                     }
                 }
-                for (int i = 0; i < 6; i++) tdacl_tensor_destroy(t[i]);
+                for (int i = 0; i < 7; i++) tdacl_tensor_destroy(t[i]);
             }
     return bad;
 }

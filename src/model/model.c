@@ -476,7 +476,7 @@ static tdacl_status attention_block(tdacl_model *m, int l, int B, int T, int pos
         desc.power = m->cfg.power;
         desc.norm = m->cfg.head_norm;
         desc.offset = pos0;
-        tdacl_attention_tensors t = {q, k, v, q2, k2, L->head_norm, o, L->lambdas, NULL};
+        tdacl_attention_tensors t = {q, k, v, q2, k2, L->head_norm, o, L->lambdas, NULL, NULL, NULL, NULL};
         st = tdacl__attention_rows(m->ctx, &desc, &t, kv);
     }
     tdacl_tensor *views[] = {q, q2, k, k2, v, o};

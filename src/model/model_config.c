@@ -139,9 +139,9 @@ static tdacl_status parse_attention(const char *file, const cJSON *a, tdacl_mode
     if ((st = get_real(file, a, "attention.", "beta", 0, 0, 1e6, &cfg->beta))) return st;
     if ((st = get_real(file, a, "attention.", "kappa", 0, 1, 1e12, &cfg->kappa))) return st;
     if ((st = get_real(file, a, "attention.", "power", 1, 0, 64, &cfg->power))) return st;
-    if (kind == TDACL_ATTN_ENTMAX)
-        return tdacl__fail(NULL, TDACL_ERR_UNSUPPORTED, "%s: attention.kind 'entmax' is not supported in models yet "
-                           "(it runs through tdacl_attention)", file);
+    if (kind == TDACL_ATTN_ENTMAX || kind == TDACL_ATTN_TOPK_THETA)
+        return tdacl__fail(NULL, TDACL_ERR_UNSUPPORTED, "%s: attention.kind '%s' is not supported in models yet "
+                           "(it runs through tdacl_attention)", file, kinds[kind]);
     cfg->attn_kind = (tdacl_attention_kind)kind;
     cfg->head_norm = (tdacl_head_norm)norm;
     static const char *const known[] = {"kind", "head_norm", "beta", "kappa", "power"};

@@ -32,6 +32,10 @@ void tdacl_attention_desc_init(tdacl_attention_desc *d)
     d->temp_delta = 1.0f;
     d->temp_beta = 0.0f;
     d->temp_gamma = 1.0f;
+    d->theta_post = 0;
+    d->sdc = TDACL_SDC_NONE;
+    d->sdc_gamma = 0.05f;
+    d->vmc = 0;
 }
 
 
@@ -116,6 +120,48 @@ static int aligned4_view(const tdacl_tensor *t)
            t->strides[0] % 4 == 0 && t->offset % 4 == 0;
 }
 
+/* Top-theta's tensors: thresholds (and the offline SDC table) f32 [H, R], v_sum f32 [B, H, dv];
+ * refused with any other kind. */
+static int is_f32_matrix(const tdacl_context *ctx, const tdacl_tensor *x, int64_t rows)
+{
+    return x->ctx == ctx && x->ndim == 2 && x->shape[0] == rows && x->shape[1] >= 1 && x->dtype == TDACL_F32 &&
+           tdacl__tensor_is_contiguous(x);
+}
+
+static tdacl_status check_topk_tensors(tdacl_context *ctx, const tdacl_attention_desc *d, const tdacl_attention_tensors *t,
+                                       int64_t B, int64_t H, int64_t dv)
+{
+    const char *call = "tdacl_attention";
+    const int topk = d->kind == TDACL_ATTN_TOPK_THETA;
+    const struct { const char *n; const tdacl_tensor *x; } own[] = {{"thresholds", t->thresholds},
+                                                                     {"sdc_log_mass", t->sdc_log_mass}, {"v_sum", t->v_sum}};
+    for (size_t i = 0; i < TDACL_ARRAY_LEN(own); i++)
+        if (own[i].x && !topk)
+            return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: %s given but kind %s is not topk_theta", call, own[i].n,
+                               tdacl__kind_name(d->kind));
+    if (!topk) return TDACL_SUCCESS;
+    if (!t->thresholds)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: kind topk_theta needs tensors.thresholds (f32 [H, R])", call);
+    if (!is_f32_matrix(ctx, t->thresholds, H))
+        return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: thresholds must be a contiguous f32 tensor of shape [H=%lld, R >= 1]",
+                           call, (long long)H);
+    const int offline = d->sdc == TDACL_SDC_OFFLINE;
+    if (offline && !t->sdc_log_mass)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.sdc offline needs tensors.sdc_log_mass (f32 [H, R])", call);
+    if (!offline && t->sdc_log_mass)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: sdc_log_mass given but desc.sdc is not offline", call);
+    if (offline && (!is_f32_matrix(ctx, t->sdc_log_mass, H) || t->sdc_log_mass->shape[1] != t->thresholds->shape[1]))
+        return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: sdc_log_mass must be a contiguous f32 tensor shaped like thresholds "
+                           "[H=%lld, R=%lld]", call, (long long)H, (long long)t->thresholds->shape[1]);
+    if (t->v_sum && !d->vmc)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: v_sum given but desc.vmc is 0", call);
+    if (t->v_sum && (t->v_sum->ctx != ctx || t->v_sum->ndim != 3 || t->v_sum->shape[0] != B || t->v_sum->shape[1] != H ||
+                     t->v_sum->shape[2] != dv || t->v_sum->dtype != TDACL_F32 || !tdacl__tensor_is_contiguous(t->v_sum)))
+        return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: v_sum must be a contiguous f32 tensor of shape [B=%lld, H=%lld, dv=%lld]",
+                           call, (long long)B, (long long)H, (long long)dv);
+    return TDACL_SUCCESS;
+}
+
 tdacl_status tdacl__attention_plan(tdacl_context *ctx, const tdacl_attention_desc *desc,
                                    const tdacl_attention_tensors *t, tdacl_attention_plan *plan)
 {
@@ -191,6 +237,18 @@ tdacl_status tdacl__attention_plan_rows(tdacl_context *ctx, const tdacl_attentio
                            !isfinite(d.temp_delta) ? d.temp_delta : !isfinite(d.temp_beta) ? d.temp_beta : d.temp_gamma);
     if (d.want_stats != 0 && d.want_stats != 1)
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.want_stats must be 0 or 1", call);
+    if (d.theta_post != 0 && d.theta_post != 1)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.theta_post must be 0 or 1 (got %d)", call, d.theta_post);
+    if ((int)d.sdc < TDACL_SDC_NONE || (int)d.sdc > TDACL_SDC_OFFLINE)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.sdc %d is not a tdacl_sdc", call, (int)d.sdc);
+    if (!isfinite(d.sdc_gamma) || d.sdc_gamma < 0)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.sdc_gamma must be finite and >= 0 (got %g)", call,
+                           d.sdc_gamma);
+    if (d.vmc != 0 && d.vmc != 1)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.vmc must be 0 or 1 (got %d)", call, d.vmc);
+    if (d.kind == TDACL_ATTN_TOPK_THETA && d.theta_post && d.sdc != TDACL_SDC_NONE)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.sdc applies to pre-softmax thresholds only "
+                           "(post-softmax weights keep the whole denominator)", call);
 
     if (!t->q || !t->k || !t->v || !t->out)
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: tensor %s is NULL", call,
@@ -245,9 +303,10 @@ tdacl_status tdacl__attention_plan_rows(tdacl_context *ctx, const tdacl_attentio
             return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: temps must be a contiguous f32 tensor of shape [H=%lld, 3]", call,
                                (long long)H);
     }
-    if (rows && d.kind == TDACL_ATTN_ENTMAX)
-        return tdacl__fail(ctx, TDACL_ERR_UNSUPPORTED, "%s: kind entmax does not take per-sequence key ranges yet "
-                           "(a model's batched decode)", call);
+    if ((st = check_topk_tensors(ctx, &d, t, B, H, dv))) return st;
+    if (rows && (d.kind == TDACL_ATTN_ENTMAX || d.kind == TDACL_ATTN_TOPK_THETA))
+        return tdacl__fail(ctx, TDACL_ERR_UNSUPPORTED, "%s: kind %s does not take per-sequence key ranges yet "
+                           "(a model's batched decode)", call, tdacl__kind_name(d.kind));
     if (t->gain) {
         if (t->gain->ctx != ctx || t->gain->ndim != 1 || t->gain->shape[0] != dv)
             return tdacl__fail(ctx, TDACL_ERR_SHAPE, "%s: gain must be a 1-D tensor of length dv=%lld", call, (long long)dv);
@@ -257,7 +316,8 @@ tdacl_status tdacl__attention_plan_rows(tdacl_context *ctx, const tdacl_attentio
     if (!tdacl__view_is_injective(t->out))
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT,
                            "%s: out is a view whose strides map several elements to one place", call);
-    const struct { const char *n; const tdacl_tensor *x; } all[] = {{"q", t->q}, {"k", t->k}, {"v", t->v}, {"q2", t->q2}, {"k2", t->k2}, {"gain", t->gain}, {"lambdas", t->lambdas}, {"temps", t->temps}};
+    const struct { const char *n; const tdacl_tensor *x; } all[] = {{"q", t->q}, {"k", t->k}, {"v", t->v}, {"q2", t->q2}, {"k2", t->k2}, {"gain", t->gain}, {"lambdas", t->lambdas}, {"temps", t->temps},
+                                                                       {"thresholds", t->thresholds}, {"sdc_log_mass", t->sdc_log_mass}, {"v_sum", t->v_sum}};
     for (size_t i = 0; i < TDACL_ARRAY_LEN(all); i++)
         if (overlaps(t->out, all[i].x))
             return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: out overlaps the storage of %s", call, all[i].n);
@@ -357,6 +417,7 @@ int tdacl__attention_simt_supports(const tdacl_context *ctx, const void *call, c
 {
     const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
     if (p->desc.kind == TDACL_ATTN_ENTMAX) return snprintf(why, n, "kind entmax runs on attention.entmax"), 1;
+    if (p->desc.kind == TDACL_ATTN_TOPK_THETA) return snprintf(why, n, "kind topk_theta runs on attention.topk_theta"), 1;
     return 0;
 }
 
@@ -364,6 +425,13 @@ int tdacl__attention_entmax_supports(const tdacl_context *ctx, const void *call,
 {
     const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
     if (p->desc.kind != TDACL_ATTN_ENTMAX) return snprintf(why, n, "entmax only"), 1;
+    return 0;
+}
+
+int tdacl__attention_topk_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
+{
+    const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
+    if (p->desc.kind != TDACL_ATTN_TOPK_THETA) return snprintf(why, n, "topk_theta only"), 1;
     return 0;
 }
 
@@ -378,6 +446,15 @@ void tdacl__attention_call_options(const void *call, tdacl_strbuf *sb)
     tdacl__sb_printf(sb, "-DKIND=%d -DDT=%d -DODT=%d -DGDT=%d -DD=%d -DDV=%d%s", (int)p->desc.kind,
                      (int)p->dtype, (int)p->odtype, (int)p->gdtype, p->dpad, p->dvpad,
                      p->aligned4 ? " -DALIGNED4" : "");
+}
+
+/* The row-tiled kernels (cl/attention_rows.cl): 16-bit storage on 16-byte-aligned rows loads
+ * 8 elements at a time. */
+void tdacl__attention_rows_call_options(const void *call, tdacl_strbuf *sb)
+{
+    const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
+    tdacl__attention_call_options(call, sb);
+    if (p->problem.wide16) tdacl__sb_printf(sb, " -DALIGNED16");
 }
 
 /* Adds an event's device time to *total, or (total NULL) just releases it: without stats
@@ -563,6 +640,60 @@ static tdacl_status set_entmax_args(tdacl_context *ctx, cl_kernel k, const tdacl
     return TDACL_SUCCESS;
 }
 
+static void split_keys(const tdacl_context *ctx, int64_t kend, int unit, int waves, int64_t bh, int64_t *nsplit,
+                       int64_t *split_len);
+static uint64_t split_tiles(int64_t kend, int64_t nsplit, int64_t split_len, int64_t unit);
+
+/* The Top-theta kernel's arguments after the prefill ones (cl/attention_topk.cl): its tables
+ * and fields, then the key split (part NULL: unsplit). */
+static tdacl_status set_topk_args(tdacl_context *ctx, cl_kernel k, const tdacl_attention_plan *p,
+                                  const tdacl_attention_tensors *t, cl_mem part, int64_t split_len, int64_t nsplit)
+{
+    const tdacl_attention_desc *d = &p->desc;
+    cl_mem th = mem_of(t->thresholds), lm = mem_of(t->sdc_log_mass), vsum = mem_of(t->v_sum);
+    cl_long nthr = t->thresholds->shape[1], sl = split_len;
+    cl_int post = d->theta_post, sdc = (cl_int)d->sdc, vmc = d->vmc, ns = (cl_int)nsplit;
+    const void *vals[11] = {&th, &nthr, &lm, &vsum, &post, &sdc, &d->sdc_gamma, &vmc, &part, &sl, &ns};
+    const size_t sizes[11] = {sizeof th, sizeof nthr, sizeof lm, sizeof vsum, sizeof post, sizeof sdc, sizeof(cl_float),
+                              sizeof vmc, sizeof part, sizeof sl, sizeof ns};
+    for (cl_uint i = 0; i < 11; i++) {
+        cl_int err = clSetKernelArg(k, PREFILL_NARGS + i, sizes[i], vals[i]);
+        if (err) return tdacl__fail_cl(ctx, err, "clSetKernelArg(attention_topk_fwd, argument %u)", PREFILL_NARGS + i);
+    }
+    return TDACL_SUCCESS;
+}
+
+/* attention_topk_combine: the key splits of each (batch*head, query row) merged and finished. */
+static tdacl_status launch_topk_combine(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_attention_call *call,
+                                        const tdacl_param_values *v, cl_mem part, int64_t nsplit, cl_event *ev)
+{
+    const tdacl_attention_plan *p = call->plan;
+    const tdacl_attention_tensors *t = call->t;
+    const tdacl_attention_desc *d = &p->desc;
+    tdacl_strbuf opts = {0};
+    tdacl__variant_options(row, call, v, &opts);
+    cl_kernel k;
+    tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
+                               : tdacl__variant_kernel(ctx, row, opts.data, "attention_topk_combine", &k);
+    tdacl__sb_free(&opts);
+    if (st) return st;
+    launch_args a;
+    launch_args_of(p, t, &a);
+    cl_mem th = mem_of(t->thresholds), lm = mem_of(t->sdc_log_mass), vsum = mem_of(t->v_sum);
+    cl_long nthr = t->thresholds->shape[1], Tq = p->Tq, Tk = p->Tk, offset = p->offset;
+    cl_int ns = (cl_int)nsplit, sdc = (cl_int)d->sdc, vmc = d->vmc, H = (cl_int)p->H, dv = p->dv,
+           norm = d->norm == TDACL_NORM_RMS;
+    st = tdacl__set_args(ctx, k, "attention_topk_combine", sizeof part, &part, sizeof ns, &ns, sizeof th, &th,
+                         sizeof nthr, &nthr, sizeof lm, &lm, sizeof vsum, &vsum, sizeof a.vm, &a.vm, sizeof a.vs, &a.vs,
+                         sizeof a.vo, &a.vo, sizeof sdc, &sdc, sizeof(cl_float), &d->sdc_gamma, sizeof vmc, &vmc,
+                         sizeof H, &H, sizeof Tq, &Tq, sizeof Tk, &Tk, sizeof offset, &offset, sizeof dv, &dv,
+                         sizeof a.gm, &a.gm, sizeof a.om, &a.om, sizeof a.os, &a.os, sizeof a.oo, &a.oo, sizeof norm, &norm,
+                         sizeof a.eps, &a.eps, sizeof a.out_scale, &a.out_scale, (size_t)0);
+    if (st) return st;
+    size_t g[3] = {64, (size_t)(p->B * p->H), (size_t)p->Tq}, l[3] = {64, 1, 1};
+    return tdacl__launch(ctx, k, 3, g, l, ev, "attention_topk_combine");
+}
+
 /* Both prefill variants take the same arguments; they differ in program, work-group size
  * and tile, which follow from their named parameters. */
 tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
@@ -573,10 +704,11 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
     const tdacl_attention_tensors *t = call->t;
     const tdacl_attention_desc *d = &p->desc;
     const tdacl_kernel_space *space = row->space;
-    const int entmax = d->kind == TDACL_ATTN_ENTMAX;
-    const char *kernel_name = entmax ? "attention_entmax_fwd" : row->matrix_units ? "attention_mma_fwd" : "attention_fwd";
+    const int entmax = d->kind == TDACL_ATTN_ENTMAX, topk = d->kind == TDACL_ATTN_TOPK_THETA;
+    const char *kernel_name = entmax ? "attention_entmax_fwd" : topk ? "attention_topk_fwd"
+                              : row->matrix_units ? "attention_mma_fwd" : "attention_fwd";
     int nt, bm, bn = tdacl__param(space, v, "BN");
-    if (entmax) {
+    if (entmax || topk) { /* the row tiling of cl/attention_rows.cl */
         bm = tdacl__param(space, v, "BM");
         nt = bm * tdacl__param(space, v, "LPR");
     } else if (row->matrix_units) {
@@ -589,6 +721,13 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
     tdacl_strbuf opts = {0};
     tdacl__variant_options(row, call, v, &opts);
     int64_t bh = p->B * p->H, nqb = (p->Tq + bm - 1) / bm;
+    /* Top-theta's decode splits each row's keys (pre-softmax: post-softmax needs the row's
+     * whole denominator before its first weight) */
+    int64_t nsplit = 1, split_len = p->Tk + bn;
+    const int64_t kend_all = p->offset + p->Tq < p->Tk ? p->offset + p->Tq : p->Tk;
+    if (topk && p->path == TDACL_PATH_DECODE && !d->theta_post)
+        split_keys(ctx, kend_all, bn, tdacl__param(space, v, "WAVES"), bh * nqb, &nsplit, &split_len);
+    cl_mem part = NULL;
     cl_kernel k;
     tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
                                : tdacl__variant_kernel(ctx, row, opts.data, kernel_name, &k);
@@ -601,15 +740,21 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
     st = prepare_norms(ctx, p, t, 1, subs, evs);
     cl_mem stats_mem = NULL;
     const int want = call->stats != NULL && d->want_stats;
-    if (!st && want) st = zeroed_stats(ctx, (size_t)(bh * nqb), &stats_mem);
-    cl_event ev = NULL;
+    if (!st && want) st = zeroed_stats(ctx, (size_t)(bh * nqb * nsplit), &stats_mem);
+    if (!st && nsplit > 1) {
+        const size_t floats = (size_t)(bh * p->Tq * nsplit) * (size_t)(4 + 2 * p->dv);
+        st = tdacl__scratch(ctx, TDACL_SCRATCH_PARTIAL, floats * 4, &part);
+    }
+    cl_event ev = NULL, ev2 = NULL;
     if (!st) {
         st = set_prefill_args(ctx, k, kernel_name, p, t, subs, stats_mem, want);
         if (!st && entmax) st = set_entmax_args(ctx, k, p, t);
+        if (!st && topk) st = set_topk_args(ctx, k, p, t, part, split_len, nsplit);
         if (!st) {
-            size_t global[3] = {(size_t)nt, (size_t)bh, (size_t)nqb}, local[3] = {(size_t)nt, 1, 1};
+            size_t global[3] = {(size_t)nt, (size_t)bh, (size_t)(nqb * nsplit)}, local[3] = {(size_t)nt, 1, 1};
             st = tdacl__launch(ctx, k, 3, global, local, &ev, kernel_name);
         }
+        if (!st && part) st = launch_topk_combine(ctx, row, call, v, part, nsplit, &ev2);
     }
     for (int i = 0; i < 4; i++) {
         if (evs[i]) {
@@ -618,20 +763,22 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
         }
         if (subs[i]) clReleaseMemObject(subs[i]);
     }
-    if (ev) {
-        tdacl_status s2 = add_event_ms(ctx, ev, call->ms);
+    cl_event evs2[2] = {ev, ev2};
+    for (int i = 0; i < 2; i++) {
+        if (!evs2[i]) continue;
+        tdacl_status s2 = add_event_ms(ctx, evs2[i], call->ms);
         if (!st) st = s2;
     }
     if (!st && call->stats) {
-        /* tiles visited: per query block, the key tiles up to its last visible key */
+        /* tiles visited: per query block (and key split), the key tiles up to its last visible key */
         uint64_t visited = 0;
         for (int64_t qb = 0; qb < nqb; qb++) {
             int64_t last = (qb + 1) * bm < p->Tq ? (qb + 1) * bm : p->Tq;
             int64_t kend = p->offset + last < p->Tk ? p->offset + last : p->Tk;
-            visited += (uint64_t)((kend + bn - 1) / bn);
+            visited += nsplit > 1 ? split_tiles(kend, nsplit, split_len, bn) : (uint64_t)((kend + bn - 1) / bn);
         }
         call->stats->tiles_visited = visited * (uint64_t)bh;
-        if (want) st = read_stats(ctx, p, stats_mem, (size_t)(bh * nqb), call->stats);
+        if (want) st = read_stats(ctx, p, stats_mem, (size_t)(bh * nqb * nsplit), call->stats);
     }
     return st;
 }

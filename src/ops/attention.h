@@ -68,6 +68,9 @@ uint64_t tdacl__visible_pairs(int64_t tq, int64_t tk, int64_t offset);
 /* ---- the registry rows' functions (call: const tdacl_attention_call *) ---- */
 int tdacl__attention_simt_supports(const tdacl_context *ctx, const void *call, char *why, size_t n);
 int tdacl__attention_entmax_supports(const tdacl_context *ctx, const void *call, char *why, size_t n);
+int tdacl__attention_topk_supports(const tdacl_context *ctx, const void *call, char *why, size_t n);
+/* -D options of the row-tiled kernels (entmax, Top-theta): the prefill ones, plus ALIGNED16 for wide 16-bit loads */
+void tdacl__attention_rows_call_options(const void *call, tdacl_strbuf *sb);
 void tdacl__attention_problem(const tdacl_context *ctx, const void *call, tdacl_problem *p);
 void tdacl__attention_call_options(const void *call, tdacl_strbuf *sb);
 void tdacl__attention_decode_call_options(const void *call, tdacl_strbuf *sb);

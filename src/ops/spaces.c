@@ -418,3 +418,42 @@ static const char *const entmax_decode_ladder[] = {"BM=2 BN=64 LPR=32", "BM=1 BN
 const tdacl_kernel_space tdacl__entmax_decode_space = {
     "attention_entmax_decode", entmax_params, (int)TDACL_ARRAY_LEN(entmax_params), entmax_check, entmax_local,
     entmax_classes, entmax_decode_ladder, (int)TDACL_ARRAY_LEN(entmax_decode_ladder)};
+
+/* ---- Top-theta attention on the FP32 lanes, cl/attention_topk.cl ---- */
+
+static const tdacl_tunable topk_params[] = {
+    {"BM", 1, 16, {1, 2, 4, 8, 16, 32, TDACL_END}, "query rows per work-group"},
+    {"BN", 1, 32, {16, 32, 64, 128, TDACL_END}, "keys per tile"},
+    {"LPR", 1, 8, {4, 8, 16, 32, 64, TDACL_END}, "work-items per query row"},
+    {"PREFETCH", 1, 0, {0, 1, TDACL_END}, "the next K tile's loads in flight while the current one is scored"},
+    {"WAVES", 0, 4, {1, 2, 4, 8, 16, 32, TDACL_END}, "decode: target work-groups per compute unit (sets the key split count)"},
+};
+
+/* As the __local declarations of attention_topk_fwd: Qs, R (K tile or V tile), Ws, red, flag,
+ * counters. */
+static size_t topk_local(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *v)
+{
+    const size_t bm = (size_t)P("BM"), bn = (size_t)P("BN"), nt = bm * (size_t)P("LPR");
+    const size_t qs = (size_t)p->d + 4, kt = bn * qs, vt = bn * (size_t)p->dv;
+    return 4 * (bm * qs + (kt > vt ? kt : vt) + bm * (bn + 1) + 2 * nt) + 4 + 16;
+}
+
+static int topk_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
+                      const tdacl_param_values *v, char *why, size_t n)
+{
+    const int bm = P("BM"), bn = P("BN"), lpr = P("LPR");
+    if (bm <= 0 || bn <= 0 || lpr <= 0) return snprintf(why, n, "parameters must be positive"), 1;
+    if (bn % lpr) return snprintf(why, n, "BN=%d is not a multiple of LPR=%d", bn, lpr), 1;
+    if (p->dv % lpr) return snprintf(why, n, "dv=%d (padded) is not a multiple of LPR=%d", p->dv, lpr), 1;
+    if (bn > 128 || bm > 64) return snprintf(why, n, "BM=%d/BN=%d too large", bm, bn), 1;
+    if (P("WAVES") <= 0) return snprintf(why, n, "WAVES must be positive"), 1;
+    return work_group_fits(dev, bm * lpr, why, n) ? 0 : 1;
+}
+
+const tdacl_kernel_space tdacl__topk_space = {
+    "attention_topk", topk_params, (int)TDACL_ARRAY_LEN(topk_params), topk_check, topk_local,
+    entmax_classes, entmax_ladder, (int)TDACL_ARRAY_LEN(entmax_ladder)};
+
+const tdacl_kernel_space tdacl__topk_decode_space = {
+    "attention_topk_decode", topk_params, (int)TDACL_ARRAY_LEN(topk_params), topk_check, topk_local,
+    entmax_classes, entmax_decode_ladder, (int)TDACL_ARRAY_LEN(entmax_decode_ladder)};

@@ -10,6 +10,8 @@ extern const tdacl_kernel_space tdacl__decode_space;        /* cl/attention_deco
 extern const tdacl_kernel_space tdacl__decode_mma_space;    /* cl/attention_mma.cl, SPLIT 1 */
 extern const tdacl_kernel_space tdacl__entmax_space;        /* cl/attention_entmax.cl */
 extern const tdacl_kernel_space tdacl__entmax_decode_space; /* the same kernel, decode's defaults */
+extern const tdacl_kernel_space tdacl__topk_space;          /* cl/attention_topk.cl */
+extern const tdacl_kernel_space tdacl__topk_decode_space;   /* the same kernel, decode's defaults */
 
 /* Query rows of the tensor-core decode: one warp's m-tile (TQP of its split form). */
 #define TDACL_DECODE_MMA_ROWS 16

@@ -19,9 +19,13 @@ static const tdacl_variant_def rows[] = {
      &tdacl__attention_space, 0, tdacl__attention_simt_supports, tdacl__attention_problem, tdacl__attention_call_options,
      tdacl__attention_prefill_launch},
     /* alpha-entmax: its own multi-pass kernel, for prefill and decode alike */
-    {"attention.entmax", TDACL_OP_ATTENTION_PREFILL, {"attention_entmax", {ATTENTION_SOURCES, "attention_entmax.cl"}},
-     &tdacl__entmax_space, 0, tdacl__attention_entmax_supports, tdacl__attention_problem, tdacl__attention_call_options,
+    {"attention.entmax", TDACL_OP_ATTENTION_PREFILL, {"attention_entmax", {ATTENTION_SOURCES, "attention_rows.cl", "attention_entmax.cl"}},
+     &tdacl__entmax_space, 0, tdacl__attention_entmax_supports, tdacl__attention_problem, tdacl__attention_rows_call_options,
      tdacl__attention_prefill_launch},
+    /* Top-theta: its own two-pass kernel in the same row tiling, for prefill and decode alike */
+    {"attention.topk_theta", TDACL_OP_ATTENTION_PREFILL,
+     {"attention_topk", {ATTENTION_SOURCES, "attention_rows.cl", "attention_topk.cl"}}, &tdacl__topk_space, 0,
+     tdacl__attention_topk_supports, tdacl__attention_problem, tdacl__attention_rows_call_options, tdacl__attention_prefill_launch},
     /* attention decode: the matrix units for 2..16 query rows, the FP32 lanes everywhere */
     {"attention_decode.mma", TDACL_OP_ATTENTION_DECODE,
      {"attention_mma_decode", {ATTENTION_SOURCES, "mma.cl", "mma_units.cl", "attention_mma.cl", "attention_reduce.cl"}},
@@ -30,9 +34,12 @@ static const tdacl_variant_def rows[] = {
     {"attention_decode.simt", TDACL_OP_ATTENTION_DECODE, {"attention_decode", {ATTENTION_SOURCES, "attention_decode.cl", "attention_reduce.cl"}},
      &tdacl__decode_space, 0, tdacl__attention_simt_supports, tdacl__attention_problem, tdacl__attention_decode_call_options,
      tdacl__attention_decode_launch},
-    {"attention_decode.entmax", TDACL_OP_ATTENTION_DECODE, {"attention_entmax", {ATTENTION_SOURCES, "attention_entmax.cl"}},
+    {"attention_decode.entmax", TDACL_OP_ATTENTION_DECODE, {"attention_entmax", {ATTENTION_SOURCES, "attention_rows.cl", "attention_entmax.cl"}},
      &tdacl__entmax_decode_space, 0, tdacl__attention_entmax_supports, tdacl__attention_problem,
-     tdacl__attention_call_options, tdacl__attention_prefill_launch},
+     tdacl__attention_rows_call_options, tdacl__attention_prefill_launch},
+    {"attention_decode.topk_theta", TDACL_OP_ATTENTION_DECODE,
+     {"attention_topk", {ATTENTION_SOURCES, "attention_rows.cl", "attention_topk.cl"}}, &tdacl__topk_decode_space, 0,
+     tdacl__attention_topk_supports, tdacl__attention_problem, tdacl__attention_rows_call_options, tdacl__attention_prefill_launch},
     {"attention_prep", TDACL_OP_ATTENTION_PREP, {"attention_prep", {"common.cl", "attention_prep.cl"}}, NULL, 0, NULL, NULL, NULL, NULL},
     /* matmuls: GEMV for the few rows of decode, the tiled GEMM otherwise (matrix units first) */
     {"gemv.simt", TDACL_OP_MATMUL, {"layers", {"common.cl", "epilogue.cl", "layers.cl"}}, NULL, 0, tdacl__gemv_supports, NULL,

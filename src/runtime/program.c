@@ -231,7 +231,7 @@ static const struct {
     const char *programs; /* space-separated program names */
     const char *options;
 } class_options[] = {
-    {"intel-xe-hpc", "attention attention_entmax", "-DTDACL_SUBGROUP=16 -cl-intel-256-GRF-per-thread"},
+    {"intel-xe-hpc", "attention attention_entmax attention_topk", "-DTDACL_SUBGROUP=16 -cl-intel-256-GRF-per-thread"},
     {"intel-xe-hpc", "attention_decode", "-DTDACL_SUBGROUP=16 -DEARLY_FETCH=0 -cl-intel-256-GRF-per-thread"},
     {"intel-xe-hpg", "attention attention_entmax", "-cl-intel-256-GRF-per-thread"},
     {"intel-xe-hpg", "attention_decode", "-DEARLY_FETCH=0 -cl-intel-256-GRF-per-thread"},

@@ -31,6 +31,8 @@ attn_ref_params attn_ref_params_default(tdacl_attention_kind kind)
     p.temp_beta = 0.0;
     p.temp_gamma = 1.0;
     p.temps = NULL;
+    p.sdc = TDACL_SDC_NONE;
+    p.sdc_gamma = 0.05;
     return p;
 }
 
@@ -179,6 +181,38 @@ static double resolved_scale(const attn_ref_params *p, int d)
 
 /* ---- the weights of one query row --------------------------------------------------- */
 
+/* Top-theta over one row's n scores s, m their maximum (docs/spec.md section 1c): a key is kept
+ * when s >= theta (pre-softmax) or softmax(s) >= theta, i.e. s >= m + ln sum e^(s - m) + ln theta
+ * (post-softmax; theta <= 0 keeps all).  Kept keys weigh e^(s - m) / (R + E~), R the kept keys'
+ * sum of e^(s - m) and E~ the dropped keys' estimated share: their exact sum E (post-softmax,
+ * SDC exact), gamma (n - kept) e^(theta - m) (exp-threshold), e^(eta - m) (offline), else 0.
+ * VMC adds E~ / (R + E~) times the mean V row, that is that much spread evenly over the n keys.
+ * Out: a (the total weight), kept (the kept keys' weights, 0 for dropped ones), D as softmax's
+ * (2 a), *cut the smallest score kept. */
+static void topk_theta_weights(const attn_ref_params *p, int n, const double *s, double theta, double eta,
+                               double *a, double *kept, double *D, double *cut)
+{
+    double m = -INFINITY, z = 0.0, R = 0.0, E = 0.0;
+    for (int j = 0; j < n; j++) m = s[j] > m ? s[j] : m;
+    for (int j = 0; j < n; j++) z += exp(s[j] - m);
+    *cut = !p->theta_post ? theta : theta > 0.0 ? m + log(z) + log(theta) : -INFINITY;
+    int nkept = 0;
+    for (int j = 0; j < n; j++) {
+        if (s[j] >= *cut) R += exp(s[j] - m), nkept++;
+        else E += exp(s[j] - m);
+    }
+    double est = 0.0;
+    if (p->theta_post || p->sdc == TDACL_SDC_EXACT) est = E;
+    else if (p->sdc == TDACL_SDC_EXP_THRESHOLD) est = p->sdc_gamma * (n - nkept) * exp(theta - m);
+    else if (p->sdc == TDACL_SDC_OFFLINE) est = exp(eta - m);
+    const double den = R + est, spread = p->vmc && den > 0.0 ? est / den / n : 0.0;
+    for (int j = 0; j < n; j++) {
+        kept[j] = s[j] >= *cut && den > 0.0 ? exp(s[j] - m) / den : 0.0;
+        a[j] = kept[j] + spread;
+        D[j] = 2.0 * a[j];
+    }
+}
+
 /* Scores and weights of one row over its n visible keys (keys 0..n-1).
  * In:  s1, s2 (scores of view 1 and 2; s2 unused for one-view kinds), tau of the row.
  * Out: a1, a2 (the per-view weights), a (the final weight) and D (first-order bound on
@@ -243,6 +277,8 @@ static void row_weights(const attn_ref_params *p, int n, const double *s1, const
         }
         break;
     }
+    case TDACL_ATTN_TOPK_THETA: /* topk_theta_weights, which needs the row's table entries */
+        break;
     case TDACL_ATTN_DIFF_SOFTMAX:
         attn_ref_softmax(s1, n, a1);
         attn_ref_softmax(s2, n, a2);
@@ -334,7 +370,15 @@ int attn_ref_attention(const attn_ref_params *p, attn_ref_shape sh, attn_ref_inp
                     }
                     if (smag[j] + fabs(tau) > row_smag) row_smag = smag[j] + fabs(tau);
                 }
-                row_weights(p, n, s1, s2, &tau, temp, a1, a2, a, D);
+                if (p->kind == TDACL_ATTN_TOPK_THETA) {
+                    /* a1 = a (the whole weight, VMC's share included), a2 = the kept keys' weights */
+                    const int rid = (n > 0 ? n - 1 : 0) < p->nthr - 1 ? (n > 0 ? n - 1 : 0) : p->nthr - 1;
+                    const double eta = p->log_mass ? p->log_mass[(size_t)h * p->nthr + rid] : 0.0;
+                    topk_theta_weights(p, n, s1, p->thresholds[(size_t)h * p->nthr + rid], eta, a1, a2, D, &tau);
+                    memcpy(a, a1, (size_t)n * sizeof *a);
+                } else {
+                    row_weights(p, n, s1, s2, &tau, temp, a1, a2, a, D);
+                }
 
                 /* output row: y = sum_j a_ij v_j, then Norm and the output scale */
                 size_t orow = (head * Tq + i) * dv;
@@ -364,10 +408,11 @@ int attn_ref_attention(const attn_ref_params *p, attn_ref_shape sh, attn_ref_inp
                     if (nviews == 2) counts->survivors[1] += (uint64_t)n;
                     continue;
                 }
+                const int topk = p->kind == TDACL_ATTN_TOPK_THETA;
                 for (int j = 0; j < n; j++) {
-                    counts->zero_weights += a[j] == 0.0;
-                    counts->survivors[0] += a1[j] != 0.0;
-                    counts->survivors[1] += a2[j] != 0.0;
+                    counts->zero_weights += (topk ? a2[j] : a[j]) == 0.0;
+                    counts->survivors[0] += (topk ? a2[j] : a1[j]) != 0.0;
+                    counts->survivors[1] += !topk && a2[j] != 0.0;
                     /* distance from the threshold (rela: from 0) in every view */
                     double margin = fabs(s1[j] - tau);
                     if (nviews == 2 && fabs(s2[j] - tau) < margin) margin = fabs(s2[j] - tau);

@@ -33,6 +33,13 @@ typedef struct attn_ref_params {
      * n keys (temps: [H][3] per head, or NULL for the scalars) */
     double alpha, temp_delta, temp_beta, temp_gamma;
     const double *temps;
+    /* topk_theta: thresholds [H][nthr] (row id n - 1 at column min(n - 1, nthr - 1)), compared
+     * with the scores (theta_post 0) or the softmax weights (1); sdc, sdc_gamma and the offline
+     * table log_mass [H][nthr]; vmc (docs/spec.md section 1c) */
+    const double *thresholds, *log_mass;
+    int nthr, theta_post, vmc;
+    tdacl_sdc sdc;
+    double sdc_gamma;
 } attn_ref_params;
 
 /* Every field of a default-initialised params struct set to the documented defaults:
@@ -62,13 +69,15 @@ typedef struct attn_ref_outputs {
     double *key_margin; /* [B,H,Tk] min over visible queries (and both views) of |s - tau|;
                            INFINITY for keys no query sees and for softmax kinds */
     double *row_margin; /* [B,H,Tq] min over the row's visible keys of |s - tau| (entmax:
-                           the row's own threshold in score units); INFINITY for softmax kinds */
+                           the row's own threshold in score units; topk_theta: the smallest
+                           score kept); INFINITY for softmax kinds */
 } attn_ref_outputs;
 
 typedef struct attn_ref_counts {
     uint64_t visible_pairs; /* causally visible (query, key) pairs, all heads */
-    uint64_t zero_weights;  /* exact zeros of the final weight among them (0 for softmax kinds) */
-    uint64_t survivors[2];  /* non-zero weights of view 1 and view 2 */
+    uint64_t zero_weights;  /* exact zeros of the final weight among them (0 for softmax kinds;
+                               topk_theta: the dropped keys, whatever VMC adds) */
+    uint64_t survivors[2];  /* non-zero weights of view 1 and view 2 (topk_theta: kept keys) */
     double min_margin;      /* min |s - tau| over visible pairs (rela: tau = 0); INFINITY for
                                softmax kinds */
     double max_smag;        /* max of row_smag */

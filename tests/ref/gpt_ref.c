@@ -191,7 +191,8 @@ int gpt_ref_attention(const gpt_ref_model *m, const gpt_ref_layer *L, int T, con
                 for (int j = 0; j < n; j++) w[j] = nv == 2 ? a[j] - lc * a[T + j] : a[j];
                 break;
             }
-            case TDACL_ATTN_ENTMAX: /* models refuse it (model_config.c): NaN fails any comparison */
+            case TDACL_ATTN_ENTMAX: /* models refuse these (model_config.c): NaN fails any comparison */
+            case TDACL_ATTN_TOPK_THETA:
                 for (int j = 0; j < n; j++) w[j] = NAN;
                 break;
             }
