@@ -67,13 +67,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     PREFILL_KERNEL_ARGS,
     __global const float *temps, float am1, float e, int emode, float t_delta, float t_beta, float t_gamma)
 {
-    __local float4 Qs4[BM * QS4];
-    __local float4 R4[REGION / 4];
-    __local float *Qs = (__local float *)Qs4, *R = (__local float *)R4;
-    __local float Ws[BM * WS];
-    __local float red[2 * NT];
-    __local int flag;
-    __local uint counters[4];
+    ROW_TILE_LOCALS;
     __local float cand[BM * CAP];
     __local int ncand[BM];
     __local uint tile_mark[MAXT / 32];
@@ -98,20 +92,14 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     const long last_row = min(m0 + BM, Tq) - 1;
     const long kend = min(Tk, offset + last_row + 1);
     const int ntiles = (int)((kend + BN - 1) / BN);
-    const long kb_off = k_off + b * ks.s0 + h * ks.s1;
-    const long vb_off = v_off + b * vs.s0 + h * vs.s1;
-    float u[NJ];
-#if PREFETCH
-    float4 kreg[KREGS];
-#endif
+    ROW_TILE_PRIVATE;
 
     /* pass 0: the row maximum; a NaN score makes the row NaN */
     float m = -INFINITY;
     int row_nan = 0;
     if (ntiles > 0) K_FIRST(0L);
     for (int kt = 0; kt < ntiles; kt++) {
-        K_STAGE((long)kt * BN, (long)(kt + 1) * BN, kt + 1 < ntiles);
-        score_keys(u, Qs4, R4, r, l, (long)kt * BN, nvis, cr);
+        STAGE_AND_SCORE((long)kt * BN, (long)(kt + 1) * BN, kt + 1 < ntiles, cr);
 UNROLL
         for (int t = 0; t < NJ; t++) m = fmax(m, u[t]), row_nan |= isnan(u[t]);
     }
@@ -142,8 +130,7 @@ UNROLL
             const float keep = done ? tau : lo;
             if (ntiles > 0) K_FIRST(0L);
             for (int kt = 0; kt < ntiles; kt++) {
-                K_STAGE((long)kt * BN, (long)(kt + 1) * BN, kt + 1 < ntiles);
-                score_keys(u, Qs4, R4, r, l, (long)kt * BN, nvis, cr);
+                STAGE_AND_SCORE((long)kt * BN, (long)(kt + 1) * BN, kt + 1 < ntiles, cr);
                 int marked = 0;
 UNROLL
                 for (int t = 0; t < NJ; t++) {
@@ -203,8 +190,7 @@ UNROLL
     while (kt < ntiles) {
         const long n0 = (long)kt * BN;
         const int next = next_tile(kt, ntiles, marks, tile_mark);
-        K_STAGE(n0, (long)next * BN, next < ntiles);
-        score_keys(u, Qs4, R4, r, l, n0, nvis, cr);
+        STAGE_AND_SCORE(n0, (long)next * BN, next < ntiles, cr);
         int any = 0;
 UNROLL
         for (int t = 0; t < NJ; t++) {

@@ -79,6 +79,17 @@ inline void load8(float4 *lo, float4 *hi, __global const void *x, long base, lon
     }
 #endif
 
+/* The local memory every row-tiled kernel declares: the query block (Qs), the K tile or a V
+ * tile (R), a tile's weights (Ws), a reduction buffer, a flag and the statistics counters. */
+#define ROW_TILE_LOCALS                                                                          \
+    __local float4 Qs4[BM * QS4];                                                                \
+    __local float4 R4[REGION / 4];                                                               \
+    __local float *Qs = (__local float *)Qs4, *R = (__local float *)R4;                          \
+    __local float Ws[BM * WS];                                                                   \
+    __local float red[2 * NT];                                                                   \
+    __local int flag;                                                                            \
+    __local uint counters[4]
+
 /* Scaled scores u of this work-item's keys n0 + l + LPR*t of the staged tile; -INFINITY
  * where row r does not see the key (key index >= nvis). */
 inline void score_keys(float *u, __local const float4 *Qs4, __local const float4 *Ks4, int r, int l, long n0,
@@ -172,6 +183,27 @@ inline int group_any(__local int *flag, int mine)
             if (idx_ < BN * (D / CW)) STORE_CHUNK(u_, idx_);                                     \
         }                                                                                        \
         barrier(CLK_LOCAL_MEM_FENCE);                                                            \
+    } while (0)
+
+/* Each work-item's: its head's K and V offsets, its scores of a tile (u) and, with PREFETCH,
+ * the next K tile's registers. */
+#if PREFETCH
+#define ROW_TILE_PRIVATE                                                                         \
+    const long kb_off = k_off + b * ks.s0 + h * ks.s1, vb_off = v_off + b * vs.s0 + h * vs.s1;  \
+    float u[NJ];                                                                                 \
+    float4 kreg[KREGS]
+#else
+#define ROW_TILE_PRIVATE                                                                         \
+    const long kb_off = k_off + b * ks.s0 + h * ks.s1, vb_off = v_off + b * vs.s0 + h * vs.s1;  \
+    float u[NJ]
+#endif
+
+/* The tile at n0 staged (the next at nn0 in flight when has_next) and this work-item's
+ * scores of it, scaled by cr, in u. */
+#define STAGE_AND_SCORE(n0, nn0, has_next, cr)                                                   \
+    do {                                                                                         \
+        K_STAGE(n0, nn0, has_next);                                                              \
+        score_keys(u, Qs4, R4, r, l, n0, nvis, cr);                                              \
     } while (0)
 
 /* Before a loop over tiles (first tile at n0), and at the top of each iteration (tile n0;

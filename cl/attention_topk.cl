@@ -51,13 +51,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     __global const float *thresholds, long nthr, __global const float *log_mass, __global const float *v_sum,
     int post, int sdc, float sdc_gamma, int vmc, __global float *part, long split_len, int nsplit)
 {
-    __local float4 Qs4[BM * QS4];
-    __local float4 R4[REGION / 4];
-    __local float *Qs = (__local float *)Qs4, *R = (__local float *)R4;
-    __local float Ws[BM * WS];
-    __local float red[2 * NT];
-    __local int flag;
-    __local uint counters[4];
+    ROW_TILE_LOCALS;
 
     const int tid = get_local_id(0), r = tid / LPR, l = tid - (tid / LPR) * LPR;
     ATTENTION_HEAD(H, lambdas, lambda);
@@ -79,12 +73,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     const long k0 = split * split_len;
     const long kend = min(min(Tk, offset + last_row + 1), k0 + split_len);
     const int ntiles = kend > k0 ? (int)((kend - k0 + BN - 1) / BN) : 0;
-    const long kb_off = k_off + b * ks.s0 + h * ks.s1;
-    const long vb_off = v_off + b * vs.s0 + h * vs.s1;
-    float u[NJ];
-#if PREFETCH
-    float4 kreg[KREGS];
-#endif
+    ROW_TILE_PRIVATE;
 
     /* post-softmax, a first pass: this work-item's maximum and its sum of e^(a - m), rescaled
      * as its maximum grows; then the row's (one split: the host does not split post-softmax) */
@@ -93,9 +82,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     if (post) {
         if (ntiles > 0) K_FIRST(k0);
         for (int kt = 0; kt < ntiles; kt++) {
-            const long n0 = k0 + (long)kt * BN;
-            K_STAGE(n0, n0 + BN, kt + 1 < ntiles);
-            score_keys(u, Qs4, R4, r, l, n0, nvis, scale);
+            STAGE_AND_SCORE(k0 + (long)kt * BN, k0 + (long)(kt + 1) * BN, kt + 1 < ntiles, scale);
             float tm = -INFINITY;
 UNROLL
             for (int t = 0; t < NJ; t++) tm = fmax(tm, u[t]);
@@ -121,8 +108,7 @@ UNROLL
     if (ntiles > 0) K_FIRST(k0);
     for (int kt = 0; kt < ntiles; kt++) {
         const long n0 = k0 + (long)kt * BN;
-        K_STAGE(n0, n0 + BN, kt + 1 < ntiles);
-        score_keys(u, Qs4, R4, r, l, n0, nvis, scale);
+        STAGE_AND_SCORE(n0, n0 + BN, kt + 1 < ntiles, scale);
         float tm = -INFINITY;
         int tnan = 0;
 UNROLL

@@ -391,16 +391,25 @@ static size_t entmax_local(const tdacl_kernel_space *ks, const tdacl_problem *p,
     return 4 * (bm * qs + (kt > vt ? kt : vt) + bm * (bn + 1) + 2 * nt + bm * cap + bm) + 4 + 16 + 128;
 }
 
-static int entmax_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
-                        const tdacl_param_values *v, char *why, size_t n)
+/* The row tiling's constraints (cl/attention_rows.cl), shared by entmax and Top-theta: BM rows
+ * of LPR work-items, BN keys a tile split evenly over a row's work-items, as the output
+ * columns are. */
+static int row_tiles_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
+                           const tdacl_param_values *v, char *why, size_t n)
 {
     const int bm = P("BM"), bn = P("BN"), lpr = P("LPR");
     if (bm <= 0 || bn <= 0 || lpr <= 0) return snprintf(why, n, "parameters must be positive"), 1;
     if (bn % lpr) return snprintf(why, n, "BN=%d is not a multiple of LPR=%d", bn, lpr), 1;
     if (p->dv % lpr) return snprintf(why, n, "dv=%d (padded) is not a multiple of LPR=%d", p->dv, lpr), 1;
     if (bn > 128 || bm > 64) return snprintf(why, n, "BM=%d/BN=%d too large", bm, bn), 1;
-    if (P("CAP") < 1) return snprintf(why, n, "CAP must be positive"), 1;
     return work_group_fits(dev, bm * lpr, why, n) ? 0 : 1;
+}
+
+static int entmax_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
+                        const tdacl_param_values *v, char *why, size_t n)
+{
+    if (P("CAP") < 1) return snprintf(why, n, "CAP must be positive"), 1;
+    return row_tiles_check(ks, dev, p, v, why, n);
 }
 
 static const tdacl_class_default entmax_classes[] = {{NULL, -1, 0, NULL, 0}};
@@ -441,13 +450,8 @@ static size_t topk_local(const tdacl_kernel_space *ks, const tdacl_problem *p, c
 static int topk_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
                       const tdacl_param_values *v, char *why, size_t n)
 {
-    const int bm = P("BM"), bn = P("BN"), lpr = P("LPR");
-    if (bm <= 0 || bn <= 0 || lpr <= 0) return snprintf(why, n, "parameters must be positive"), 1;
-    if (bn % lpr) return snprintf(why, n, "BN=%d is not a multiple of LPR=%d", bn, lpr), 1;
-    if (p->dv % lpr) return snprintf(why, n, "dv=%d (padded) is not a multiple of LPR=%d", p->dv, lpr), 1;
-    if (bn > 128 || bm > 64) return snprintf(why, n, "BM=%d/BN=%d too large", bm, bn), 1;
     if (P("WAVES") <= 0) return snprintf(why, n, "WAVES must be positive"), 1;
-    return work_group_fits(dev, bm * lpr, why, n) ? 0 : 1;
+    return row_tiles_check(ks, dev, p, v, why, n);
 }
 
 const tdacl_kernel_space tdacl__topk_space = {
