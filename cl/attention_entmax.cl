@@ -203,7 +203,7 @@ UNROLL
         }
         if (group_any(&flag, any)) { /* uniform: some weight in this tile */
             vtiles++;
-            STAGE_ROWS(R, DV, DV / 4, v, vb_off, vs.s2, vs.s3, n0, Tk, BN, dv); /* K reads ended at group_any */
+            STAGE_V(n0, 0); /* K reads ended at group_any */
             barrier(CLK_LOCAL_MEM_FENCE);
             for (int j = 0; j < BN; j++) {
                 const float w = Ws[r * WS + j];

@@ -185,6 +185,27 @@ inline int group_any(__local int *flag, int mine)
         barrier(CLK_LOCAL_MEM_FENCE);                                                            \
     } while (0)
 
+/* The V rows of the tile at n0 into R (row-major, stride DV), after the tile's weights are in
+ * Ws and a barrier.  Decode tiles (BM <= 4) read only the rows some row of the work-group
+ * weighs (non-zero or NaN in Ws) and zero the others, so a sparse decode reads only its
+ * surviving V rows; wider tiles, and `all` (every visible row needed), read the whole tile. */
+#define SPARSE_V (BM <= 4)
+#define STAGE_V(n0, all)                                                                         \
+    do {                                                                                         \
+        if (!SPARSE_V || (all)) {                                                                \
+            STAGE_ROWS(R, DV, DV / 4, v, vb_off, vs.s2, vs.s3, n0, Tk, BN, dv);                  \
+        } else {                                                                                 \
+            for (int idx_ = tid; idx_ < BN * (DV / 4); idx_ += NT) {                             \
+                const int rr_ = idx_ / (DV / 4), c4_ = idx_ - (idx_ / (DV / 4)) * (DV / 4);      \
+                int used_ = 0;                                                                   \
+                for (int i_ = 0; i_ < BM; i_++) used_ |= Ws[i_ * WS + rr_] != 0.0f;              \
+                const float4 x_ = used_ ? load4(v, vb_off, vs.s2, vs.s3, (n0) + rr_, Tk, c4_, dv) \
+                                        : (float4)(0.0f);                                        \
+                vstore4(x_, 0, R + rr_ * DV + 4 * c4_);                                          \
+            }                                                                                    \
+        }                                                                                        \
+    } while (0)
+
 /* Each work-item's: its head's K and V offsets, its scores of a tile (u) and, with PREFETCH,
  * the next K tile's registers. */
 #if PREFETCH

@@ -139,7 +139,7 @@ UNROLL
         }
         if (group_any(&flag, any || dense_v)) { /* uniform: some weight in this tile, or the mean needs it */
             vtiles++;
-            STAGE_ROWS(R, DV, DV / 4, v, vb_off, vs.s2, vs.s3, n0, Tk, BN, dv); /* K reads ended at group_any */
+            STAGE_V(n0, dense_v); /* K reads ended at group_any */
             barrier(CLK_LOCAL_MEM_FENCE);
             for (int j = 0; j < BN; j++) {
                 const float w = Ws[r * WS + j];
