@@ -262,6 +262,12 @@ static void test_local_memory_formulas(void **state)
     check_attention_local(prefill_ctx, TDACL_ATTN_TRA, TDACL_F32, 64, 64, "attention.simt", "BM=32 BN=32 TM=4 TN=4 VC=32 KUNROLL=1");
     check_attention_local(prefill_ctx, TDACL_ATTN_DIFF_SOFTMAX, TDACL_F32, 32, 64, "attention.simt",
                           "BM=16 BN=16 TM=4 TN=4 VC=8 KUNROLL=1");
+    /* the row-tiled kernels (their optimized PoCL builds take 2 minutes each): entmax (its
+     * candidate cache) and Top-theta, a decode tile each */
+    check_attention_local(prefill_ctx, TDACL_ATTN_ENTMAX, TDACL_F32, 64, 3, "attention_decode.entmax",
+                          "BM=4 BN=32 LPR=8 CAP=64");
+    check_attention_local(prefill_ctx, TDACL_ATTN_TOPK_THETA, TDACL_BF16, 64, 3, "attention_decode.topk_theta",
+                          "BM=4 BN=64 LPR=16");
     if (cpu) tdacl_context_destroy(prefill_ctx);
     /* a decode of 3 query rows (TQP 4), optimized: unoptimized PoCL counts more than the
      * declarations of attention_decode_part */
@@ -271,9 +277,6 @@ static void test_local_memory_formulas(void **state)
     check_attention_local(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 1, "attention_decode.simt", "NTD=128");
     check_attention_local(ctx, TDACL_ATTN_DIFF_SOFTMAX, TDACL_BF16, 64, 2, "attention_decode.simt", "NTD=32");
     check_attention_local(ctx, TDACL_ATTN_SOFTMAX, TDACL_F32, 64, 1, "attention_decode.simt", "NTD=64");
-    /* the row-tiled kernels: entmax (its candidate cache) and Top-theta, a decode tile each */
-    check_attention_local(ctx, TDACL_ATTN_ENTMAX, TDACL_F32, 64, 3, "attention_decode.entmax", "BM=4 BN=32 LPR=8 CAP=64");
-    check_attention_local(ctx, TDACL_ATTN_TOPK_THETA, TDACL_BF16, 64, 3, "attention_decode.topk_theta", "BM=4 BN=64 LPR=16");
     /* the tensor-core kernel through its portable body (TDACL_MMA_EMULATE) */
     setenv("TDACL_MMA_EMULATE", "1", 1);
     check_attention_local(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 64, "attention.mma", "BN=32 NWARPS=4 MT=1");
