@@ -9,6 +9,7 @@
 #include "bench.h"
 #include "ops/attention.h"
 #include "ops/gemm.h"
+#include "tools/tuner.h"
 
 static bench_row *new_row(bench_run *run, int dev, const char *suite, const char *name)
 {
@@ -99,27 +100,15 @@ static int is_kind_selected(const bench_options *o, const char *kind)
 }
 
 /* topk_theta's thresholds [H, Tk] for the bench's inputs: q, k ~ N(0, 1) make every score
- * q.k / sqrt(d) ~ N(0, 1), so row id r (r + 1 keys) keeps about k of them at the upper
- * k / (r + 1) quantile of N(0, 1) (found by bisection on erfc); rows of at most k keys keep
- * all (-inf).  What a calibration would find on such data, without running one. */
+ * q.k / sqrt(d) ~ N(0, 1), so row id r keeps about k of its r + 1 keys at the upper
+ * k / (r + 1) quantile of N(0, 1) (tdacl__topk_normal_threshold); what a calibration would
+ * find on such data, without running one. */
 static tdacl_status topk_thresholds(tdacl_context *ctx, int64_t H, int64_t Tk, int64_t k, tdacl_tensor **out)
 {
     float *th = malloc((size_t)(H * Tk) * sizeof *th);
     if (!th) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "tdacl-bench: out of memory");
-    for (int64_t r = 0; r < Tk; r++) {
-        double x = -INFINITY;
-        if (r + 1 > k) {
-            const double tail = (double)k / (double)(r + 1);
-            double lo = -10.0, hi = 10.0;
-            for (int it = 0; it < 60; it++) {
-                const double mid = 0.5 * (lo + hi);
-                if (0.5 * erfc(mid / sqrt(2.0)) > tail) lo = mid;
-                else hi = mid;
-            }
-            x = 0.5 * (lo + hi);
-        }
-        for (int64_t h = 0; h < H; h++) th[h * Tk + r] = (float)x;
-    }
+    for (int64_t r = 0; r < Tk; r++)
+        for (int64_t h = 0; h < H; h++) th[h * Tk + r] = (float)tdacl__topk_normal_threshold(r, k);
     const int64_t shape[2] = {H, Tk};
     tdacl_status st = tdacl_tensor_create(ctx, TDACL_F32, 2, shape, out);
     if (!st) st = tdacl_tensor_upload(*out, th, TDACL_F32, H * Tk);

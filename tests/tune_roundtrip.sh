@@ -80,3 +80,18 @@ if ! grep -qE "^attention_entmax .* kind=entmax dtype=f32 d=32 " "$WORK/entmax.t
     exit 1
 fi
 echo "PASS: attention_entmax wrote an entry, no candidate wrong"
+# 6. the Top-theta decode row: thresholds keeping ~16 keys of N(0, 1) scores on the device and
+#    in the tuner's reference alike (tdacl__topk_normal_threshold), key splits included
+"$TDACL" tune --kernel attention_topk_decode --kinds topk_theta --dtype f32 --d 32 --T 300 --B 1 --H 2 \
+    --budget 10 --strategy random --seed 7 --out "$WORK/topk.tdb" >"$WORK/tune-topk.log" 2>&1 || {
+    cat "$WORK/tune-topk.log"
+    echo "FAIL: tdacl tune --kernel attention_topk_decode exited non-zero"
+    exit 1
+}
+if ! grep -qE "^attention_topk_decode .* kind=topk_theta dtype=f32 d=32 " "$WORK/topk.tdb" ||
+    ! grep -q " 0 wrong against the reference" "$WORK/tune-topk.log"; then
+    echo "FAIL: no attention_topk_decode entry, or candidates wrong against the reference"
+    cat "$WORK/topk.tdb" "$WORK/tune-topk.log"
+    exit 1
+fi
+echo "PASS: attention_topk_decode wrote an entry, no candidate wrong"

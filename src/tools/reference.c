@@ -2,6 +2,7 @@
  * suite has its own, independent oracle in tests/ref/).  Straight from docs/spec.md section 1: for
  * each query row, score every visible key, turn scores into weights, sum weights x v. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "base/kinds.h"
@@ -43,6 +44,32 @@ static void entmax_weights(const tdacl_attention_desc *a, int n, double *s)
     for (int j = 0; j < n; j++) s[j] /= sum;
 }
 
+double tdacl__topk_normal_threshold(int64_t row_id, int64_t k)
+{
+    if (row_id + 1 <= k) return -INFINITY;
+    const double tail = (double)k / (double)(row_id + 1);
+    double lo = -10.0, hi = 10.0;
+    for (int it = 0; it < 60; it++) { /* P(x > mid) = erfc(mid / sqrt 2) / 2 falls with mid */
+        const double mid = 0.5 * (lo + hi);
+        if (0.5 * erfc(mid / sqrt(2.0)) > tail) lo = mid;
+        else hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+/* topk_theta (docs/spec.md section 1c) as the tuner runs it -- pre-softmax, no compensation,
+ * thresholds tdacl__topk_normal_threshold(row id, TDACL_TUNE_TOPK): softmax over the kept
+ * scores (all zero when none is kept). */
+static void topk_weights(int n, double *s)
+{
+    const double theta = (float)tdacl__topk_normal_threshold(n - 1, TDACL_TUNE_TOPK); /* as the device holds it */
+    double mx = -INFINITY, sum = 0;
+    for (int j = 0; j < n; j++)
+        if (s[j] > mx) mx = s[j];
+    for (int j = 0; j < n; j++) sum += (s[j] = s[j] >= theta ? exp(s[j] - mx) : 0.0);
+    for (int j = 0; j < n; j++) s[j] = sum > 0 ? s[j] / sum : 0.0;
+}
+
 /* Weights of one view for query row i (w has `visible` entries). */
 static void row_weights(const tdacl_attention_desc *a, const float *q, const float *k, int d, long pos,
                         int visible, double *w)
@@ -65,7 +92,8 @@ static void row_weights(const tdacl_attention_desc *a, const float *q, const flo
             if (s > mx) mx = s;
         } else {
             double x = s - tau;
-            w[j] = a->kind == TDACL_ATTN_ENTMAX ? s : x > 0 ? (kind->rectified_power ? pow(x, a->power) : x) : 0.0;
+            w[j] = a->kind == TDACL_ATTN_ENTMAX || a->kind == TDACL_ATTN_TOPK_THETA ? s
+                   : x > 0 ? (kind->rectified_power ? pow(x, a->power) : x) : 0.0;
         }
     }
     if (softmax) {
@@ -74,6 +102,7 @@ static void row_weights(const tdacl_attention_desc *a, const float *q, const flo
         for (int j = 0; j < visible; j++) w[j] /= sum;
     }
     if (a->kind == TDACL_ATTN_ENTMAX) entmax_weights(a, visible, w);
+    if (a->kind == TDACL_ATTN_TOPK_THETA) topk_weights(visible, w);
 }
 
 void tdacl__reference_attention(const tdacl_attention_desc *a, int B, int H, int Tq, int Tk, int d, int dv,

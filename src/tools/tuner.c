@@ -75,7 +75,7 @@ struct target {
 /* -- attention -- */
 
 typedef struct attn_problem {
-    tdacl_tensor *q, *k, *v, *q2, *k2, *out;
+    tdacl_tensor *q, *k, *v, *q2, *k2, *out, *thresholds;
     tdacl_attention_tensors t;
     tdacl_attention_plan plan;
 } attn_problem;
@@ -89,6 +89,7 @@ static void attn_free_problem(attn_problem *p)
 {
     tdacl_tensor_destroy(p->q), tdacl_tensor_destroy(p->k), tdacl_tensor_destroy(p->v);
     tdacl_tensor_destroy(p->q2), tdacl_tensor_destroy(p->k2), tdacl_tensor_destroy(p->out);
+    tdacl_tensor_destroy(p->thresholds);
     memset(p, 0, sizeof *p);
 }
 
@@ -118,8 +119,19 @@ static tdacl_status attn_make(tdacl_context *ctx, const tdacl_tune_job *job, int
         }
     }
     if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 4, qs, &p->out);
+    if (!st && job->kind == TDACL_ATTN_TOPK_THETA) { /* thresholds for N(0, 1) scores, as the reference's */
+        const int64_t ts[2] = {H, Tk};
+        float *th = malloc((size_t)(H * Tk) * sizeof *th);
+        if (!th) st = tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "tuner: out of memory");
+        for (int64_t r = 0; th && r < Tk; r++)
+            for (int64_t h = 0; h < H; h++) th[h * Tk + r] = (float)tdacl__topk_normal_threshold(r, TDACL_TUNE_TOPK);
+        if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 2, ts, &p->thresholds);
+        if (!st) st = tdacl_tensor_upload(p->thresholds, th, TDACL_F32, H * Tk);
+        free(th);
+    }
     if (!st) {
         p->t.q = p->q, p->t.k = p->k, p->t.v = p->v, p->t.q2 = p->q2, p->t.k2 = p->k2, p->t.out = p->out;
+        p->t.thresholds = p->thresholds;
         tdacl_attention_desc desc;
         tdacl_attention_desc_init(&desc);
         desc.kind = (tdacl_attention_kind)job->kind;

@@ -23,6 +23,13 @@ typedef void (*tdacl_reference_fn)(const tdacl_attention_desc *desc, int B, int 
                                    int dv, const float *q, const float *k, const float *v, const float *q2,
                                    const float *k2, float *out);
 
+/* topk_theta without a calibration (the tuner's and the bench's inputs): the pre-softmax
+ * threshold of row id r that keeps about k of r + 1 scores drawn from N(0, 1) -- the upper
+ * k / (r + 1) quantile of N(0, 1), -inf (keep all) for r + 1 <= k.  The tuner uses k =
+ * TDACL_TUNE_TOPK, and its reference the same thresholds. */
+#define TDACL_TUNE_TOPK 16
+double tdacl__topk_normal_threshold(int64_t row_id, int64_t k);
+
 /* The library's own double-precision reference (src/tools/reference.c). */
 void tdacl__reference_attention(const tdacl_attention_desc *desc, int B, int H, int Tq, int Tk, int d, int dv,
                                 const float *q, const float *k, const float *v, const float *q2,
