@@ -107,8 +107,7 @@ static tdacl_status topk_thresholds(tdacl_context *ctx, int64_t H, int64_t Tk, i
 {
     float *th = malloc((size_t)(H * Tk) * sizeof *th);
     if (!th) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "tdacl-bench: out of memory");
-    for (int64_t r = 0; r < Tk; r++)
-        for (int64_t h = 0; h < H; h++) th[h * Tk + r] = (float)tdacl__topk_normal_threshold(r, k);
+    tdacl__topk_normal_thresholds(H, Tk, k, th);
     const int64_t shape[2] = {H, Tk};
     tdacl_status st = tdacl_tensor_create(ctx, TDACL_F32, 2, shape, out);
     if (!st) st = tdacl_tensor_upload(*out, th, TDACL_F32, H * Tk);

@@ -1222,13 +1222,34 @@ static void test_entmax_decode(void **state)
     check_decode_rows(state, &c, 2, 1, "PREFETCH=1", 0);
 }
 
+/* A hand-edited problem (B = 1 or more) through the prefill path against the reference:
+ * outputs within tolerance and exact statistics; returns the outputs and their tolerances
+ * (the caller's to free) for checks of its own. */
+static void check_problem(void **state, const problem *pb, const char *what, double **got, double **tol,
+                          tdacl_attention_stats *st)
+{
+    tdacl_context *ctx = ctx_of(state);
+    const attn_case *c = &pb->c;
+    ref_out r;
+    ref_compute(pb, c->Tq, c->offset, pb->q, pb->q2, &r, NULL);
+    dev_problem dp;
+    dev_upload(ctx, pb, &dp);
+    size_t n = (size_t)c->B * c->H * c->Tq * c->dv;
+    *got = xcalloc(n, sizeof(double)), *tol = xcalloc(n, sizeof(double));
+    dev_run(ctx, c, &dp, 0, c->Tq, -1, TDACL_PATH_PREFILL, NULL, *got, st);
+    tolerance(c, c->Tq, &r, pb->gain, *tol);
+    compare(c, what, c->Tq, *got, r.out, *tol);
+    check_stats(c, what, st, &r.counts, TDACL_PATH_PREFILL);
+    ref_free(&r);
+    dev_free(&dp);
+}
+
 /* Ties and extremes on variant A, against the reference (checked by hand above): keys 4..8
  * of head 0 equal (tied scores), query row 10 of head 0 aligned with key 3 and 8x longer
  * (one survivor), and every key of head 1 the same (uniform weights, where the threshold
  * sits exactly at the bracket's end). */
 static void test_entmax_ties(void **state)
 {
-    tdacl_context *ctx = ctx_of(state);
     for (int a = 0; a < 4; a++) {
         attn_case c = make_case(TDACL_ATTN_ENTMAX, VAR_A, 17, 17, -1);
         c.B = 1, c.alpha = ENTMAX_ALPHAS[a];
@@ -1243,22 +1264,12 @@ static void test_entmax_ties(void **state)
         keep_rows_off_threshold(&pb, &rr);
         for (int e = 0; e < d; e++)
             if (pb.q[10 * (size_t)d + e] != 8.0 * pb.k[3 * (size_t)d + e]) fail_msg("alpha %g: row 10 was re-drawn", c.alpha);
-        ref_out r;
-        ref_compute(&pb, c.Tq, c.offset, pb.q, pb.q2, &r, NULL);
-        dev_problem dp;
-        dev_upload(ctx, &pb, &dp);
-        size_t n = (size_t)c.H * c.Tq * c.dv;
-        double *got = xcalloc(n, sizeof(double)), *tol = xcalloc(n, sizeof(double));
+        double *got, *tol;
         tdacl_attention_stats st;
-        dev_run(ctx, &c, &dp, 0, c.Tq, -1, TDACL_PATH_PREFILL, NULL, got, &st);
-        tolerance(&c, c.Tq, &r, NULL, tol);
-        compare(&c, "ties", c.Tq, got, r.out, tol);
-        check_stats(&c, "ties", &st, &r.counts, TDACL_PATH_PREFILL);
+        check_problem(state, &pb, "ties", &got, &tol, &st);
         /* the single survivor: row 10's output is v_3 itself */
         for (int e = 0; e < c.dv; e++) assert_true(fabs(got[10 * (size_t)c.dv + e] - pb.v[3 * (size_t)c.dv + e]) <= tol[10 * c.dv + e]);
         free(got), free(tol);
-        ref_free(&r);
-        dev_free(&dp);
         problem_free(&pb);
     }
 }
@@ -1341,7 +1352,6 @@ static void test_topk_decode(void **state)
  * whole weight goes to the mean V row; post-softmax (theta 2 > any weight) the same. */
 static void test_topk_drop_all(void **state)
 {
-    tdacl_context *ctx = ctx_of(state);
     static const struct { int post; tdacl_sdc sdc; int vmc; } m[3] = {
         {0, TDACL_SDC_NONE, 1}, {0, TDACL_SDC_EXACT, 1}, {1, TDACL_SDC_NONE, 1}};
     for (int i = 0; i < 3; i++) {
@@ -1350,17 +1360,9 @@ static void test_topk_drop_all(void **state)
         problem pb;
         problem_generate(&pb, &c);
         for (int h = 0; h < c.H; h++) pb.thresholds[h] = m[i].post ? 2.0 : 1e4;
-        ref_out r;
-        ref_compute(&pb, c.Tq, c.offset, pb.q, pb.q2, &r, NULL);
-        dev_problem dp;
-        dev_upload(ctx, &pb, &dp);
-        size_t n = (size_t)c.B * c.H * c.Tq * c.dv;
-        double *got = xcalloc(n, sizeof(double)), *tol = xcalloc(n, sizeof(double));
+        double *got, *tol;
         tdacl_attention_stats st;
-        dev_run(ctx, &c, &dp, 0, c.Tq, -1, TDACL_PATH_PREFILL, NULL, got, &st);
-        tolerance(&c, c.Tq, &r, NULL, tol);
-        compare(&c, "drop all", c.Tq, got, r.out, tol);
-        check_stats(&c, "drop all", &st, &r.counts, TDACL_PATH_PREFILL);
+        check_problem(state, &pb, "drop all", &got, &tol, &st);
         assert_int_equal(st.survivors[0], 0);
         /* the mean of the visible V rows (row 5 sees 6), or 0 without compensation */
         for (int e = 0; e < c.dv; e++) {
@@ -1371,8 +1373,6 @@ static void test_topk_drop_all(void **state)
                 fail_msg("mode %d column %d: got %g, want %g", i, e, got[5 * (size_t)c.dv + e], want);
         }
         free(got), free(tol);
-        ref_free(&r);
-        dev_free(&dp);
         problem_free(&pb);
     }
 }

@@ -65,33 +65,27 @@ for run in "attention_mma tf32 64 dtype=tf32" "attention_decode_mma bf16 256 dty
     echo "PASS: $1 --dtype $2 wrote a $4 entry"
 done
 
-# 5. the entmax row: its candidates are checked against the tuner's own entmax reference
-#    (src/tools/reference.c), so an entry exists only if some candidate matched it
-"$TDACL" tune --kernel attention_entmax --kinds entmax --dtype f32 --d 32 --T 64 --B 1 --H 1 \
-    --budget 15 --strategy random --seed 7 --out "$WORK/entmax.tdb" >"$WORK/tune-entmax.log" 2>&1 || {
-    cat "$WORK/tune-entmax.log"
-    echo "FAIL: tdacl tune --kernel attention_entmax exited non-zero"
-    exit 1
+# tune_checked KERNEL KIND ARGS...: a tune of one row whose candidates are checked against the
+# tuner's own reference (src/tools/reference.c): it must write an entry with none wrong
+tune_checked() {
+    local kernel="$1" kind="$2"
+    shift 2
+    "$TDACL" tune --kernel "$kernel" --kinds "$kind" --dtype f32 --d 32 "$@" --strategy random --seed 7 \
+        --out "$WORK/$kind.tdb" >"$WORK/tune-$kind.log" 2>&1 || {
+        cat "$WORK/tune-$kind.log"
+        echo "FAIL: tdacl tune --kernel $kernel exited non-zero"
+        exit 1
+    }
+    if ! grep -qE "^$kernel .* kind=$kind dtype=f32 d=32 " "$WORK/$kind.tdb" ||
+        ! grep -q " 0 wrong against the reference" "$WORK/tune-$kind.log"; then
+        echo "FAIL: no $kernel entry, or candidates wrong against the reference"
+        cat "$WORK/$kind.tdb" "$WORK/tune-$kind.log"
+        exit 1
+    fi
+    echo "PASS: $kernel wrote an entry, no candidate wrong"
 }
-if ! grep -qE "^attention_entmax .* kind=entmax dtype=f32 d=32 " "$WORK/entmax.tdb" ||
-    ! grep -q " 0 wrong against the reference" "$WORK/tune-entmax.log"; then
-    echo "FAIL: no attention_entmax entry, or candidates wrong against the reference"
-    cat "$WORK/entmax.tdb" "$WORK/tune-entmax.log"
-    exit 1
-fi
-echo "PASS: attention_entmax wrote an entry, no candidate wrong"
+# 5. the entmax row
+tune_checked attention_entmax entmax --T 64 --B 1 --H 1 --budget 15
 # 6. the Top-theta decode row: thresholds keeping ~16 keys of N(0, 1) scores on the device and
 #    in the tuner's reference alike (tdacl__topk_normal_threshold), key splits included
-"$TDACL" tune --kernel attention_topk_decode --kinds topk_theta --dtype f32 --d 32 --T 300 --B 1 --H 2 \
-    --budget 10 --strategy random --seed 7 --out "$WORK/topk.tdb" >"$WORK/tune-topk.log" 2>&1 || {
-    cat "$WORK/tune-topk.log"
-    echo "FAIL: tdacl tune --kernel attention_topk_decode exited non-zero"
-    exit 1
-}
-if ! grep -qE "^attention_topk_decode .* kind=topk_theta dtype=f32 d=32 " "$WORK/topk.tdb" ||
-    ! grep -q " 0 wrong against the reference" "$WORK/tune-topk.log"; then
-    echo "FAIL: no attention_topk_decode entry, or candidates wrong against the reference"
-    cat "$WORK/topk.tdb" "$WORK/tune-topk.log"
-    exit 1
-fi
-echo "PASS: attention_topk_decode wrote an entry, no candidate wrong"
+tune_checked attention_topk_decode topk_theta --T 300 --B 1 --H 2 --budget 10

@@ -57,6 +57,14 @@ double tdacl__topk_normal_threshold(int64_t row_id, int64_t k)
     return 0.5 * (lo + hi);
 }
 
+void tdacl__topk_normal_thresholds(int64_t H, int64_t T, int64_t k, float *out)
+{
+    for (int64_t r = 0; r < T; r++) {
+        const float th = (float)tdacl__topk_normal_threshold(r, k);
+        for (int64_t h = 0; h < H; h++) out[h * T + r] = th;
+    }
+}
+
 /* topk_theta (docs/spec.md section 1c) as the tuner runs it -- pre-softmax, no compensation,
  * thresholds tdacl__topk_normal_threshold(row id, TDACL_TUNE_TOPK): softmax over the kept
  * scores (all zero when none is kept). */

@@ -123,8 +123,7 @@ static tdacl_status attn_make(tdacl_context *ctx, const tdacl_tune_job *job, int
         const int64_t ts[2] = {H, Tk};
         float *th = malloc((size_t)(H * Tk) * sizeof *th);
         if (!th) st = tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "tuner: out of memory");
-        for (int64_t r = 0; th && r < Tk; r++)
-            for (int64_t h = 0; h < H; h++) th[h * Tk + r] = (float)tdacl__topk_normal_threshold(r, TDACL_TUNE_TOPK);
+        else tdacl__topk_normal_thresholds(H, Tk, TDACL_TUNE_TOPK, th);
         if (!st) st = tdacl_tensor_create(ctx, TDACL_F32, 2, ts, &p->thresholds);
         if (!st) st = tdacl_tensor_upload(p->thresholds, th, TDACL_F32, H * Tk);
         free(th);

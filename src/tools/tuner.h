@@ -29,6 +29,8 @@ typedef void (*tdacl_reference_fn)(const tdacl_attention_desc *desc, int B, int 
  * TDACL_TUNE_TOPK, and its reference the same thresholds. */
 #define TDACL_TUNE_TOPK 16
 double tdacl__topk_normal_threshold(int64_t row_id, int64_t k);
+/* Those thresholds for every row id 0..T-1 of H heads: out[h * T + r], as fp32. */
+void tdacl__topk_normal_thresholds(int64_t H, int64_t T, int64_t k, float *out);
 
 /* The library's own double-precision reference (src/tools/reference.c). */
 void tdacl__reference_attention(const tdacl_attention_desc *desc, int B, int H, int Tq, int Tk, int d, int dv,
