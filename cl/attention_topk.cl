@@ -32,24 +32,25 @@ inline float2 topk_norm(float m, float rsum, float esum, float nkept, long nvis,
 
 /* Column col's sum over the row's n visible V rows, from v_sum (the sum over all Tk rows)
  * less the rows past the last visible one. */
-inline float topk_vsum_tail(__global const float *v_sum, __global const void *v, long vb_off, long4 vs, long bh, int dv,
-                            int col, long nvis, long Tk)
+inline float topk_vsum_tail(__global const float *v_sum, long vsum_off, __global const void *v, long vb_off, long4 vs,
+                            long bh, int dv, int col, long nvis, long Tk)
 {
-    float s = v_sum[bh * dv + col];
+    float s = v_sum[vsum_off + bh * dv + col];
     for (long j = nvis; j < Tk; j++) s -= LOAD(DT, v, vb_off + j * vs.s2 + col * vs.s3);
     return s;
 }
 
 /* The arguments are the prefill kernels' (cl/attention.cl; q2, k2, the norms and lambdas
  * unused), then Top-theta's: thresholds (fp32 [H][nthr]), the offline SDC table eta (fp32
- * [H][nthr], or NULL), v_sum (fp32 [B][H][dv] sums of all Tk V rows, or NULL), post, sdc
+ * [H][nthr], or NULL), v_sum (fp32 [B][H][dv] sums of all Tk V rows, or NULL) from element
+ * vsum_off of its buffer, post, sdc
  * (tdacl_sdc), sdc_gamma, vmc; then the key split: part (the partials, [B*H][Tq][nsplit]
  * PSTRIDE(dv) floats; NULL: one split, the kernel finishes the rows itself), split_len,
  * nsplit (work-group dimension 2 is query block * nsplit + split). */
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR void attention_topk_fwd(
     PREFILL_KERNEL_ARGS,
     __global const float *thresholds, long nthr, __global const float *log_mass, __global const float *v_sum,
-    int post, int sdc, float sdc_gamma, int vmc, __global float *part, long split_len, int nsplit)
+    long vsum_off, int post, int sdc, float sdc_gamma, int vmc, __global float *part, long split_len, int nsplit)
 {
     ROW_TILE_LOCALS;
 
@@ -176,7 +177,7 @@ UNROLL
 UNROLL
         for (int c = 0; c < NC; c++) {
             const int col = l + LPR * c;
-            if (v_sum && col < dv) vsum[c] = topk_vsum_tail(v_sum, v, vb_off, vs, bh, dv, col, nvis, Tk);
+            if (v_sum && col < dv) vsum[c] = topk_vsum_tail(v_sum, vsum_off, v, vb_off, vs, bh, dv, col, nvis, Tk);
             o[c] = o[c] * nd.x + nd.y * (vsum[c] / (float)nvis);
         }
     } else {
@@ -199,8 +200,8 @@ UNROLL
 #define COMBINE_NT 64
 __kernel __attribute__((reqd_work_group_size(COMBINE_NT, 1, 1))) void attention_topk_combine(
     __global const float *part, int nsplit, __global const float *thresholds, long nthr,
-    __global const float *log_mass, __global const float *v_sum, __global const void *v, long4 vs, long v_off,
-    int sdc, float sdc_gamma, int vmc, int H, long Tq, long Tk, long offset, int dv, __global const void *gain,
+    __global const float *log_mass, __global const float *v_sum, long vsum_off, __global const void *v, long4 vs,
+    long v_off, int sdc, float sdc_gamma, int vmc, int H, long Tq, long Tk, long offset, int dv, __global const void *gain,
     __global void *out, long4 os, long o_off, int norm, float norm_eps, float out_scale)
 {
     __local float red[COMBINE_NT];
@@ -239,7 +240,7 @@ __kernel __attribute__((reqd_work_group_size(COMBINE_NT, 1, 1))) void attention_
         }
         float y = o * nd.x;
         if (vmc && nvis > 0) {
-            if (v_sum) vsum = topk_vsum_tail(v_sum, v, vb_off, vs, bh, dv, col, nvis, Tk);
+            if (v_sum) vsum = topk_vsum_tail(v_sum, vsum_off, v, vb_off, vs, bh, dv, col, nvis, Tk);
             y += nd.y * (vsum / (float)nvis);
         }
         if (row_nan) y = NAN;

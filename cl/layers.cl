@@ -144,6 +144,21 @@ __kernel void kv_append(__global const void *qkv, int ld, int rows, int C, int4 
     for (int c = 0; c < C - c0; c++) STORE(ADT, dst, to + c, LOAD(ADT, qkv, from + c)); /* exact: ADT to ADT */
 }
 
+/* ---- Running V sums for Top-theta's VMC (docs/spec.md section 1c): vsum [slots, C] (fp32)
+ * of sequence b gains the cache's V rows at positions p0 .. p0 + T - 1 (p0 = pos0, or
+ * rowmap[b].y), and restarts at position 0; sequence slot0 + b, or rowmap[b].x ---- */
+__kernel void v_sum_add(__global float *vsum, __global const void *vc, long cache_ld, int C, int T, int pos0,
+                        int slot0, int seqs, __global const int2 *rowmap)
+{
+    const int c = get_global_id(0), b = get_global_id(1);
+    if (c >= C || b >= seqs) return;
+    const long seq = rowmap ? rowmap[b].x : slot0 + b;
+    const int p0 = rowmap ? rowmap[b].y : pos0;
+    float acc = p0 == 0 ? 0.0f : vsum[seq * C + c];
+    for (int t = 0; t < T; t++) acc += LOAD(ADT, vc, seq * cache_ld + (long)(p0 + t) * C + c);
+    vsum[seq * C + c] = acc;
+}
+
 /* ---- GEMM: C[M,N] = epilogue(A[M,K] B[K,N]) ----
  * A in ADT with row stride lda; B in WDT (row stride ldb, or transposed when TRANS_B); C and
  * the residual R (CDT) with row stride ldc.  Work-item (rg, cg) owns rows 4*(rg + NRG*i4) + e and

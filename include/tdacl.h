@@ -529,6 +529,12 @@ typedef struct tdacl_model_desc {
                                      (norm outputs, q/k/v, attention output, MLP hidden) and the
                                      KV cache; the residual stream, statistics, accumulators and
                                      logits stay f32 (docs/spec.md section 4.6) */
+    /* Top-theta (docs/spec.md sections 1c, 4.7): a threshold file (tdacl calibrate writes
+     * one) that runs a softmax model's attention as topk_theta, or replaces the file a
+     * topk_theta config names; NULL: the config's */
+    const char *thresholds;
+    int topk_sdc;  /* a tdacl_sdc replacing the config's attention.sdc, or -1 (default): the config's */
+    int topk_vmc;  /* 0 / 1 replacing the config's attention.vmc, or -1 (default): the config's */
 } tdacl_model_desc;
 
 typedef enum tdacl_position_kind {
@@ -596,6 +602,33 @@ TDACL_API tdacl_status tdacl_model_logits(tdacl_model *model, float *logits, int
 TDACL_API tdacl_status tdacl_model_position(const tdacl_model *model, int *position);
 /* Length of the sequence in one slot (0: empty). */
 TDACL_API tdacl_status tdacl_model_slot_position(const tdacl_model *model, int slot, int *position);
+
+/* Top-theta calibration (docs/spec.md section 4.7, the Top-theta paper's Algorithm 1): runs
+ * the model's softmax attention over calibration sequences and writes the threshold of every
+ * (layer, head, row id) that keeps about k keys of a row, as a threshold file for
+ * tdacl_model_desc.thresholds or config.json's attention.thresholds. */
+typedef void (*tdacl_progress_fn)(void *user, int64_t done, int64_t total);
+
+typedef struct tdacl_calibrate_desc {
+    int k;                  /* keys a row keeps on average (default 64) */
+    const int *k_per_layer; /* n_layer values replacing k, or NULL */
+    float offset_std;       /* thresholds = mean + offset_std * standard deviation (default 0) */
+    int seq_len;            /* tokens a calibration sequence (default 0: the model's max_context) */
+    int theta_post;         /* 1: thresholds on the softmax weights (post-softmax); default 0: scores */
+    int fit_degree;         /* -1 (default): a table of every row id; 0..3: per head a polynomial in
+                               ln(row id + 1) fitted by least squares */
+    tdacl_progress_fn progress; /* called after each sequence with tokens done / all, or NULL */
+    void *progress_user;
+} tdacl_calibrate_desc;
+
+TDACL_API void tdacl_calibrate_desc_init(tdacl_calibrate_desc *desc);
+/* Calibrates on tokens[0..count), cut into sequences of desc.seq_len (a shorter last one
+ * included), each run from position 0 in cache slot 0 (which it leaves holding the last);
+ * every layer keeps each row's top k scores while later layers are measured (the paper's
+ * top-k at calibration).  The model must run softmax or topk_theta attention.  Writes the
+ * file at path (replaced atomically). */
+TDACL_API tdacl_status tdacl_model_calibrate(tdacl_model *model, const tdacl_calibrate_desc *desc,
+                                             const int32_t *tokens, int64_t count, const char *path);
 
 /* ------------------------------------------------------------------------------------ */
 /* Tokenizer: GPT-2 byte-level BPE (docs/spec.md section 4.4), no device needed          */

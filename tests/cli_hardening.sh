@@ -145,6 +145,51 @@ expect topk-bad-sdc 2 "bad value 'some' for --sdc" -- "$TDACL" attention --kind 
 expect topk-post-sdc 1 'pre-softmax thresholds only' -- "$TDACL" attention --kind topk_theta --theta-post 1 \
     --sdc exact --thresholds "$WORK/th.npy" --q "$WORK/q.npy" --k "$WORK/k.npy" --v "$WORK/v.npy" \
     --out "$WORK/o-topk6.npy"
+# Top-theta models: make-model's placeholder thresholds, tdacl calibrate (ids or text, a fitted
+# function), the result run through --thresholds; bad options and inputs refused by name
+TK="$WORK/tiny-topk"
+sed 's/"n_positions": 128/"n_positions": 24/' "$SRC/examples/models/tiny-topk-theta.json" >"$WORK/topk.json"
+expect topk-make-model 0 '^wrote ' -- "$TDACL" make-model --config "$WORK/topk.json" --seed 3 --out "$TK"
+expect topk-placeholder 0 '"first_row": 24' -- cat "$TK/thresholds.json"
+expect topk-model-runs 0 '^logits' -- "$TDACL" forward --model "$TK" --tokens 1,2,3,4 --out "$WORK/lt.npy"
+python3 -c 'print(",".join(str((i * 7) % 256) for i in range(70)))' >"$WORK/ids.txt"
+printf 'Top-theta keeps the keys whose scores pass a calibrated threshold.\n' >"$WORK/cal.txt"
+expect calibrate-ids 0 'thresholds of 2 layers x 2 heads \(70 tokens\) written to' -- \
+    "$TDACL" calibrate --model "$TK" --tokens "$WORK/ids.txt" --k 4 --seq-len 24 --offset-std 0.5 --out "$TK/thresholds.json"
+expect calibrate-file 0 '"offset_std":[[:space:]]*0.5' -- cat "$TK/thresholds.json"
+expect calibrate-run 0 '^logits' -- "$TDACL" forward --model "$TK" --tokens 1,2,3,4,5,6,7,8,9 --out "$WORK/lt.npy"
+expect calibrate-text-fit 0 'written to' -- "$TDACL" calibrate --model "$M" --text "$WORK/cal.txt" --k-per-layer 3,5 \
+    --seq-len 32 --fit 2 --post 1 --out "$WORK/post.json"
+expect calibrate-fit-file 0 '"mode":[[:space:]]*"post"' -- cat "$WORK/post.json"
+expect thresholds-softmax-model 0 '^logits' -- "$TDACL" forward --model "$M" --tokens 1,2,3,4,5 --thresholds \
+    "$WORK/post.json" --vmc 1 --out "$WORK/lt.npy"
+expect thresholds-post-sdc 1 'post-softmax thresholds, which take no SDC' -- "$TDACL" forward --model "$M" \
+    --tokens 1,2,3 --thresholds "$WORK/post.json" --sdc exact --out "$WORK/lt.npy"
+expect thresholds-bad-sdc 2 "bad value 'all' for --sdc" -- "$TDACL" forward --model "$M" --tokens 1,2 \
+    --thresholds "$WORK/post.json" --sdc all --out "$WORK/lt.npy"
+expect thresholds-bad-vmc 2 "bad value '2' for --vmc" -- "$TDACL" generate --model "$M" --tokens 1,2 --vmc 2
+sed 's/"n_layer": 2/"n_layer": 3/' "$SRC/examples/models/tiny-softmax.json" >"$WORK/three.json"
+"$TDACL" make-model --config "$WORK/three.json" --seed 4 --out "$WORK/three" >/dev/null || exit 1
+expect thresholds-wrong-model 1 'does not match the model \(3 layers, 2 heads\)' -- "$TDACL" forward --model \
+    "$WORK/three" --tokens 1,2 --thresholds "$WORK/post.json" --out "$WORK/lt.npy"
+expect thresholds-tda-model 1 'desc.thresholds applies to softmax and topk_theta models, not tda' -- "$TDACL" forward \
+    --model "$R" --tokens 1,2 --thresholds "$WORK/post.json" --out "$WORK/lt.npy"
+expect thresholds-not-json 1 'thresholds.json|ids.txt' -- "$TDACL" forward --model "$M" --tokens 1,2 \
+    --thresholds "$WORK/ids.txt" --out "$WORK/lt.npy"
+expect calibrate-no-k 2 'k K is required' -- "$TDACL" calibrate --model "$M" --tokens "$WORK/ids.txt" --out "$WORK/x.json"
+expect calibrate-both 2 'exactly one of --tokens FILE and --text FILE' -- "$TDACL" calibrate --model "$M" --k 2 \
+    --tokens "$WORK/ids.txt" --text "$WORK/cal.txt" --out "$WORK/x.json"
+expect calibrate-bad-fit 2 "bad value '4' for --fit" -- "$TDACL" calibrate --model "$M" --k 2 --fit 4 \
+    --tokens "$WORK/ids.txt" --out "$WORK/x.json"
+expect calibrate-k-list 2 '--k-per-layer gives 3 values for 2 layers' -- "$TDACL" calibrate --model "$M" \
+    --k-per-layer 1,2,3 --tokens "$WORK/ids.txt" --out "$WORK/x.json"
+expect calibrate-bad-ids 2 'byte 0 is not part of a token id' -- "$TDACL" calibrate --model "$M" --k 2 \
+    --tokens "$WORK/cal.txt" --out "$WORK/x.json"
+expect calibrate-tra 1 'thresholds are calibrated on softmax' -- "$TDACL" calibrate --model "$R" --k 2 --seq-len 8 \
+    --tokens "$WORK/ids.txt" --out "$WORK/x.json"
+expect calibrate-k-too-big 1 'no calibration sequence is longer than k = 50' -- "$TDACL" calibrate --model "$M" --k 50 \
+    --seq-len 20 --tokens "$WORK/ids.txt" --out "$WORK/x.json"
+[ -e "$WORK/x.json" ] && { echo "FAIL calibrate wrote $WORK/x.json on an error"; fails=$((fails + 1)); }
 # 14. a tuning file named by the user that cannot be read is reported
 TDACL_TUNING_FILE=/dev/zero expect tuning-dev-zero 0 'tuning database /dev/zero cannot be read \(not a regular file\)' -- \
     "$TDACL" "${A[@]}"
@@ -176,7 +221,7 @@ expect opt-equals 0 'written to' -- "$TDACL" attention --kind=tra --q="$WORK/q.n
     --v="$WORK/v.npy" --out="$WORK/o-eq.npy" --dtype=f32
 expect opt-equals-bad 2 "unknown option '--bogus'" -- "$TDACL" attention --bogus=1 --kind tra
 # an unknown option last on the line is unknown, not "needs a value"
-for c in attention tune make-model forward generate tokenize; do
+for c in attention tune make-model forward generate tokenize calibrate; do
     expect "unknown-last-$c" 2 "tdacl $c: unknown option '--bogus'" -- "$TDACL" "$c" --bogus
 done
 expect dtype-spelling 0 'written to' -- "$TDACL" attention --kind tra --q "$WORK/q.npy" --k "$WORK/k.npy" \

@@ -1833,6 +1833,13 @@ static void test_invalid_arguments(void **state)
     tdacl_tensor *th4 = new_tensor(ctx, TDACL_F32, 2, th4s), *vsum = new_tensor(ctx, TDACL_F32, 3, vss);
     tdacl_tensor *o_alias = NULL; /* the storage of v, seen as an output */
     CHECK_OK(ctx, tdacl_tensor_view(v, 4, vs, (int64_t[]){256, 128, 16, 1}, 0, &o_alias));
+    /* views the kernels cannot read (they take these from element 0): a gain at element 16 of
+     * a [32], thresholds at row 1 of a [3, 5] */
+    int64_t g32[1] = {32}, th3s[2] = {3, 5};
+    tdacl_tensor *gain32 = new_tensor(ctx, TDACL_F32, 1, g32), *th3 = new_tensor(ctx, TDACL_F32, 2, th3s);
+    tdacl_tensor *gain_at16 = NULL, *th_at5 = NULL;
+    CHECK_OK(ctx, tdacl_tensor_view(gain32, 1, g16, (int64_t[]){1}, 16, &gain_at16));
+    CHECK_OK(ctx, tdacl_tensor_view(th3, 2, ths, (int64_t[]){5, 1}, 5, &th_at5));
     float sentinel[256];
     for (int i = 0; i < 256; i++) sentinel[i] = 42.0f;
     CHECK_OK(ctx, tdacl_tensor_upload(o, sentinel, TDACL_F32, 256));
@@ -1903,6 +1910,10 @@ static void test_invalid_arguments(void **state)
     FIELD_CASE((d.kind = TDACL_ATTN_TOPK_THETA, t.thresholds = th, d.vmc = 1, t.v_sum = th), TDACL_ERR_SHAPE, "v_sum must be");
     FIELD_CASE(t.thresholds = th, TDACL_ERR_INVALID_ARGUMENT, "thresholds given but kind tra");
     FIELD_CASE(t.v_sum = vsum, TDACL_ERR_INVALID_ARGUMENT, "v_sum given but kind tra");
+    FIELD_CASE((d.norm = TDACL_NORM_RMS, t.gain = gain_at16), TDACL_ERR_INVALID_ARGUMENT, "gain must be a contiguous tensor "
+               "starting at element 0");
+    FIELD_CASE((d.kind = TDACL_ATTN_TOPK_THETA, t.thresholds = th_at5), TDACL_ERR_INVALID_ARGUMENT,
+               "thresholds must be a contiguous tensor starting at element 0 of its storage (a view at element 5");
     FIELD_CASE(t.out = o_alias, TDACL_ERR_INVALID_ARGUMENT, "overlaps");
     FIELD_CASE((t.q = q_t17, t.out = o_t17), TDACL_ERR_SHAPE, "offset");              /* Tq > Tk */
     FIELD_CASE((t.q = q_t17, t.out = o_t17, d.offset = 0, d.path = TDACL_PATH_DECODE), TDACL_ERR_INVALID_ARGUMENT,
@@ -1915,7 +1926,8 @@ static void test_invalid_arguments(void **state)
     float after[256];
     CHECK_OK(ctx, tdacl_tensor_download(o, after, TDACL_F32, 256));
     assert_memory_equal(after, sentinel, sizeof after); /* no failed call wrote the output */
-    tdacl_tensor *all[] = {q, k, v, o, k_d40, v_t7, o_dv17, v_bf16, q_t17, o_t17, gain5, gain16, o_alias, th, th_bf16, th4, vsum};
+    tdacl_tensor *all[] = {q, k, v, o, k_d40, v_t7, o_dv17, v_bf16, q_t17, o_t17, gain5, gain16, o_alias, th, th_bf16, th4, vsum,
+                           gain_at16, th_at5, gain32, th3};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tdacl_tensor_destroy(all[i]);
 }
 

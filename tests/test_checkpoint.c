@@ -216,6 +216,21 @@ static void test_config_extensions(void **state)
     assert_ok(NULL, parse_cfg("{" GPT2_KEYS ", \"position\": \"rope\", \"rope_scaling\": {\"rope_type\": \"ntk\", "
                               "\"factor\": 2.5}}", &c));
     assert_true(c.rope_ntk_factor == 2.5f);
+
+    /* the sparse kinds' keys and their defaults */
+    assert_ok(NULL, parse_cfg("{" GPT2_KEYS ", \"attention\": {\"kind\": \"entmax\", \"alpha\": 2, \"temp_delta\": 0.5, "
+                              "\"temp_beta\": 0.25, \"temp_gamma\": 2}}", &c));
+    assert_int_equal(c.attn_kind, TDACL_ATTN_ENTMAX);
+    assert_true(c.alpha == 2.0f && c.temp_delta == 0.5f && c.temp_beta == 0.25f && c.temp_gamma == 2.0f);
+    assert_int_equal(tdacl__config_qkv_blocks(&c), 3);
+    assert_ok(NULL, parse_cfg("{" GPT2_KEYS ", \"attention\": {\"kind\": \"topk_theta\", \"thresholds\": \"th.json\", "
+                              "\"sdc\": \"offline\", \"sdc_gamma\": 0.1, \"vmc\": true}}", &c));
+    assert_int_equal(c.attn_kind, TDACL_ATTN_TOPK_THETA);
+    assert_string_equal(c.thresholds, "th.json");
+    assert_true(c.sdc == TDACL_SDC_OFFLINE && c.sdc_gamma == 0.1f && c.vmc == 1);
+    assert_ok(NULL, parse_cfg("{" GPT2_KEYS ", \"attention\": {\"kind\": \"topk_theta\"}}", &c));
+    assert_true(c.sdc == TDACL_SDC_NONE && c.sdc_gamma == 0.05f && c.vmc == 0 && !c.thresholds[0]);
+    assert_true(c.alpha == 1.5f && c.temp_delta == 1.0f && c.temp_beta == 0.0f && c.temp_gamma == 1.0f);
 }
 
 typedef struct cfg_case {
@@ -324,8 +339,19 @@ static void test_config_errors(void **state)
          "scale_attn_by_inverse_layer_idx = true", NULL},
         {"{" GPT2_KEYS ", \"tie_word_embeddings\": \"yes\"}", TDACL_ERR_FORMAT,
          "'tie_word_embeddings' must be true or false", NULL},
-        /* a kind the attention call has but models do not yet */
-        {"{" GPT2_KEYS ", \"attention\": {\"kind\": \"entmax\"}}", TDACL_ERR_UNSUPPORTED, "'entmax' is not supported in models", NULL},
+        /* the sparse kinds' keys (entmax, topk_theta) */
+        {"{" GPT2_KEYS ", \"attention\": {\"kind\": \"entmax\", \"alpha\": 1}}", TDACL_ERR_FORMAT,
+         "'attention.alpha' = 1 is out of range (1, 8]", NULL},
+        {"{" GPT2_KEYS ", \"attention\": {\"kind\": \"entmax\", \"temp_gamma\": \"x\"}}", TDACL_ERR_FORMAT,
+         "'attention.temp_gamma' must be a number", NULL},
+        {"{" GPT2_KEYS ", \"attention\": {\"kind\": \"topk_theta\", \"sdc\": \"some\"}}", TDACL_ERR_FORMAT,
+         "attention.sdc 'some'", "'exp_threshold'"},
+        {"{" GPT2_KEYS ", \"attention\": {\"kind\": \"topk_theta\", \"vmc\": 1}}", TDACL_ERR_FORMAT,
+         "'attention.vmc' must be true or false", NULL},
+        {"{" GPT2_KEYS ", \"attention\": {\"kind\": \"topk_theta\", \"thresholds\": \"\"}}", TDACL_ERR_FORMAT,
+         "'attention.thresholds' must be a file name", NULL},
+        {"{" GPT2_KEYS ", \"attention\": {\"kind\": \"topk_theta\", \"sdc_gamma\": -1}}", TDACL_ERR_FORMAT,
+         "'attention.sdc_gamma' = -1", NULL},
     };
     for (size_t i = 0; i < TDACL_ARRAY_LEN(cases); i++) {
         tdacl_model_config c;

@@ -70,7 +70,17 @@ class _ContextDesc(ctypes.Structure):
 
 class _ModelDesc(ctypes.Structure):
     _fields_ = [("path", ctypes.c_char_p), ("weight_dtype", ctypes.c_int), ("max_batch", ctypes.c_int),
-                ("max_context", ctypes.c_int), ("activation_dtype", ctypes.c_int)]
+                ("max_context", ctypes.c_int), ("activation_dtype", ctypes.c_int), ("thresholds", ctypes.c_char_p),
+                ("topk_sdc", ctypes.c_int), ("topk_vmc", ctypes.c_int)]
+
+
+_PROGRESS = ctypes.CFUNCTYPE(None, _p, ctypes.c_int64, ctypes.c_int64)
+
+
+class _CalibrateDesc(ctypes.Structure):
+    _fields_ = [("k", ctypes.c_int), ("k_per_layer", ctypes.POINTER(ctypes.c_int)), ("offset_std", ctypes.c_float),
+                ("seq_len", ctypes.c_int), ("theta_post", ctypes.c_int), ("fit_degree", ctypes.c_int),
+                ("progress", _PROGRESS), ("progress_user", _p)]
 
 
 class _DeviceInfoHead(ctypes.Structure):
@@ -126,6 +136,9 @@ _model_logits = _sig("tdacl_model_logits", [_p, ctypes.POINTER(ctypes.c_float), 
                                             ctypes.POINTER(ctypes.c_int)])
 _model_sample = _sig("tdacl_model_sample", [_p, ctypes.c_float, ctypes.c_int, ctypes.POINTER(ctypes.c_uint64)])
 _model_sampled = _sig("tdacl_model_sampled", [_p, ctypes.POINTER(ctypes.c_int32), ctypes.c_int64])
+_calibrate_desc_init = _sig("tdacl_calibrate_desc_init", [ctypes.POINTER(_CalibrateDesc)], None)
+_model_calibrate = _sig("tdacl_model_calibrate", [_p, ctypes.POINTER(_CalibrateDesc), ctypes.POINTER(ctypes.c_int32),
+                                                  ctypes.c_int64, ctypes.c_char_p])
 
 
 class _ModelInfoHead(ctypes.Structure):
@@ -437,11 +450,18 @@ class Model:
 
     @classmethod
     def load(cls, path: str, dtype: str = "f32", device: Optional[str] = None, context: Optional[Context] = None,
-             max_context: int = 0, max_batch: int = 1, activations: str = "f32") -> "Model":
+             max_context: int = 0, max_batch: int = 1, activations: str = "f32", thresholds: Optional[str] = None,
+             sdc: Optional[str] = None, vmc: Optional[bool] = None) -> "Model":
         """Loads config.json + model.safetensors from a directory or a hub-cache repo id;
         dtype: weights on the device, "f32" or "bf16"; activations: the activations between
         kernels and the KV cache, "f32" or "bf16" (the residual stream stays f32);
-        max_batch: KV-cache slots (sequences held at once).  The tokenizer beside it, if any, is loaded too (Model.tokenizer)."""
+        max_batch: KV-cache slots (sequences held at once).  thresholds: a Top-theta
+        threshold file (Model.calibrate writes one) that runs a softmax model's attention as
+        topk_theta; sdc ("none", "exact", "exp_threshold", "offline") and vmc replace the
+        config's attention.sdc / attention.vmc (docs/spec.md section 4.7).  The tokenizer
+        beside it, if any, is loaded too (Model.tokenizer)."""
+        if sdc is not None and sdc not in _SDC:
+            raise ValueError("sdc must be one of %s, got %r" % (", ".join(_SDC), sdc))
         self = cls.__new__(cls)
         self.context = context or Context(device)
         desc = _ModelDesc()
@@ -450,6 +470,10 @@ class Model:
         desc.path, desc.weight_dtype, desc.max_context = self._path, _DTYPES[dtype], max_context
         desc.max_batch = max_batch
         desc.activation_dtype = _DTYPES[activations]
+        self._thresholds = os.fspath(thresholds).encode() if thresholds is not None else None
+        desc.thresholds = self._thresholds
+        desc.topk_sdc = _SDC[sdc] if sdc is not None else -1
+        desc.topk_vmc = int(vmc) if vmc is not None else -1
         self._h = _p()
         _check(_model_load(self.context._h, ctypes.byref(desc), ctypes.byref(self._h)), self.context._h)
         self.context._children.add(self)
@@ -569,6 +593,28 @@ class Model:
             raise TdaclError(1, "%s has no tokenizer (tokenizer.json or vocab.json + merges.txt)" % self._path.decode())
         ids = self.tokenizer.encode(text)
         return self.tokenizer.decode(self.generate_ids(ids, max_new_tokens, temperature, top_k, seed))
+
+    def calibrate(self, ids: Sequence[int], out: str, k: int = 64, k_per_layer: Optional[Sequence[int]] = None,
+                  offset_std: float = 0.0, seq_len: int = 0, post: bool = False, fit_degree: int = -1,
+                  progress=None) -> None:
+        """Writes Top-theta thresholds for this (softmax) model to `out`: the token ids cut
+        into sequences of seq_len (0: the model's context), each row keeping about k keys
+        (k_per_layer: one k a layer), mean + offset_std standard deviations of the per-sequence
+        thresholds (the Top-theta paper's Algorithm 1); post: on the softmax weights;
+        fit_degree 0..3: a polynomial in ln(row + 1) per head instead of a table.  progress:
+        called with (tokens done, tokens) after each sequence.  Load the result with
+        Model.load(path, thresholds=out)."""
+        desc = _CalibrateDesc()
+        _calibrate_desc_init(ctypes.byref(desc))
+        desc.k, desc.offset_std, desc.seq_len, desc.theta_post, desc.fit_degree = k, offset_std, seq_len, int(post), \
+            fit_degree
+        klist = (ctypes.c_int * len(k_per_layer))(*k_per_layer) if k_per_layer is not None else None
+        if klist is not None:
+            desc.k_per_layer = klist
+        cb = _PROGRESS(lambda user, done, total: progress(done, total)) if progress else _PROGRESS()
+        desc.progress = cb
+        arr = (ctypes.c_int32 * len(ids))(*ids)
+        _check(_model_calibrate(self._h, ctypes.byref(desc), arr, len(ids), os.fspath(out).encode()), self.context._h)
 
     def close(self) -> None:
         if getattr(self, "_h", None):

@@ -345,3 +345,52 @@ def test_model_and_tokenizer(ctx, tmp_path):
     want_ids = m.generate_ids(hf.encode(prompt).ids, max_new_tokens=5)
     assert text == hf.decode(want_ids) and text.startswith(prompt)
     m.close()
+
+
+def test_topk_theta_and_entmax_models(ctx, tmp_path):
+    """Model.calibrate writes what `tdacl calibrate` writes for the same ids; a softmax model
+    runs Top-theta from it (Model.load(thresholds=)), an entmax config runs as made."""
+    import json
+
+    cli = os.environ["TDACL_CLI"]
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    model_dir = tmp_path / "tiny"
+    subprocess.run([cli, "make-model", "--config", os.path.join(root, "examples", "models", "tiny-softmax.json"),
+                    "--out", str(model_dir), "--seed", "7"], check=True, capture_output=True)
+    ids = [(i * 37 + 11) % 256 for i in range(50)]
+    m = tdacl.Model.load(str(model_dir), context=ctx, max_context=20)
+    seen = []
+    m.calibrate(ids, str(tmp_path / "py.json"), k=3, k_per_layer=[3, 4], offset_std=0.25, seq_len=20,
+                progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(20, 50), (40, 50), (50, 50)]
+    with open(tmp_path / "ids.txt", "w") as f:
+        f.write(" ".join(map(str, ids)))
+    subprocess.run([cli, "calibrate", "--model", str(model_dir), "--tokens", str(tmp_path / "ids.txt"),
+                    "--k-per-layer", "3,4", "--offset-std", "0.25", "--seq-len", "20", "--out",
+                    str(tmp_path / "cli.json")], check=True, capture_output=True)
+    py, cl = json.load(open(tmp_path / "py.json")), json.load(open(tmp_path / "cli.json"))
+    assert py == cl
+    assert [layer["k"] for layer in py["layers"]] == [3, 4] and py["mode"] == "pre"
+    assert len(py["layers"][1]["thresholds"][0]) == 20 - 4 and "sdc_log_mass" in py["layers"][0]
+    with pytest.raises(tdacl.TdaclError, match="no calibration sequence is longer than k = 30"):
+        m.calibrate(ids, str(tmp_path / "bad.json"), k=30, seq_len=20)
+    m.close()
+    # thresholds that keep every key of this sequence give softmax's logits exactly where no
+    # row has more keys than k (rows 0..2), and differ past them
+    dense = tdacl.Model.load(str(model_dir), context=ctx).forward(ids[:12])
+    topk = tdacl.Model.load(str(model_dir), context=ctx, thresholds=str(tmp_path / "py.json"), sdc="exact", vmc=True)
+    got = topk.forward(ids[:12])
+    np.testing.assert_allclose(got[:3], dense[:3], rtol=1e-5, atol=1e-5)
+    assert np.abs(got[3:] - dense[3:]).max() > 1e-4
+    topk.close()
+    with pytest.raises(ValueError, match="sdc must be one of"):
+        tdacl.Model.load(str(model_dir), context=ctx, thresholds=str(tmp_path / "py.json"), sdc="some")
+    # entmax: make-model writes the per-layer alpha and per-head temperature tensors
+    subprocess.run([cli, "make-model", "--config", os.path.join(root, "examples", "models", "tiny-entmax.json"),
+                    "--out", str(tmp_path / "ent"), "--seed", "8"], check=True, capture_output=True)
+    ent = tdacl.Model.load(str(tmp_path / "ent"), context=ctx)
+    out = ent.generate_ids([1, 2, 3], max_new_tokens=3)
+    full = ent.forward(out)
+    for t in range(3, len(out)):
+        assert out[t] == int(np.argmax(full[t - 1]))
+    ent.close()

@@ -20,5 +20,6 @@ int cmd_make_model(int argc, char **argv);
 int cmd_forward(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 #endif

@@ -12,8 +12,9 @@
 #include "runtime/tuning.h"
 
 typedef struct run_opts {
-    const char *model, *tokens, *prompt, *out, *device, *text, *ids;
+    const char *model, *tokens, *prompt, *out, *device, *text, *ids, *thresholds;
     tdacl_dtype dtype, activations;
+    int sdc, vmc; /* -1: the config's */
     long long max_new, top_k, seed, context;
     double temperature;
 } run_opts;
@@ -22,11 +23,13 @@ typedef struct run_opts {
 enum {
     OPT_MODEL = 1 << 0, OPT_TOKENS = 1 << 1, OPT_PROMPT = 1 << 2, OPT_OUT = 1 << 3, OPT_DEVICE = 1 << 4,
     OPT_DTYPE = 1 << 5, OPT_MAX_NEW = 1 << 6, OPT_TOP_K = 1 << 7, OPT_SEED = 1 << 8, OPT_CONTEXT = 1 << 9,
-    OPT_TEMPERATURE = 1 << 10, OPT_TEXT = 1 << 11, OPT_IDS = 1 << 12, OPT_ACTIVATIONS = 1 << 13
+    OPT_TEMPERATURE = 1 << 10, OPT_TEXT = 1 << 11, OPT_IDS = 1 << 12, OPT_ACTIVATIONS = 1 << 13,
+    OPT_THRESHOLDS = 1 << 14, OPT_SDC = 1 << 15, OPT_VMC = 1 << 16
 };
-#define FORWARD_OPTS (OPT_MODEL | OPT_TOKENS | OPT_OUT | OPT_DEVICE | OPT_DTYPE | OPT_ACTIVATIONS | OPT_CONTEXT)
+#define TOPK_OPTS (OPT_THRESHOLDS | OPT_SDC | OPT_VMC)
+#define FORWARD_OPTS (OPT_MODEL | OPT_TOKENS | OPT_OUT | OPT_DEVICE | OPT_DTYPE | OPT_ACTIVATIONS | OPT_CONTEXT | TOPK_OPTS)
 #define GENERATE_OPTS (OPT_MODEL | OPT_TOKENS | OPT_PROMPT | OPT_DEVICE | OPT_DTYPE | OPT_ACTIVATIONS | OPT_MAX_NEW | \
-                       OPT_TOP_K | OPT_SEED | OPT_CONTEXT | OPT_TEMPERATURE)
+                       OPT_TOP_K | OPT_SEED | OPT_CONTEXT | OPT_TEMPERATURE | TOPK_OPTS)
 #define TOKENIZE_OPTS (OPT_MODEL | OPT_TEXT | OPT_IDS)
 
 static const struct { const char *name; int bit; } run_options[] = {
@@ -34,6 +37,7 @@ static const struct { const char *name; int bit; } run_options[] = {
     {"--device", OPT_DEVICE}, {"--dtype", OPT_DTYPE}, {"--max-new", OPT_MAX_NEW}, {"--top-k", OPT_TOP_K},
     {"--seed", OPT_SEED}, {"--context", OPT_CONTEXT}, {"--temperature", OPT_TEMPERATURE},
     {"--text", OPT_TEXT}, {"--ids", OPT_IDS}, {"--activations", OPT_ACTIVATIONS},
+    {"--thresholds", OPT_THRESHOLDS}, {"--sdc", OPT_SDC}, {"--vmc", OPT_VMC},
 };
 
 /* Every value is checked here, before any model is loaded or any kernel runs. */
@@ -43,6 +47,7 @@ static int parse(int argc, char **argv, run_opts *o, const char *cmd, int allowe
     o->dtype = o->activations = TDACL_F32;
     o->max_new = 32;
     o->seed = 1;
+    o->sdc = o->vmc = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int bit = 0;
@@ -69,6 +74,19 @@ static int parse(int argc, char **argv, run_opts *o, const char *cmd, int allowe
         case OPT_OUT: o->out = v; break;
         case OPT_TEXT: o->text = v; break;
         case OPT_IDS: o->ids = v; break;
+        case OPT_THRESHOLDS: o->thresholds = v; break;
+        case OPT_SDC: {
+            static const char *const modes[] = {"none", "exact", "exp_threshold", "offline"};
+            o->sdc = -1;
+            for (int k = 0; k < 4; k++)
+                if (!strcmp(v, modes[k])) o->sdc = k;
+            if (o->sdc < 0) why = "expected none, exact, exp_threshold or offline";
+            break;
+        }
+        case OPT_VMC:
+            if (strcmp(v, "0") && strcmp(v, "1")) why = "expected 0 or 1";
+            else o->vmc = v[0] == '1';
+            break;
         case OPT_DEVICE: o->device = v; break;
         case OPT_DTYPE:
         case OPT_ACTIVATIONS: {
@@ -129,6 +147,9 @@ static int open_model(const run_opts *o, long long need, const char *cmd, tdacl_
     desc.weight_dtype = o->dtype;
     desc.activation_dtype = o->activations;
     desc.max_context = (int)context;
+    desc.thresholds = o->thresholds;
+    desc.topk_sdc = o->sdc;
+    desc.topk_vmc = o->vmc;
     tdacl_status st = tdacl_model_load(*ctx, &desc, m);
     if (st) {
         fprintf(stderr, "tdacl %s: this run needs a context of %lld positions\n", cmd, context);
@@ -140,20 +161,26 @@ static int open_model(const run_opts *o, long long need, const char *cmd, tdacl_
 static const char forward_help[] =
     "usage: tdacl forward --model DIR --tokens 15,42,7,... --out logits.npy [--dtype f32|bf16]\n"
     "                     [--activations f32|bf16] [--context N] [--device SEL]\n"
+    "                     [--thresholds FILE] [--sdc MODE] [--vmc 0|1]\n"
     "Writes float32 logits [T, vocab] for every position of one sequence.  The KV cache\n"
     "holds T positions, or N with --context (N >= T).  --dtype: the weights on the device;\n"
-    "--activations: the activations between kernels and the KV cache (docs/spec.md 4.6).\n";
+    "--activations: the activations between kernels and the KV cache (docs/spec.md 4.6).\n"
+    "Top-theta (docs/spec.md 4.7): --thresholds FILE runs a softmax model's attention as\n"
+    "topk_theta with a threshold file of tdacl calibrate; --sdc none|exact|exp_threshold|offline\n"
+    "and --vmc 0|1 replace the config's attention.sdc and attention.vmc.\n";
 
 static const char generate_help[] =
     "usage: tdacl generate --model DIR (--prompt TEXT | --tokens ids) [--max-new N]\n"
     "                      [--temperature T] [--top-k K] [--seed S] [--dtype f32|bf16]\n"
     "                      [--activations f32|bf16] [--context N] [--device SEL]\n"
+    "                      [--thresholds FILE] [--sdc MODE] [--vmc 0|1]\n"
     "--prompt: text in, the prompt and its continuation out, through the model directory's\n"
     "tokenizer (tokenizer.json, or vocab.json + merges.txt), or as bytes for a vocabulary-256\n"
     "model without one.  --tokens: token ids in, the prompt ids and then the generated ids\n"
     "out, comma-separated.  DIR may be a Hugging Face repo id found in the local hub cache.\n"
     "The KV cache holds prompt + N positions, or --context positions.  Prints prefill time,\n"
-    "decode tokens/s and per-token latency on stderr.\n";
+    "decode tokens/s and per-token latency on stderr.  --thresholds FILE [--sdc MODE]\n"
+    "[--vmc 0|1]: Top-theta attention as for tdacl forward.\n";
 
 static const char tokenize_help[] =
     "usage: tdacl tokenize --model DIR (--text TEXT | --ids 15,42,7)\n"

@@ -18,6 +18,8 @@ static void usage(FILE *f)
             "  generate --model DIR (--prompt TEXT|--tokens ids) [--max-new N] [--temperature T]\n"
             "           [--top-k K] [--seed S]                 sample a continuation\n"
             "  tokenize --model DIR (--text TEXT|--ids ids)  text to token ids and back (GPT-2 BPE)\n"
+            "  calibrate --model DIR (--tokens FILE|--text FILE) --k K --out FILE [...]\n"
+            "                                                 Top-theta thresholds of a softmax model\n"
             "  make-model --config FILE --out DIR [--seed S] [--dtype f32|bf16|f16] [--force]\n"
             "                                                 checkpoint with seeded random weights\n"
             "  version (or --version)                        library version and git revision\n"
@@ -69,6 +71,7 @@ static int dispatch(int argc, char **argv)
     if (!strcmp(cmd, "forward")) return cmd_forward(argc - 1, argv + 1);
     if (!strcmp(cmd, "generate")) return cmd_generate(argc - 1, argv + 1);
     if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc - 1, argv + 1);
+    if (!strcmp(cmd, "calibrate")) return cmd_calibrate(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("libtdacl %s (git %s)\n", tdacl_version(), tdacl_git_revision());
         return 0;

@@ -23,6 +23,14 @@ typedef struct tdacl_model_config {
                                    false: it is required) */
     int head_dim;               /* n_embd / n_head */
     int has_attention;          /* 1 when config.json has an "attention" object */
+    /* topk_theta: the threshold file (a path relative to the model directory; "" when the
+     * config names none), the SDC mode (a tdacl_sdc), its gamma and VMC */
+    char thresholds[256];
+    int sdc, vmc;
+    float sdc_gamma;
+    /* entmax: alpha and the inverse temperature's delta, beta, gamma (per-layer and per-head
+     * tensors replace them) */
+    float alpha, temp_delta, temp_beta, temp_gamma;
 } tdacl_model_config;
 
 /* Column blocks of c_attn: 5 ([q1|k1|q2|k2|v]) for tda and diff_softmax, else 3. */
@@ -51,7 +59,9 @@ typedef enum tdacl_ckpt_init {
     TDACL_INIT_ONES,   /* norm gains, head_norm.weight */
     TDACL_INIT_ZEROS,  /* biases */
     TDACL_INIT_BETA,   /* the config's attention beta */
-    TDACL_INIT_LAMBDA  /* 0.5 */
+    TDACL_INIT_LAMBDA, /* 0.5 */
+    TDACL_INIT_ALPHA,  /* the config's entmax alpha */
+    TDACL_INIT_TEMP_DELTA, TDACL_INIT_TEMP_BETA, TDACL_INIT_TEMP_GAMMA /* the config's temperature terms */
 } tdacl_ckpt_init;
 
 typedef struct tdacl_ckpt_spec {
@@ -59,7 +69,8 @@ typedef struct tdacl_ckpt_spec {
     int ndim;
     int64_t shape[2];
     int scalar;         /* 0: exactly `shape`; 1: [] or [1]; 2: [], [1] or [n_head] */
-    int optional;       /* lm_head.weight when tied */
+    int optional;       /* 1: may be absent, not written (lm_head.weight when tied); 2: may be
+                           absent, written with its init (entmax's alpha and temperature) */
     tdacl_ckpt_init init;
     char why[48];       /* what requires it, for messages ("attention kind tda"); "" when nothing */
 } tdacl_ckpt_spec;

@@ -78,6 +78,10 @@ static int write_tensor(FILE *f, const tdacl_ckpt_spec *s, const tdacl_model_con
             case TDACL_INIT_ZEROS: vals[i] = 0.0f; break;
             case TDACL_INIT_BETA: vals[i] = cfg->beta; break;
             case TDACL_INIT_LAMBDA: vals[i] = 0.5f; break;
+            case TDACL_INIT_ALPHA: vals[i] = cfg->alpha; break;
+            case TDACL_INIT_TEMP_DELTA: vals[i] = cfg->temp_delta; break;
+            case TDACL_INIT_TEMP_BETA: vals[i] = cfg->temp_beta; break;
+            case TDACL_INIT_TEMP_GAMMA: vals[i] = cfg->temp_gamma; break;
             }
         }
         for (size_t i = 0; i < m; i++) { /* little-endian host, as the .npy code assumes */
@@ -91,7 +95,7 @@ static int write_tensor(FILE *f, const tdacl_ckpt_spec *s, const tdacl_model_con
     return 1;
 }
 
-/* The safetensors header of specs[0..n) (optional ones skipped), padded with spaces to a
+/* The safetensors header of specs[0..n) (optional ones skipped unless written: optional 2), padded with spaces to a
  * multiple of 8 bytes so that the data buffer starts aligned. */
 static char *build_header(const tdacl_ckpt_spec *specs, int n, tdacl_dtype dtype, uint64_t seed, size_t *len)
 {
@@ -105,7 +109,7 @@ static char *build_header(const tdacl_ckpt_spec *specs, int n, tdacl_dtype dtype
     uint64_t at = 0;
     const uint64_t es = tdacl_dtype_size(dtype);
     for (int k = 0; k < n && ok; k++) {
-        if (specs[k].optional) continue;
+        if (specs[k].optional == 1) continue;
         cJSON *e = cJSON_AddObjectToObject(root, specs[k].name);
         cJSON *shape = e ? cJSON_AddArrayToObject(e, "shape") : NULL;
         cJSON *offs = shape && cJSON_AddStringToObject(e, "dtype", st_names[dtype]) ? cJSON_AddArrayToObject(e, "data_offsets")
@@ -157,7 +161,7 @@ static tdacl_status write_model(const char *path, const tdacl_ckpt_spec *specs, 
     errno = 0;
     int ok = fwrite(prefix, 1, 8, f) == 8 && fwrite(hdr, 1, hlen, f) == hlen;
     for (int k = 0; k < n && ok; k++)
-        if (!specs[k].optional) ok = write_tensor(f, &specs[k], cfg, seed, dtype, vals, bytes);
+        if (specs[k].optional != 1) ok = write_tensor(f, &specs[k], cfg, seed, dtype, vals, bytes);
     free(hdr);
     free(vals);
     free(bytes);
@@ -174,6 +178,31 @@ static tdacl_status write_text(const char *path, const char *text)
     errno = 0;
     size_t n = strlen(text);
     return commit(&af, fwrite(text, 1, n, f) == n);
+}
+
+/* A topk_theta config's threshold file, when the directory has none: first_row =
+ * n_positions, so every row keeps every key until tdacl calibrate writes real thresholds. */
+static tdacl_status placeholder_thresholds(const char *dir, const tdacl_model_config *cfg)
+{
+    if (cfg->attn_kind != TDACL_ATTN_TOPK_THETA || !cfg->thresholds[0] || cfg->thresholds[0] == '/') return TDACL_SUCCESS;
+    char path[TDACL_PATH_LIMIT + 300];
+    snprintf(path, sizeof path, "%s/%s", dir, cfg->thresholds);
+    if (!access(path, F_OK)) return TDACL_SUCCESS;
+    size_t cap = 256 + (size_t)cfg->n_layer * (64 + 8 * (size_t)cfg->n_head), at = 0;
+    char *text = malloc(cap);
+    if (!text) return tdacl__fail(NULL, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    at += (size_t)snprintf(text + at, cap - at, "{\"format\": \"tdacl-thresholds\", \"version\": 1, \"mode\": \"pre\", "
+                           "\"n_layer\": %d, \"n_head\": %d,\n \"layers\": [", cfg->n_layer, cfg->n_head);
+    for (int l = 0; l < cfg->n_layer; l++) {
+        at += (size_t)snprintf(text + at, cap - at, "%s\n  {\"k\": 1, \"first_row\": %d, \"thresholds\": [", l ? "," : "",
+                               cfg->n_positions);
+        for (int h = 0; h < cfg->n_head; h++) at += (size_t)snprintf(text + at, cap - at, "%s[0]", h ? ", " : "");
+        at += (size_t)snprintf(text + at, cap - at, "]}");
+    }
+    snprintf(text + at, cap - at, "]}\n");
+    tdacl_status st = write_text(path, text);
+    free(text);
+    return st;
 }
 
 tdacl_status tdacl__checkpoint_write_random(const char *dir, const char *config_json, uint64_t seed, tdacl_dtype dtype)
@@ -207,7 +236,8 @@ tdacl_status tdacl__checkpoint_write_random(const char *dir, const char *config_
         goto done;
     }
     if ((st = write_model(model_path, specs, n, &cfg, seed, dtype))) goto done;
-    st = write_text(cfg_path, config_json);
+    if ((st = write_text(cfg_path, config_json))) goto done;
+    st = placeholder_thresholds(dir, &cfg);
 done:
     free(specs);
     free(cfg_path);

@@ -26,6 +26,7 @@
 #include "model/hub.h"
 #include "model/model.h"
 #include "model/model_impl.h"
+#include "model/thresholds.h"
 #include "ops/attention.h"
 #include "ops/gemm.h"
 
@@ -110,6 +111,91 @@ void tdacl_model_desc_init(tdacl_model_desc *desc)
     desc->activation_dtype = TDACL_F32;
     desc->max_batch = 1;
     desc->max_context = 0;
+    desc->topk_sdc = -1;
+    desc->topk_vmc = -1;
+}
+
+/* An fp32 device tensor of shape[0..nd) holding host values. */
+static tdacl_status device_f32(tdacl_model *m, int nd, const int64_t *shape, const float *vals, tdacl_tensor **out)
+{
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) n *= shape[i];
+    tdacl_status st = tdacl_tensor_create(m->ctx, TDACL_F32, nd, shape, out);
+    return st ? st : tdacl_tensor_upload(*out, vals, TDACL_F32, n);
+}
+
+/* Layer l's entmax alpha (h.l.attn.entmax_alpha, else the config's) and per-head inverse
+ * temperature terms (h.l.attn.entmax_delta / _beta / _gamma, scalars or [H], else the
+ * config's) as the [H, 3] tensor the attention takes. */
+static tdacl_status load_entmax(tdacl_model *m, const tdacl_checkpoint *ck, int l)
+{
+    layer *L = &m->layers[l];
+    char n[160];
+    snprintf(n, sizeof n, "h.%d.attn.entmax_alpha", l);
+    L->alpha = tdacl__checkpoint_get(ck, n) ? scalar(ck, n, 0) : m->cfg.alpha;
+    if (!(L->alpha > 1.0f && L->alpha <= 8.0f))
+        return tdacl__fail(m->ctx, TDACL_ERR_FORMAT, "tdacl_model_load: %s = %g is outside (1, 8]", n, L->alpha);
+    static const char *const terms[3] = {"delta", "beta", "gamma"};
+    const float defaults[3] = {m->cfg.temp_delta, m->cfg.temp_beta, m->cfg.temp_gamma};
+    float *t = malloc((size_t)m->H * 3 * sizeof *t);
+    if (!t) return tdacl__fail(m->ctx, TDACL_ERR_OUT_OF_MEMORY, "tdacl_model_load: out of memory");
+    tdacl_status st = TDACL_SUCCESS;
+    for (int j = 0; j < 3 && !st; j++) {
+        snprintf(n, sizeof n, "h.%d.attn.entmax_%s", l, terms[j]);
+        const int have = tdacl__checkpoint_get(ck, n) != NULL;
+        for (int h = 0; h < m->H && !st; h++) {
+            t[3 * h + j] = have ? scalar(ck, n, h) : defaults[j];
+            if (!isfinite(t[3 * h + j]))
+                st = tdacl__fail(m->ctx, TDACL_ERR_FORMAT, "tdacl_model_load: %s[%d] = %g is not finite", n, h, t[3 * h + j]);
+        }
+    }
+    int64_t shape[2] = {m->H, 3};
+    if (!st) st = device_f32(m, 2, shape, t, &L->temps);
+    free(t);
+    return st;
+}
+
+/* Top-theta: the threshold file (desc.thresholds, else the config's, relative to the model
+ * directory) as each layer's tables, the SDC and VMC settings, and VMC's running V sums. */
+static tdacl_status load_topk(tdacl_model *m, const tdacl_model_desc *desc, const char *dir)
+{
+    const char *call = "tdacl_model_load";
+    char path[TDACL_PATH_LIMIT];
+    if (desc->thresholds) snprintf(path, sizeof path, "%s", desc->thresholds);
+    else if (m->cfg.thresholds[0] == '/') snprintf(path, sizeof path, "%s", m->cfg.thresholds);
+    else if (m->cfg.thresholds[0]) snprintf(path, sizeof path, "%s/%s", dir, m->cfg.thresholds);
+    else
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: attention kind topk_theta needs a threshold file "
+                           "(config.json attention.thresholds or desc.thresholds; tdacl calibrate writes one)", call);
+    if (desc->topk_sdc < -1 || desc->topk_sdc > TDACL_SDC_OFFLINE)
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.topk_sdc %d is not a tdacl_sdc or -1", call,
+                           desc->topk_sdc);
+    if (desc->topk_vmc < -1 || desc->topk_vmc > 1)
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.topk_vmc must be -1, 0 or 1 (got %d)", call,
+                           desc->topk_vmc);
+    m->sdc = (tdacl_sdc)(desc->topk_sdc >= 0 ? desc->topk_sdc : m->cfg.sdc);
+    m->vmc = desc->topk_vmc >= 0 ? desc->topk_vmc : m->cfg.vmc;
+    m->sdc_gamma = m->cfg.sdc_gamma;
+    tdacl_thresholds th;
+    tdacl_status st = tdacl__thresholds_read(path, m->info.n_layer, m->H, m->info.max_context, &th);
+    if (st) return tdacl__fail(m->ctx, st, "%s", tdacl_last_error(NULL));
+    m->theta_post = th.post;
+    if (th.post && m->sdc != TDACL_SDC_NONE)
+        st = tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: %s holds post-softmax thresholds, which take no SDC "
+                         "(attention.sdc must be none)", call, path);
+    for (int l = 0; !st && l < m->info.n_layer; l++) {
+        layer *L = &m->layers[l];
+        const tdacl_threshold_layer *tl = &th.layers[l];
+        int64_t shape[2] = {m->H, tl->rows}, vs[2] = {m->info.max_batch, m->C};
+        if (m->sdc == TDACL_SDC_OFFLINE && !tl->log_mass)
+            st = tdacl__fail(m->ctx, TDACL_ERR_FORMAT, "%s: %s has no layers[%d].sdc_log_mass, which attention.sdc "
+                             "offline needs", call, path, l);
+        if (!st) st = device_f32(m, 2, shape, tl->theta, &L->thresholds);
+        if (!st && m->sdc == TDACL_SDC_OFFLINE) st = device_f32(m, 2, shape, tl->log_mass, &L->log_mass);
+        if (!st && m->vmc) st = tdacl_tensor_create(m->ctx, TDACL_F32, 2, vs, &L->v_sum);
+    }
+    tdacl__thresholds_free(&th);
+    return st;
 }
 
 static tdacl_status load_layer(tdacl_model *m, const tdacl_checkpoint *ck, int l)
@@ -163,6 +249,7 @@ static tdacl_status load_layer(tdacl_model *m, const tdacl_checkpoint *ck, int l
         free(lam);
         if (st) return st;
     }
+    if (kind == TDACL_ATTN_ENTMAX && (st = load_entmax(m, ck, l))) return st;
     /* KV cache, token-major [B, ctx, C] per projected view */
     int64_t cs[3] = {m->info.max_batch, m->info.max_context, m->C};
     st = tdacl_tensor_create(m->ctx, m->adt, 3, cs, &L->kcache);
@@ -260,6 +347,14 @@ tdacl_status tdacl_model_load(tdacl_context *ctx, const tdacl_model_desc *desc, 
     if (!st) st = upload(m, ck, "wte.weight", (int)m->wdt, &m->wte);
     if (!st && m->cfg.position == TDACL_POSITION_LEARNED) st = upload(m, ck, "wpe.weight", (int)m->wdt, &m->wpe);
     for (int l = 0; !st && l < i->n_layer; l++) st = load_layer(m, ck, l);
+    /* desc.thresholds turns a softmax model into Top-theta (its thresholds are softmax's) */
+    m->kind = m->cfg.attn_kind;
+    if (!st && desc->thresholds && m->kind != TDACL_ATTN_SOFTMAX && m->kind != TDACL_ATTN_TOPK_THETA)
+        st = tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: desc.thresholds applies to softmax and topk_theta "
+                         "models, not %s", call, tdacl__kind_name(m->kind));
+    if (!st && desc->thresholds) m->kind = TDACL_ATTN_TOPK_THETA;
+    i->attention = m->kind;
+    if (!st && m->kind == TDACL_ATTN_TOPK_THETA) st = load_topk(m, desc, dir);
     if (!st) st = upload(m, ck, "ln_f.weight", TDACL_F32, &m->lnf_w);
     if (!st && m->cfg.norm_type == 0) st = upload(m, ck, "ln_f.bias", TDACL_F32, &m->lnf_b);
     if (!st && !m->cfg.tie_word_embeddings) st = upload(m, ck, "lm_head.weight", (int)m->wdt, &m->lm_head);
@@ -285,7 +380,8 @@ tdacl_status tdacl_model_destroy(tdacl_model *m)
         layer *L = &m->layers[l];
         tdacl_tensor **all[] = {&L->ln1_w, &L->ln1_b, &L->attn_w, &L->attn_b, &L->proj_w, &L->proj_b,
                                 &L->ln2_w, &L->ln2_b, &L->fc_w, &L->fc_b, &L->fcproj_w, &L->fcproj_b,
-                                &L->head_norm, &L->lambdas, &L->kcache, &L->k2cache, &L->vcache};
+                                &L->head_norm, &L->lambdas, &L->kcache, &L->k2cache, &L->vcache,
+                                &L->temps, &L->thresholds, &L->log_mass, &L->v_sum};
         for (size_t k = 0; k < TDACL_ARRAY_LEN(all); k++) free_tensor(all[k]);
     }
     free(m->layers);
@@ -443,6 +539,41 @@ static tdacl_status head_view(tdacl_model *m, tdacl_tensor *base, int B, int T, 
     return tdacl_tensor_view(base, 4, shape, strides, col, out);
 }
 
+/* VMC's running V sums of layer l gain the rows just appended (restarting at position 0). */
+static tdacl_status v_sum_add(tdacl_model *m, const layer *L, int B, int T, int pos0, int slot0, const tdacl_kv_rows *kv)
+{
+    cl_kernel k;
+    tdacl_status st = tdacl__model_layers_kernel(m, "v_sum_add", NULL, &k);
+    if (st) return st;
+    cl_mem vs = mem(L->v_sum), vc = mem(L->vcache), rm = rowmap_of(kv);
+    cl_long cache_ld = (cl_long)m->info.max_context * m->C;
+    cl_int C = m->C, cT = T, p0 = pos0, s0 = slot0, seqs = B;
+    st = tdacl__set_args(m->ctx, k, "v_sum_add", sizeof vs, &vs, sizeof vc, &vc, sizeof cache_ld, &cache_ld, sizeof C, &C,
+                         sizeof cT, &cT, sizeof p0, &p0, sizeof s0, &s0, sizeof seqs, &seqs, sizeof rm, &rm, (size_t)0);
+    size_t g[2] = {((size_t)m->C + 63) / 64 * 64, (size_t)B}, l[2] = {64, 1};
+    return st ? st : tdacl__launch(m->ctx, k, 2, g, l, NULL, "v_sum_add");
+}
+
+/* The attention call of layer l over views of the caches (the model's kind and its
+ * per-layer tensors). */
+static tdacl_status attend(tdacl_model *m, const layer *L, tdacl_attention_tensors *t, int pos0, const tdacl_kv_rows *kv)
+{
+    tdacl_attention_desc desc;
+    tdacl_attention_desc_init(&desc);
+    desc.kind = m->kind;
+    desc.beta = L->beta;
+    desc.kappa = m->cfg.kappa;
+    desc.power = m->cfg.power;
+    desc.norm = m->cfg.head_norm;
+    desc.offset = pos0;
+    if (m->kind == TDACL_ATTN_ENTMAX) desc.alpha = L->alpha, t->temps = L->temps;
+    if (m->kind == TDACL_ATTN_TOPK_THETA) {
+        desc.theta_post = m->theta_post, desc.sdc = m->sdc, desc.sdc_gamma = m->sdc_gamma, desc.vmc = m->vmc;
+        t->thresholds = L->thresholds, t->sdc_log_mass = L->log_mass;
+    }
+    return tdacl__attention_rows(m->ctx, &desc, t, kv);
+}
+
 /* The attention block of layer l for B sequences of T new tokens at positions pos0.., in
  * cache slots slot0..; or (kv) a decode step's rows at their own slots and positions, pos0
  * the largest.  append: copy the new k (k2) and v rows into the caches first (the fused
@@ -455,32 +586,42 @@ static tdacl_status attention_block(tdacl_model *m, int l, int B, int T, int pos
     const int Tk = pos0 + T;
     /* new k (and k2) and v rows into the caches */
     tdacl_status st = append ? kv_append(m, L, B, T, pos0, slot0, kv) : TDACL_SUCCESS;
+    if (!st && L->v_sum) st = v_sum_add(m, L, B, T, pos0, slot0, kv);
     if (st) return st;
-    /* attention over the cache (every slot with a row map); queries straight from the
-     * projection rows */
-    tdacl_tensor *q = NULL, *q2 = NULL, *k = NULL, *k2 = NULL, *v = NULL, *o = NULL;
-    const int64_t cache_b = (int64_t)m->info.max_context * C, c0 = kv ? 0 : slot0 * cache_b;
-    const int Bk = kv ? m->info.max_batch : B;
-    st = head_view(m, m->qkv, B, T, (int64_t)T * ld, ld, 0, &q);
-    if (!st) st = head_view(m, L->kcache, Bk, Tk, cache_b, C, c0, &k);
-    if (!st) st = head_view(m, L->vcache, Bk, Tk, cache_b, C, c0, &v);
-    if (!st && two) st = head_view(m, m->qkv, B, T, (int64_t)T * ld, ld, 2 * C, &q2);
-    if (!st && two) st = head_view(m, L->k2cache, Bk, Tk, cache_b, C, c0, &k2);
-    if (!st) st = head_view(m, m->att, B, T, (int64_t)T * C, C, 0, &o);
-    if (!st) {
-        tdacl_attention_desc desc;
-        tdacl_attention_desc_init(&desc);
-        desc.kind = m->cfg.attn_kind;
-        desc.beta = L->beta;
-        desc.kappa = m->cfg.kappa;
-        desc.power = m->cfg.power;
-        desc.norm = m->cfg.head_norm;
-        desc.offset = pos0;
-        tdacl_attention_tensors t = {q, k, v, q2, k2, L->head_norm, o, L->lambdas, NULL, NULL, NULL, NULL};
-        st = tdacl__attention_rows(m->ctx, &desc, &t, kv);
+    if (m->hook && !kv && (st = m->hook(m, l, B, T, m->hook_user))) return st;
+    const int64_t cache_b = (int64_t)m->info.max_context * C;
+    /* entmax and Top-theta take no per-sequence key ranges: one call per sequence */
+    const int per_row = kv && (m->kind == TDACL_ATTN_ENTMAX || m->kind == TDACL_ATTN_TOPK_THETA);
+    if (per_row && !m->warned_rows) {
+        m->warned_rows = 1;
+        tdacl__log(m->ctx, TDACL_LOG_DEBUG, "model decode: %s attention over sequences at different positions runs "
+                   "one call per sequence (its kernels take no per-sequence key ranges)", tdacl__kind_name(m->kind));
     }
-    tdacl_tensor *views[] = {q, q2, k, k2, v, o};
-    for (size_t i = 0; i < TDACL_ARRAY_LEN(views); i++) tdacl_tensor_destroy(views[i]);
+    for (int r = 0; r < (per_row ? B : 1) && !st; r++) {
+        /* attention over the cache (every slot with a row map); queries straight from the
+         * projection rows */
+        const int nb = per_row ? 1 : B, slot = per_row ? kv->host[2 * r] : slot0, pos = per_row ? kv->host[2 * r + 1] : pos0;
+        const int tk = per_row ? pos + 1 : Tk, bk = kv && !per_row ? m->info.max_batch : nb;
+        const tdacl_kv_rows *rows = per_row ? NULL : kv;
+        const int64_t c0 = rows ? 0 : slot * cache_b, q0 = (int64_t)r * ld, o0 = (int64_t)r * C;
+        tdacl_tensor *q = NULL, *q2 = NULL, *k = NULL, *k2 = NULL, *v = NULL, *o = NULL, *vsum = NULL;
+        st = head_view(m, m->qkv, nb, T, (int64_t)T * ld, ld, q0, &q);
+        if (!st) st = head_view(m, L->kcache, bk, tk, cache_b, C, c0, &k);
+        if (!st) st = head_view(m, L->vcache, bk, tk, cache_b, C, c0, &v);
+        if (!st && two) st = head_view(m, m->qkv, nb, T, (int64_t)T * ld, ld, q0 + 2 * C, &q2);
+        if (!st && two) st = head_view(m, L->k2cache, bk, tk, cache_b, C, c0, &k2);
+        if (!st) st = head_view(m, m->att, nb, T, (int64_t)T * C, C, o0, &o);
+        if (!st && L->v_sum) { /* [nb, H, d] of the slots read */
+            int64_t shape[3] = {nb, m->H, m->d}, strides[3] = {C, m->d, 1};
+            st = tdacl_tensor_view(L->v_sum, 3, shape, strides, (int64_t)slot * C, &vsum);
+        }
+        if (!st) {
+            tdacl_attention_tensors t = {q, k, v, q2, k2, L->head_norm, o, L->lambdas, NULL, NULL, NULL, vsum};
+            st = attend(m, L, &t, pos, rows);
+        }
+        tdacl_tensor *views[] = {q, q2, k, k2, v, o, vsum};
+        for (size_t i = 0; i < TDACL_ARRAY_LEN(views); i++) tdacl_tensor_destroy(views[i]);
+    }
     return st;
 }
 

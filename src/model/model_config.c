@@ -139,12 +139,28 @@ static tdacl_status parse_attention(const char *file, const cJSON *a, tdacl_mode
     if ((st = get_real(file, a, "attention.", "beta", 0, 0, 1e6, &cfg->beta))) return st;
     if ((st = get_real(file, a, "attention.", "kappa", 0, 1, 1e12, &cfg->kappa))) return st;
     if ((st = get_real(file, a, "attention.", "power", 1, 0, 64, &cfg->power))) return st;
-    if (kind == TDACL_ATTN_ENTMAX || kind == TDACL_ATTN_TOPK_THETA)
-        return tdacl__fail(NULL, TDACL_ERR_UNSUPPORTED, "%s: attention.kind '%s' is not supported in models yet "
-                           "(it runs through tdacl_attention)", file, kinds[kind]);
+    /* topk_theta */
+    static const char *const sdcs[] = {"none", "exact", "exp_threshold", "offline"};
+    if ((st = get_enum(file, a, "attention.", "sdc", sdcs, 4, &cfg->sdc))) return st;
+    if ((st = get_real(file, a, "attention.", "sdc_gamma", 0, 0, 1e6, &cfg->sdc_gamma))) return st;
+    const cJSON *vmc = get(a, "vmc"), *th = get(a, "thresholds");
+    if (vmc && !cJSON_IsBool(vmc))
+        return tdacl__fail(NULL, TDACL_ERR_FORMAT, "%s: key 'attention.vmc' must be true or false, found %s", file,
+                           type_name(vmc));
+    cfg->vmc = vmc && cJSON_IsTrue(vmc);
+    if (th && (!cJSON_IsString(th) || !th->valuestring[0] || strlen(th->valuestring) >= sizeof cfg->thresholds))
+        return tdacl__fail(NULL, TDACL_ERR_FORMAT, "%s: key 'attention.thresholds' must be a file name of 1 to %zu bytes",
+                           file, sizeof cfg->thresholds - 1);
+    if (th) snprintf(cfg->thresholds, sizeof cfg->thresholds, "%s", th->valuestring);
+    /* entmax */
+    if ((st = get_real(file, a, "attention.", "alpha", 1, 1, 8, &cfg->alpha))) return st;
+    if ((st = get_real(file, a, "attention.", "temp_delta", -1e6, 0, 1e6, &cfg->temp_delta))) return st;
+    if ((st = get_real(file, a, "attention.", "temp_beta", -1e6, 0, 1e6, &cfg->temp_beta))) return st;
+    if ((st = get_real(file, a, "attention.", "temp_gamma", -64, 0, 64, &cfg->temp_gamma))) return st;
     cfg->attn_kind = (tdacl_attention_kind)kind;
     cfg->head_norm = (tdacl_head_norm)norm;
-    static const char *const known[] = {"kind", "head_norm", "beta", "kappa", "power"};
+    static const char *const known[] = {"kind", "head_norm", "beta", "kappa", "power", "thresholds", "sdc",
+                                        "sdc_gamma", "vmc", "alpha", "temp_delta", "temp_beta", "temp_gamma"};
     for (const cJSON *c = a->child; c; c = c->next) {
         int k = 0;
         for (size_t i = 0; i < TDACL_ARRAY_LEN(known); i++) k |= !strcmp(c->string, known[i]);
@@ -280,6 +296,10 @@ tdacl_status tdacl__config_parse(const char *text, size_t len, const char *name,
     cfg->rope_theta = 10000.0f;
     cfg->rope_ntk_factor = 1.0f;
     cfg->tie_word_embeddings = -1;
+    cfg->sdc_gamma = 0.05f;
+    cfg->alpha = 1.5f;
+    cfg->temp_delta = 1.0f;
+    cfg->temp_gamma = 1.0f;
 
     /* the JSON parser wants a terminating NUL that the caller's text need not have */
     char *copy = malloc(len + 1);
@@ -327,7 +347,7 @@ tdacl_status tdacl__config_tensors(const tdacl_model_config *cfg, tdacl_ckpt_spe
     const int two_view = k == 5;
     char why[48];
     snprintf(why, sizeof why, "attention kind %s", tdacl__kind_name(cfg->attn_kind));
-    tdacl_ckpt_spec *s = malloc((size_t)(16 * L + 8) * sizeof *s);
+    tdacl_ckpt_spec *s = malloc((size_t)(20 * L + 8) * sizeof *s);
     if (!s) return tdacl__fail(NULL, TDACL_ERR_OUT_OF_MEMORY, "checkpoint: out of memory listing %lld layers", (long long)L);
     int n = 0;
     add(s, &n, TDACL_INIT_NORMAL, NULL, 2, V, C, "wte.weight", 0);
@@ -346,6 +366,16 @@ tdacl_status tdacl__config_tensors(const tdacl_model_config *cfg, tdacl_ckpt_spe
         if (two_view) {
             add(s, &n, TDACL_INIT_LAMBDA, why, 0, 0, 0, "h.%d.attn.lambda", l);
             s[n - 1].scalar = 2;
+        }
+        if (cfg->attn_kind == TDACL_ATTN_ENTMAX) { /* optional: the config's values when absent */
+            static const struct { tdacl_ckpt_init init; const char *fmt; int scalar; } ent[] = {
+                {TDACL_INIT_ALPHA, "h.%d.attn.entmax_alpha", 1}, {TDACL_INIT_TEMP_DELTA, "h.%d.attn.entmax_delta", 2},
+                {TDACL_INIT_TEMP_BETA, "h.%d.attn.entmax_beta", 2}, {TDACL_INIT_TEMP_GAMMA, "h.%d.attn.entmax_gamma", 2}};
+            for (size_t e = 0; e < TDACL_ARRAY_LEN(ent); e++) {
+                add(s, &n, ent[e].init, why, 0, 0, 0, ent[e].fmt, l);
+                s[n - 1].scalar = ent[e].scalar;
+                s[n - 1].optional = 2;
+            }
         }
         if (cfg->head_norm == TDACL_NORM_RMS)
             add(s, &n, TDACL_INIT_ONES, "head_norm rms", 1, cfg->head_dim, 0, "h.%d.attn.head_norm.weight", l);

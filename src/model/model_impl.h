@@ -15,14 +15,29 @@ typedef struct layer {
     tdacl_tensor *head_norm; /* [d] or NULL */
     tdacl_tensor *lambdas;   /* [H] (two-view kinds) or NULL */
     float beta;
+    float alpha;             /* entmax */
+    tdacl_tensor *temps;     /* entmax: [H, 3] (delta, beta, gamma) per head */
+    tdacl_tensor *thresholds, *log_mass; /* topk_theta: [H, R] (log_mass: offline SDC, or NULL) */
+    tdacl_tensor *v_sum;     /* topk_theta with VMC: [B, C] fp32 running sum of each slot's V rows */
     tdacl_tensor *kcache, *k2cache, *vcache; /* [B, ctx, C] in the activation dtype */
 } layer;
+
+/* Called before each layer's attention of a prefill (tdacl_model_calibrate): qkv holds the
+ * layer's projections, RoPE applied, for B sequences of T tokens. */
+typedef tdacl_status (*tdacl_attention_hook)(tdacl_model *m, int layer, int B, int T, void *user);
 
 struct tdacl_model {
     tdacl_context *ctx;
     int warned_nonfinite;
     tdacl_model_config cfg;
     tdacl_model_info info;
+    tdacl_attention_kind kind; /* what the layers run: the config's, or topk_theta with desc.thresholds */
+    int theta_post, vmc;       /* topk_theta, from the threshold file and the config / desc */
+    tdacl_sdc sdc;
+    float sdc_gamma;
+    tdacl_attention_hook hook;
+    void *hook_user;
+    int warned_rows;           /* the per-sequence decode fallback was logged */
     tdacl_dtype wdt, adt; /* weights; activations between kernels and the KV cache */
     int C, H, d, kqkv; /* kqkv: width of the fused projection in units of C */
     tdacl_tensor *wte, *wpe, *lnf_w, *lnf_b, *lm_head;

@@ -313,6 +313,15 @@ tdacl_status tdacl__attention_plan_rows(tdacl_context *ctx, const tdacl_attentio
         if (d.norm != TDACL_NORM_RMS)
             return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: gain given but desc.norm is not rms", call);
     }
+    /* the kernels read these from element 0 of their buffers, densely */
+    const struct { const char *n; const tdacl_tensor *x; } dense[] = {{"gain", t->gain}, {"lambdas", t->lambdas},
+                                                                      {"temps", t->temps}, {"thresholds", t->thresholds},
+                                                                      {"sdc_log_mass", t->sdc_log_mass}};
+    for (size_t i = 0; i < TDACL_ARRAY_LEN(dense); i++)
+        if (dense[i].x && (dense[i].x->offset != 0 || !tdacl__tensor_is_contiguous(dense[i].x)))
+            return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "%s: %s must be a contiguous tensor starting at element 0 "
+                               "of its storage (a view at element %lld was given)", call, dense[i].n,
+                               (long long)dense[i].x->offset);
     if (!tdacl__view_is_injective(t->out))
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT,
                            "%s: out is a view whose strides map several elements to one place", call);
@@ -651,12 +660,12 @@ static tdacl_status set_topk_args(tdacl_context *ctx, cl_kernel k, const tdacl_a
 {
     const tdacl_attention_desc *d = &p->desc;
     cl_mem th = mem_of(t->thresholds), lm = mem_of(t->sdc_log_mass), vsum = mem_of(t->v_sum);
-    cl_long nthr = t->thresholds->shape[1], sl = split_len;
+    cl_long nthr = t->thresholds->shape[1], sl = split_len, vso = t->v_sum ? off_of(t->v_sum) : 0;
     cl_int post = d->theta_post, sdc = (cl_int)d->sdc, vmc = d->vmc, ns = (cl_int)nsplit;
-    const void *vals[11] = {&th, &nthr, &lm, &vsum, &post, &sdc, &d->sdc_gamma, &vmc, &part, &sl, &ns};
-    const size_t sizes[11] = {sizeof th, sizeof nthr, sizeof lm, sizeof vsum, sizeof post, sizeof sdc, sizeof(cl_float),
-                              sizeof vmc, sizeof part, sizeof sl, sizeof ns};
-    for (cl_uint i = 0; i < 11; i++) {
+    const void *vals[12] = {&th, &nthr, &lm, &vsum, &vso, &post, &sdc, &d->sdc_gamma, &vmc, &part, &sl, &ns};
+    const size_t sizes[12] = {sizeof th, sizeof nthr, sizeof lm, sizeof vsum, sizeof vso, sizeof post, sizeof sdc,
+                              sizeof(cl_float), sizeof vmc, sizeof part, sizeof sl, sizeof ns};
+    for (cl_uint i = 0; i < 12; i++) {
         cl_int err = clSetKernelArg(k, PREFILL_NARGS + i, sizes[i], vals[i]);
         if (err) return tdacl__fail_cl(ctx, err, "clSetKernelArg(attention_topk_fwd, argument %u)", PREFILL_NARGS + i);
     }
@@ -680,11 +689,13 @@ static tdacl_status launch_topk_combine(tdacl_context *ctx, const tdacl_variant_
     launch_args a;
     launch_args_of(p, t, &a);
     cl_mem th = mem_of(t->thresholds), lm = mem_of(t->sdc_log_mass), vsum = mem_of(t->v_sum);
-    cl_long nthr = t->thresholds->shape[1], Tq = p->Tq, Tk = p->Tk, offset = p->offset;
+    cl_long nthr = t->thresholds->shape[1], Tq = p->Tq, Tk = p->Tk, offset = p->offset,
+            vso = t->v_sum ? off_of(t->v_sum) : 0;
     cl_int ns = (cl_int)nsplit, sdc = (cl_int)d->sdc, vmc = d->vmc, H = (cl_int)p->H, dv = p->dv,
            norm = d->norm == TDACL_NORM_RMS;
     st = tdacl__set_args(ctx, k, "attention_topk_combine", sizeof part, &part, sizeof ns, &ns, sizeof th, &th,
-                         sizeof nthr, &nthr, sizeof lm, &lm, sizeof vsum, &vsum, sizeof a.vm, &a.vm, sizeof a.vs, &a.vs,
+                         sizeof nthr, &nthr, sizeof lm, &lm, sizeof vsum, &vsum, sizeof vso, &vso, sizeof a.vm, &a.vm,
+                         sizeof a.vs, &a.vs,
                          sizeof a.vo, &a.vo, sizeof sdc, &sdc, sizeof(cl_float), &d->sdc_gamma, sizeof vmc, &vmc,
                          sizeof H, &H, sizeof Tq, &Tq, sizeof Tk, &Tk, sizeof offset, &offset, sizeof dv, &dv,
                          sizeof a.gm, &a.gm, sizeof a.om, &a.om, sizeof a.os, &a.os, sizeof a.oo, &a.oo, sizeof norm, &norm,

@@ -7,6 +7,7 @@
  * Notation: T tokens, C = n_embd, NH heads of d = C / NH, V vocabulary, NQ = 3 ([q|k|v])
  * or 5 ([q1|k1|q2|k2|v], tda and diff_softmax) column groups of the fused c_attn. */
 #include "ref/gpt_ref.h"
+#include "ref/attention_ref.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -124,6 +125,63 @@ static double dot(const double *a, const double *b, int n)
 static int two_views(tdacl_attention_kind k) { return k == TDACL_ATTN_TDA || k == TDACL_ATTN_DIFF_SOFTMAX; }
 static int thresholded(tdacl_attention_kind k) { return k == TDACL_ATTN_TRA || k == TDACL_ATTN_TDA; }
 
+/* Per-head Norm: rms over d with eps 1e-5 (docs/spec.md section 1's default; docs/spec.md
+ * section 4 names no other), times head_norm.weight.  A zero row stays exactly zero. */
+static void head_norm(const gpt_ref_model *m, const gpt_ref_layer *L, double *o)
+{
+    if (m->head_norm != TDACL_NORM_RMS) return;
+    const int d = m->head_dim;
+    double ss = 0.0;
+    for (int c = 0; c < d; c++) ss += o[c] * o[c];
+    double r = 1.0 / sqrt(ss / d + m->head_norm_eps);
+    for (int c = 0; c < d; c++) o[c] = o[c] * r * (L->head_norm_w ? L->head_norm_w[c] : 1.0);
+}
+
+/* entmax and topk_theta heads through the attention reference (tests/ref/attention_ref.c,
+ * one head, keys 0..i for row i): head h's rows of out, before the head Norm. */
+static int sparse_head(const gpt_ref_model *m, const gpt_ref_layer *L, int h, int T, const double *q, const double *k,
+                       const double *qkv, double *out, gpt_ref_stats *st)
+{
+    const int C = m->n_embd, d = m->head_dim, NQ = 3;
+    double *v = malloc(sizeof(double) * (size_t)T * d), *o = malloc(sizeof(double) * (size_t)T * d);
+    double *thr = m->topk_hook ? malloc(sizeof(double) * (size_t)T) : NULL;
+    int rc = -1;
+    if (!v || !o || (m->topk_hook && !thr)) goto done;
+    for (int t = 0; t < T; t++)
+        memcpy(v + (size_t)t * d, qkv + (size_t)t * NQ * C + 2 * (size_t)C + (size_t)h * d, sizeof(double) * d);
+    attn_ref_params p = attn_ref_params_default(m->kind);
+    p.offset = 0;
+    p.scale = 1.0 / sqrt((double)d);
+    if (m->kind == TDACL_ATTN_ENTMAX) {
+        p.alpha = L->alpha;
+        p.temp_delta = L->temps[3 * h], p.temp_beta = L->temps[3 * h + 1], p.temp_gamma = L->temps[3 * h + 2];
+    } else {
+        const int layer = (int)(L - m->layers);
+        if (thr && m->topk_hook(m->topk_user, layer, h, T, d, q, k, thr)) goto done;
+        p.thresholds = thr ? thr : L->thresholds + (size_t)h * L->nthr;
+        p.nthr = thr ? T : L->nthr;
+        p.log_mass = L->log_mass && !thr ? L->log_mass + (size_t)h * L->nthr : NULL;
+        p.theta_post = m->theta_post, p.sdc = thr ? TDACL_SDC_NONE : m->sdc, p.sdc_gamma = m->sdc_gamma;
+        p.vmc = thr ? 0 : m->vmc;
+    }
+    attn_ref_shape shape = {1, 1, T, T, d, d};
+    attn_ref_inputs in = {q, k, v, NULL, NULL};
+    attn_ref_outputs outs = {0};
+    outs.out = o;
+    attn_ref_counts counts;
+    if (attn_ref_attention(&p, shape, in, outs, &counts)) goto done;
+    for (int t = 0; t < T; t++) memcpy(out + (size_t)t * C + (size_t)h * d, o + (size_t)t * d, sizeof(double) * d);
+    if (st) {
+        st->visible_pairs += counts.visible_pairs;
+        st->zero_weights += counts.zero_weights;
+        st->survivors[0] += counts.survivors[0];
+    }
+    rc = 0;
+done:
+    free(v), free(o), free(thr);
+    return rc;
+}
+
 /* ---- attention of one layer ------------------------------------------------------------
  * qkv: [T, NQ*C] (the c_attn output, bias included); out: [T, C] (heads concatenated in
  * head order, before c_proj).  Head h of every view is the d-wide column slice
@@ -159,6 +217,14 @@ int gpt_ref_attention(const gpt_ref_model *m, const gpt_ref_layer *L, int T, con
                     l2_normalize(kt, d);
                 }
             }
+        if (m->kind == TDACL_ATTN_ENTMAX || m->kind == TDACL_ATTN_TOPK_THETA) {
+            if (sparse_head(m, L, h, T, q, k, qkv, out, st)) {
+                free(q), free(k), free(s), free(a), free(w);
+                return -1;
+            }
+            for (int i = 0; i < T; i++) head_norm(m, L, out + (size_t)i * C + (size_t)h * d);
+            continue;
+        }
         /* Softmax kinds use 1/sqrt(d); tra/tda compare cosines with tau (scale 1). */
         const double scale = thresholded(m->kind) ? 1.0 : 1.0 / sqrt((double)d);
         const double lam = L->lambda ? L->lambda[h] : 0.0;
@@ -191,9 +257,8 @@ int gpt_ref_attention(const gpt_ref_model *m, const gpt_ref_layer *L, int T, con
                 for (int j = 0; j < n; j++) w[j] = nv == 2 ? a[j] - lc * a[T + j] : a[j];
                 break;
             }
-            case TDACL_ATTN_ENTMAX: /* models refuse these (model_config.c): NaN fails any comparison */
+            case TDACL_ATTN_ENTMAX: /* sparse_head computed these heads */
             case TDACL_ATTN_TOPK_THETA:
-                for (int j = 0; j < n; j++) w[j] = NAN;
                 break;
             }
             if (st) {
@@ -211,14 +276,7 @@ int gpt_ref_attention(const gpt_ref_model *m, const gpt_ref_layer *L, int T, con
                 for (int j = 0; j < n; j++) acc += w[j] * qkv[(size_t)j * NQ * C + (size_t)(NQ - 1) * C + (size_t)h * d + c];
                 o[c] = acc;
             }
-            /* Per-head Norm: rms over d with eps 1e-5 (docs/spec.md section 1's default; docs/spec.md section 4
-             * names no other), times head_norm.weight.  A zero row stays exactly zero. */
-            if (m->head_norm == TDACL_NORM_RMS) {
-                double ss = 0.0;
-                for (int c = 0; c < d; c++) ss += o[c] * o[c];
-                double r = 1.0 / sqrt(ss / d + m->head_norm_eps);
-                for (int c = 0; c < d; c++) o[c] = o[c] * r * (L->head_norm_w ? L->head_norm_w[c] : 1.0);
-            }
+            head_norm(m, L, o);
         }
     }
     free(q), free(k), free(s), free(a), free(w);
@@ -368,6 +426,7 @@ int gpt_ref_load(const tdacl_checkpoint *ck, int round_bf16, gpt_ref_model *m)
     m->head_norm_eps = 1e-5;
     m->position = cfg->position;
     m->rope_theta = cfg->rope_theta, m->rope_ntk_factor = cfg->rope_ntk_factor;
+    m->sdc = (tdacl_sdc)cfg->sdc, m->sdc_gamma = cfg->sdc_gamma, m->vmc = cfg->vmc;
     const int C = m->n_embd, V = m->vocab_size, NH = m->n_head, d = m->head_dim;
     const int NQ = two_views(m->kind) ? 5 : 3, R = round_bf16, ln_bias = !m->rmsnorm;
     int err = 0;
@@ -417,6 +476,27 @@ int gpt_ref_load(const tdacl_checkpoint *ck, int round_bf16, gpt_ref_model *m)
         }
         if (m->head_norm == TDACL_NORM_RMS)
             L->head_norm_w = tensor(ck, R, 0, &err, 1, d, 0, "h.%d.attn.head_norm.weight", l);
+        if (m->kind == TDACL_ATTN_ENTMAX) {
+            /* each: the layer's tensor (scalar or one a head) when present, else the config's */
+            static const char *const names[4] = {"alpha", "delta", "beta", "gamma"};
+            const double defaults[4] = {cfg->alpha, cfg->temp_delta, cfg->temp_beta, cfg->temp_gamma};
+            L->temps = malloc(sizeof(double) * 3 * (size_t)NH);
+            if (!L->temps) err = 1;
+            for (int e = 0; !err && e < 4; e++) {
+                char name[64];
+                snprintf(name, sizeof name, "h.%d.attn.entmax_%s", l, names[e]);
+                const tdacl_ckpt_tensor *t = tdacl__checkpoint_get(ck, name);
+                int per_head = t && t->ndim == 1 && t->shape[0] == NH && NH > 1;
+                double *x = !t ? NULL : per_head ? tensor(ck, R, 0, &err, 1, NH, 0, name, 0)
+                                                 : tensor(ck, R, 0, &err, -1, 0, 0, name, 0);
+                for (int h = 0; h < NH; h++) {
+                    double val = x ? x[per_head ? h : 0] : defaults[e];
+                    if (e == 0) L->alpha = val;
+                    else L->temps[3 * h + e - 1] = val;
+                }
+                free(x);
+            }
+        }
     }
     if (err) {
         gpt_ref_free(m);
@@ -432,7 +512,7 @@ void gpt_ref_free(gpt_ref_model *m)
         gpt_ref_layer *L = &m->layers[l];
         double *all[] = {L->ln_1_w, L->ln_1_b, L->c_attn_w, L->c_attn_b, L->attn_proj_w, L->attn_proj_b,
                          L->ln_2_w, L->ln_2_b, L->fc_w, L->fc_b, L->mlp_proj_w, L->mlp_proj_b,
-                         L->lambda, L->head_norm_w};
+                         L->lambda, L->head_norm_w, L->temps, L->thresholds, L->log_mass};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
     }
     free(m->layers);

@@ -48,6 +48,14 @@ typedef struct gpt_ref_layer {
     double beta;         /* threshold scale of this layer (tra / tda) */
     double *lambda;      /* [n_head] differential weight (as stored; tda clamps it) */
     double *head_norm_w; /* [d] gain of the per-head rms Norm, or NULL */
+    /* entmax: alpha (h.N.attn.entmax_alpha, else the config's) and temps [n_head][3]
+     * (delta, beta, gamma: h.N.attn.entmax_delta/_beta/_gamma, else the config's) */
+    double alpha;
+    double *temps;
+    /* topk_theta: thresholds [n_head][nthr] and the offline SDC table (or NULL), set by the
+     * test (they live in a threshold file, not the checkpoint) */
+    double *thresholds, *log_mass;
+    int nthr;
 } gpt_ref_layer;
 
 typedef struct gpt_ref_model {
@@ -63,6 +71,16 @@ typedef struct gpt_ref_model {
     double rope_theta;         /* base theta as configured */
     double rope_ntk_factor;    /* 1 = no scaling */
     int tied;                  /* lm_head is wte */
+    /* topk_theta (docs/spec.md section 1c), set by the test */
+    int theta_post, vmc;
+    tdacl_sdc sdc;
+    double sdc_gamma;
+    /* topk_theta: when set, called for each (layer, head) with its q and k ([T][d] each, RoPE
+     * applied) to fill thresholds[0..T) of every row, replacing the layer's table (a
+     * calibration's top-k); returns 0 */
+    int (*topk_hook)(void *user, int layer, int head, int T, int d, const double *q, const double *k,
+                     double *thresholds);
+    void *topk_user;
     int round_activations;     /* 1: the norm outputs, c_attn output, attention output and MLP
                                   hidden are rounded to bf16 as they are made (a model of the
                                   noise of bf16 activations); 0 (gpt_ref_load): exact */
