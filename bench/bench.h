@@ -31,6 +31,7 @@ typedef struct bench_row {
     int64_t B, H, Tq, Tk, M, N, K;
     int d, dv;
     double beta;         /* density knob of tra/tda; -1 when not applicable */
+    double alpha;        /* entmax's alpha (its density knob); -1 when not applicable */
     char params[160];    /* tuning parameters used */
     char params_source[16];
     char params_origin[240];
@@ -58,6 +59,8 @@ typedef struct bench_options {
     int ndtypes;
     double betas[BENCH_MAX_LIST];
     int nbetas;
+    double alphas[BENCH_MAX_LIST]; /* entmax density sweep (default 1.5) */
+    int nalphas;
     int64_t B, H;
     int d;
     int64_t decode_B, decode_H, decode_Tk, decode_Tq;

@@ -24,6 +24,7 @@ static void usage(FILE *f)
             "                     attention also tf32: f32 storage at desc.precision tf32 (the tensor-core variant);\n"
             "                     forward also bf16act: bf16 weights, activations and KV cache\n"
             "  --beta LIST        density sweep for tra/tda (default 1,0.5,0.25,0)\n"
+            "  --alpha LIST       density sweep for entmax, each in (1, 8] (default 1.5)\n"
             "  --B N --H N --d N  prefill shape (default 4, 8, 64)\n"
             "  --decode-B N --decode-H N --decode-Tk N   decode shape (default 8, 16, 32768|4096; forward: Tk is the context)\n"
             "  --decode-Tq N      query rows per decode step, 1..16 (default 1; 2..16 take the tensor-core decode)\n"
@@ -139,6 +140,10 @@ int bench_parse_args(int argc, char **argv, bench_options *o)
             NEED_VALUE();
             if ((o->nbetas = split_numbers(v, o->betas, BENCH_MAX_LIST)) <= 0) goto bad;
             for (int k = 0; k < o->nbetas; k++) if (o->betas[k] < 0) goto bad;
+        } else if (!strcmp(a, "--alpha")) {
+            NEED_VALUE();
+            if ((o->nalphas = split_numbers(v, o->alphas, BENCH_MAX_LIST)) <= 0) goto bad;
+            for (int k = 0; k < o->nalphas; k++) if (!(o->alphas[k] > 1 && o->alphas[k] <= 8)) goto bad;
         } else if (!strcmp(a, "--B") || !strcmp(a, "--H") || !strcmp(a, "--d") || !strcmp(a, "--decode-B") ||
                    !strcmp(a, "--decode-H") || !strcmp(a, "--decode-Tk") || !strcmp(a, "--decode-Tq") ||
                    !strcmp(a, "--min-samples") || !strcmp(a, "--topk")) {

@@ -52,6 +52,7 @@ void bench_print_row(const bench_row *r, FILE *f)
         return;
     }
     if (r->beta >= 0) snprintf(beta, sizeof beta, "%g", r->beta);
+    if (r->alpha >= 0) snprintf(beta, sizeof beta, "a=%g", r->alpha);
     if (r->sparsity >= 0) snprintf(sp, sizeof sp, "%.6f", r->sparsity);
     if (r->bound_ms > 0) snprintf(bound, sizeof bound, "%.4f", r->bound_ms);
     fprintf(f, "%-3d %-9s %-13s %-7s %-7s %-34s %5s %10.4f %10.4f %10.4f %8.2f %6.1f %8.1f %8s %8s  %s%s%s [%s]%s%s%s\n",
@@ -135,6 +136,7 @@ static cJSON *row_json(const bench_row *r)
         NUM(shape, "M", r->M), NUM(shape, "N", r->N), NUM(shape, "K", r->K);
     }
     if (r->beta >= 0) NUM(j, "beta", r->beta);
+    if (r->alpha >= 0) NUM(j, "alpha", r->alpha);
     if (r->params[0]) {
         cJSON *t = cJSON_AddObjectToObject(j, "tuning");
         cJSON_AddStringToObject(t, "params", r->params);
@@ -294,6 +296,7 @@ int bench_load_json(const char *path, bench_run *out)
         x->Tk = (int64_t)num(s, "Tk", 0), x->d = (int)num(s, "d", 0), x->dv = (int)num(s, "dv", 0);
         x->M = (int64_t)num(s, "M", 0), x->N = (int64_t)num(s, "N", 0), x->K = (int64_t)num(s, "K", 0);
         x->beta = num(r, "beta", -1);
+        x->alpha = num(r, "alpha", -1);
         x->sparsity = num(r, "sparsity", -1);
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "time_ms");
         x->s.min = num(t, "min", 0), x->s.median = num(t, "median", 0), x->s.max = num(t, "max", 0);
@@ -372,6 +375,7 @@ int bench_same_key(const bench_row *a, const bench_row *b, int loose)
     if (a->B != b->B || a->H != b->H || a->Tq != b->Tq || a->Tk != b->Tk || a->d != b->d) return 0;
     if (a->M != b->M || a->N != b->N || a->K != b->K) return 0;
     if (fabs(a->beta - b->beta) > 1e-9) return 0;
+    if (a->alpha >= 0 && b->alpha >= 0 && fabs(a->alpha - b->alpha) > 1e-9) return 0; /* an anchor may not say */
     return 1;
 }
 
@@ -400,6 +404,7 @@ int bench_compare(const bench_run *now, const bench_run *old, FILE *f)
                 char shape[64], beta[16] = "-";
                 shape_text(n, shape, sizeof shape);
                 if (n->beta >= 0) snprintf(beta, sizeof beta, "%g", n->beta);
+                if (n->alpha >= 0) snprintf(beta, sizeof beta, "a=%g", n->alpha);
                 fprintf(f, "%-13s %-7s %-7s %-34s %5s %-16s %10.4f %10.4f %7.3f %s\n", n->name, n->dtype,
                         n->path[0] ? n->path : "-", shape, beta, o->impl, n->s.median, o->s.median, ratio, mark);
                 matched++;

@@ -19,6 +19,7 @@ bench_row *bench_add_row(bench_run *run)
     bench_row *r = &run->rows[run->nrows++];
     memset(r, 0, sizeof *r);
     r->beta = -1;
+    r->alpha = -1;
     r->sparsity = -1;
     snprintf(r->impl, sizeof r->impl, "tdacl");
     return r;

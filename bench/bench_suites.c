@@ -116,7 +116,8 @@ static tdacl_status topk_thresholds(tdacl_context *ctx, int64_t H, int64_t Tk, i
 }
 
 /* Measures one attention configuration; force != NULL pins the parameters. */
-/* dt_name: the row's dtype ("tf32": f32 storage at desc.precision tf32) */
+/* dt_name: the row's dtype ("tf32": f32 storage at desc.precision tf32); beta: the density knob, tra/tda's beta or
+ * entmax's alpha (-1: none) */
 static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, const char *dt_name, double beta,
                     int64_t B, int64_t H, int64_t Tq, int64_t Tk, int d, int path, attn_buffers *bufs,
                     int generic)
@@ -127,6 +128,9 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, const
     tdacl_attention_desc desc;
     tdacl_attention_desc_init(&desc);
     desc.kind = (tdacl_attention_kind)kind;
+    /* the knob: beta of tra/tda, alpha of entmax */
+    const double alpha = kind == TDACL_ATTN_ENTMAX ? beta : -1;
+    if (alpha >= 0) desc.alpha = (float)alpha, beta = -1;
     if (beta >= 0) desc.beta = (float)beta;
     desc.path = path;
     if (!strcmp(dt_name, "tf32")) desc.precision = TDACL_PRECISION_TF32;
@@ -148,7 +152,7 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, const
     snprintf(r->dtype, sizeof r->dtype, "%s", dt_name);
     snprintf(r->path, sizeof r->path, "%s", path == TDACL_PATH_DECODE ? "decode" : "prefill");
     r->B = B, r->H = H, r->Tq = Tq, r->Tk = Tk, r->d = d, r->dv = d;
-    r->beta = beta;
+    r->beta = beta, r->alpha = alpha;
     bench_progress(run, "%s attention %s %s %s T=%lld%s", run->devices[dev].info.name, r->name, r->dtype, r->path,
                    (long long)Tk, generic ? " (generic params)" : "");
     tdacl_status st = tdacl__attention_plan(ctx, &desc, &job.t, &job.plan);
@@ -236,6 +240,9 @@ int bench_suite_attention(bench_run *run, tdacl_context *ctx, int dev)
     int nb = 4;
     if (o->nbetas) memcpy(betas, o->betas, sizeof betas), nb = o->nbetas;
     else if (o->quick) nb = 2, betas[1] = 0;
+    double alphas[BENCH_MAX_LIST] = {1.5};
+    int na = 1;
+    if (o->nalphas) memcpy(alphas, o->alphas, sizeof alphas), na = o->nalphas;
     static const char *quick_kinds[] = {"tra", "tda", "softmax"};
     int failures = 0;
     for (int di = 0; di < ndt; di++) {
@@ -259,9 +266,9 @@ int bench_suite_attention(bench_run *run, tdacl_context *ctx, int dev)
                     for (int q = 0; q < 3; q++) keep |= !strcmp(kn, quick_kinds[q]);
                     if (!keep) continue;
                 }
-                int thresholded = tdacl__kind_threshold(kind);
-                for (int bi = 0; bi < (thresholded ? nb : 1); bi++) {
-                    double beta = thresholded ? betas[bi] : -1;
+                int thresholded = tdacl__kind_threshold(kind), entmax = kind == TDACL_ATTN_ENTMAX;
+                for (int bi = 0; bi < (thresholded ? nb : entmax ? na : 1); bi++) {
+                    double beta = thresholded ? betas[bi] : entmax ? alphas[bi] : -1; /* attn_row's knob */
                     failures += attn_row(run, ctx, dev, kind, dtn, beta, o->B, o->H, T, T, o->d,
                                          TDACL_PATH_PREFILL, &bufs, 0);
                     if (o->vs_generic)
@@ -284,10 +291,11 @@ int bench_suite_attention(bench_run *run, tdacl_context *ctx, int dev)
             if (!is_kind_selected(o, kn)) continue;
             if (o->quick && !o->nkinds && kind != TDACL_ATTN_TRA && kind != TDACL_ATTN_SOFTMAX) continue;
             int thresholded = tdacl__kind_threshold(kind);
-            failures += attn_row(run, ctx, dev, kind, dtn, thresholded ? 1.0 : -1, o->decode_B, o->decode_H, o->decode_Tq, Tk,
+            const double knob = thresholded ? 1.0 : kind == TDACL_ATTN_ENTMAX ? alphas[0] : -1;
+            failures += attn_row(run, ctx, dev, kind, dtn, knob, o->decode_B, o->decode_H, o->decode_Tq, Tk,
                                  o->d, TDACL_PATH_DECODE, &bufs, 0);
             if (o->vs_generic)
-                failures += attn_row(run, ctx, dev, kind, dtn, thresholded ? 1.0 : -1, o->decode_B, o->decode_H,
+                failures += attn_row(run, ctx, dev, kind, dtn, knob, o->decode_B, o->decode_H,
                                      o->decode_Tq, Tk, o->d, TDACL_PATH_DECODE, &bufs, 1);
         }
         free_buffers(&bufs);
