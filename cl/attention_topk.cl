@@ -11,8 +11,12 @@
  * E~ the dropped keys' estimated share of the denominator: 0 (pre-softmax without
  * compensation), E (post-softmax, and SDC exact), gamma (n - kept) e^(theta - m) (SDC
  * exp-threshold), e^(eta - m) (SDC offline), and mu the mean of the n visible V rows.
- * Decode (pre-softmax) splits each row's keys over NSPLIT work-groups, which write their
- * partial m, R, E, kept count, output and V sum; attention_topk_combine merges them. */
+ * Decode splits each row's keys over NSPLIT work-groups, which write their partial m, R, E,
+ * kept count, output and V sum; attention_topk_combine merges them.  Post-softmax, split: a
+ * first split pass keeps no key (row_cut +inf), so its combine has the row's m and
+ * z = E and writes the row's score cut m + ln z + ln theta (cut_out); the second pass keeps the
+ * scores at or above that cut with SDC exact, which gives the kept keys their softmax weights
+ * (R + E = z). */
 
 #define PSTRIDE(dv) (4 + 2 * (dv)) /* floats of one split's partials: m, R, E, kept, o[dv], vsum[dv] */
 
@@ -46,11 +50,13 @@ inline float topk_vsum_tail(__global const float *v_sum, long vsum_off, __global
  * vsum_off of its buffer, post, sdc
  * (tdacl_sdc), sdc_gamma, vmc; then the key split: part (the partials, [B*H][Tq][nsplit]
  * PSTRIDE(dv) floats; NULL: one split, the kernel finishes the rows itself), split_len,
- * nsplit (work-group dimension 2 is query block * nsplit + split). */
+ * nsplit (work-group dimension 2 is query block * nsplit + split); row_cut ([B*H][Tq], or
+ * NULL): each row's smallest kept score, replacing its threshold (post-softmax splits). */
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR void attention_topk_fwd(
     PREFILL_KERNEL_ARGS,
     __global const float *thresholds, long nthr, __global const float *log_mass, __global const float *v_sum,
-    long vsum_off, int post, int sdc, float sdc_gamma, int vmc, __global float *part, long split_len, int nsplit)
+    long vsum_off, int post, int sdc, float sdc_gamma, int vmc, __global float *part, long split_len, int nsplit,
+    __global const float *row_cut)
 {
     ROW_TILE_LOCALS;
 
@@ -77,7 +83,8 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     ROW_TILE_PRIVATE;
 
     /* post-softmax, a first pass: this work-item's maximum and its sum of e^(a - m), rescaled
-     * as its maximum grows; then the row's (one split: the host does not split post-softmax) */
+     * as its maximum grows; then the row's (unsplit: a split post-softmax decode runs two passes
+     * with row_cut instead, post = 0) */
     float m = -INFINITY, z = 0.0f;
     int row_nan = 0;
     if (post) {
@@ -96,7 +103,8 @@ UNROLL
         m = mrow;
     }
     /* the smallest score kept; post-softmax a threshold <= 0 keeps every key */
-    const float cut = !post ? theta : theta > 0.0f ? m + log(z) + log(theta) : -INFINITY;
+    const float cut = row_cut ? (live ? row_cut[(long)bh * Tq + row] : INFINITY)
+                      : !post ? theta : theta > 0.0f ? m + log(z) + log(theta) : -INFINITY;
 
     /* the pass: kept keys' weights e^(a - m) times V; the dropped keys' sum E; pre-softmax, m
      * is the running row maximum (row-uniform, so that the weights staged for the product are) */
@@ -196,13 +204,14 @@ UNROLL
 /* The splits of one (batch, head, query row) merged: the largest m, R, E and the output
  * rescaled to it, kept counts and V sums added; then as the unsplit kernel finishes a row
  * (compensation, mean V row, Norm, scale, gain, store).  COMBINE_NT work-items, columns
- * strided over them. */
+ * strided over them.  cut_out (post-softmax splits' first pass, every key dropped): writes
+ * the row's score cut m + ln E + ln theta ([B*H][Tq]; -inf for theta <= 0) instead. */
 #define COMBINE_NT 64
 __kernel __attribute__((reqd_work_group_size(COMBINE_NT, 1, 1))) void attention_topk_combine(
     __global const float *part, int nsplit, __global const float *thresholds, long nthr,
     __global const float *log_mass, __global const float *v_sum, long vsum_off, __global const void *v, long4 vs,
     long v_off, int sdc, float sdc_gamma, int vmc, int H, long Tq, long Tk, long offset, int dv, __global const void *gain,
-    __global void *out, long4 os, long o_off, int norm, float norm_eps, float out_scale)
+    __global void *out, long4 os, long o_off, int norm, float norm_eps, float out_scale, __global float *cut_out)
 {
     __local float red[COMBINE_NT];
     const int tid = get_local_id(0);
@@ -226,6 +235,11 @@ __kernel __attribute__((reqd_work_group_size(COMBINE_NT, 1, 1))) void attention_
         rsum += ps[1] * sc, esum += ps[2] * sc, nkept += ps[3];
     }
     row_nan |= !isfinite(m);
+    if (cut_out) { /* a NaN cut keeps no key: the second pass's scores make the row NaN */
+        if (tid == 0)
+            cut_out[(long)bh * Tq + row] = row_nan ? NAN : theta > 0.0f ? m + log(esum) + log(theta) : -INFINITY;
+        return;
+    }
     const float2 nd = topk_norm(m, rsum, esum, nkept, nvis, theta, 0, sdc, sdc_gamma, log_mass, h * nthr + rid, vmc);
     const long vb_off = v_off + b * vs.s0 + h * vs.s1;
     float ys[(256 + COMBINE_NT - 1) / COMBINE_NT];

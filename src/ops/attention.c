@@ -653,19 +653,29 @@ static void split_keys(const tdacl_context *ctx, int64_t kend, int unit, int wav
                        int64_t *split_len);
 static uint64_t split_tiles(int64_t kend, int64_t nsplit, int64_t split_len, int64_t unit);
 
+/* One Top-theta pass over the keys: the call's own mode, or a step of the post-softmax split
+ * (cl/attention_topk.cl: row_cut replaces the thresholds; cut_out makes the combine write the
+ * rows' cuts). */
+typedef struct topk_pass {
+    cl_int post, sdc, vmc;
+    cl_mem row_cut, cut_out;
+} topk_pass;
+
 /* The Top-theta kernel's arguments after the prefill ones (cl/attention_topk.cl): its tables
  * and fields, then the key split (part NULL: unsplit). */
 static tdacl_status set_topk_args(tdacl_context *ctx, cl_kernel k, const tdacl_attention_plan *p,
-                                  const tdacl_attention_tensors *t, cl_mem part, int64_t split_len, int64_t nsplit)
+                                  const tdacl_attention_tensors *t, cl_mem part, int64_t split_len, int64_t nsplit,
+                                  const topk_pass *pass)
 {
     const tdacl_attention_desc *d = &p->desc;
-    cl_mem th = mem_of(t->thresholds), lm = mem_of(t->sdc_log_mass), vsum = mem_of(t->v_sum);
+    cl_mem th = mem_of(t->thresholds), lm = mem_of(t->sdc_log_mass), vsum = mem_of(t->v_sum), cut = pass->row_cut;
     cl_long nthr = t->thresholds->shape[1], sl = split_len, vso = t->v_sum ? off_of(t->v_sum) : 0;
-    cl_int post = d->theta_post, sdc = (cl_int)d->sdc, vmc = d->vmc, ns = (cl_int)nsplit;
-    const void *vals[12] = {&th, &nthr, &lm, &vsum, &vso, &post, &sdc, &d->sdc_gamma, &vmc, &part, &sl, &ns};
-    const size_t sizes[12] = {sizeof th, sizeof nthr, sizeof lm, sizeof vsum, sizeof vso, sizeof post, sizeof sdc,
-                              sizeof(cl_float), sizeof vmc, sizeof part, sizeof sl, sizeof ns};
-    for (cl_uint i = 0; i < 12; i++) {
+    cl_int ns = (cl_int)nsplit;
+    const void *vals[13] = {&th, &nthr, &lm, &vsum, &vso, &pass->post, &pass->sdc, &d->sdc_gamma, &pass->vmc, &part,
+                            &sl, &ns, &cut};
+    const size_t sizes[13] = {sizeof th, sizeof nthr, sizeof lm, sizeof vsum, sizeof vso, sizeof(cl_int), sizeof(cl_int),
+                              sizeof(cl_float), sizeof(cl_int), sizeof part, sizeof sl, sizeof ns, sizeof cut};
+    for (cl_uint i = 0; i < 13; i++) {
         cl_int err = clSetKernelArg(k, PREFILL_NARGS + i, sizes[i], vals[i]);
         if (err) return tdacl__fail_cl(ctx, err, "clSetKernelArg(attention_topk_fwd, argument %u)", PREFILL_NARGS + i);
     }
@@ -674,7 +684,8 @@ static tdacl_status set_topk_args(tdacl_context *ctx, cl_kernel k, const tdacl_a
 
 /* attention_topk_combine: the key splits of each (batch*head, query row) merged and finished. */
 static tdacl_status launch_topk_combine(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_attention_call *call,
-                                        const tdacl_param_values *v, cl_mem part, int64_t nsplit, cl_event *ev)
+                                        const tdacl_param_values *v, cl_mem part, int64_t nsplit, const topk_pass *pass,
+                                        cl_event *ev)
 {
     const tdacl_attention_plan *p = call->plan;
     const tdacl_attention_tensors *t = call->t;
@@ -691,18 +702,58 @@ static tdacl_status launch_topk_combine(tdacl_context *ctx, const tdacl_variant_
     cl_mem th = mem_of(t->thresholds), lm = mem_of(t->sdc_log_mass), vsum = mem_of(t->v_sum);
     cl_long nthr = t->thresholds->shape[1], Tq = p->Tq, Tk = p->Tk, offset = p->offset,
             vso = t->v_sum ? off_of(t->v_sum) : 0;
-    cl_int ns = (cl_int)nsplit, sdc = (cl_int)d->sdc, vmc = d->vmc, H = (cl_int)p->H, dv = p->dv,
+    cl_int ns = (cl_int)nsplit, sdc = pass->sdc, vmc = pass->vmc, H = (cl_int)p->H, dv = p->dv,
            norm = d->norm == TDACL_NORM_RMS;
+    cl_mem cut_out = pass->cut_out;
     st = tdacl__set_args(ctx, k, "attention_topk_combine", sizeof part, &part, sizeof ns, &ns, sizeof th, &th,
                          sizeof nthr, &nthr, sizeof lm, &lm, sizeof vsum, &vsum, sizeof vso, &vso, sizeof a.vm, &a.vm,
                          sizeof a.vs, &a.vs,
                          sizeof a.vo, &a.vo, sizeof sdc, &sdc, sizeof(cl_float), &d->sdc_gamma, sizeof vmc, &vmc,
                          sizeof H, &H, sizeof Tq, &Tq, sizeof Tk, &Tk, sizeof offset, &offset, sizeof dv, &dv,
                          sizeof a.gm, &a.gm, sizeof a.om, &a.om, sizeof a.os, &a.os, sizeof a.oo, &a.oo, sizeof norm, &norm,
-                         sizeof a.eps, &a.eps, sizeof a.out_scale, &a.out_scale, (size_t)0);
+                         sizeof a.eps, &a.eps, sizeof a.out_scale, &a.out_scale, sizeof cut_out, &cut_out, (size_t)0);
     if (st) return st;
     size_t g[3] = {64, (size_t)(p->B * p->H), (size_t)p->Tq}, l[3] = {64, 1, 1};
     return tdacl__launch(ctx, k, 3, g, l, ev, "attention_topk_combine");
+}
+
+/* Top-theta's key-split decode: its passes and their combines (events into evs[0..3]).
+ * Pre-softmax one pass.  Post-softmax two, the threshold being on weights whose denominator
+ * is the whole row's: a first pass keeping no key (row cut +inf: every e^(a - m) into E), whose
+ * combine writes each row's score cut m + ln E + ln theta, then a pass keeping the scores at
+ * or above it with SDC exact, which gives each kept key e^(a - m) / (R + E), its softmax
+ * weight (docs/spec.md section 1c). */
+static tdacl_status topk_split_passes(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_attention_call *call,
+                                      const tdacl_param_values *v, cl_kernel k, cl_mem subs[4], cl_mem stats_mem,
+                                      int want, cl_mem part, int64_t split_len, int64_t nsplit, const size_t global[3],
+                                      const size_t local[3], cl_event evs[4])
+{
+    const tdacl_attention_plan *p = call->plan;
+    const tdacl_attention_desc *d = &p->desc;
+    const topk_pass plain = {d->theta_post, (cl_int)d->sdc, d->vmc, NULL, NULL};
+    tdacl_status st = TDACL_SUCCESS;
+    if (!d->theta_post) {
+        st = set_topk_args(ctx, k, p, call->t, part, split_len, nsplit, &plain);
+        if (!st) st = tdacl__launch(ctx, k, 3, global, local, &evs[0], "attention_topk_fwd");
+        return st ? st : launch_topk_combine(ctx, row, call, v, part, nsplit, &plain, &evs[1]);
+    }
+    cl_mem cut = NULL;
+    st = tdacl__scratch(ctx, TDACL_SCRATCH_ML, (size_t)(p->B * p->H * p->Tq) * 4, &cut);
+    const cl_float inf = INFINITY;
+    cl_int err = st ? CL_SUCCESS
+                    : clEnqueueFillBuffer(ctx->queue, cut, &inf, sizeof inf, 0, (size_t)(p->B * p->H * p->Tq) * 4, 0, NULL, NULL);
+    if (err) st = tdacl__fail_cl(ctx, err, "clEnqueueFillBuffer(Top-theta row cuts)");
+    const topk_pass first = {0, TDACL_SDC_NONE, 0, cut, cut}, second = {0, TDACL_SDC_EXACT, d->vmc, cut, NULL};
+    /* the first pass counts nothing: its statistics would be the dropped keys of a cut at +inf */
+    if (!st) st = set_prefill_args(ctx, k, "attention_topk_fwd", p, call->t, subs, NULL, 0);
+    if (!st) st = set_topk_args(ctx, k, p, call->t, part, split_len, nsplit, &first);
+    if (!st) st = tdacl__launch(ctx, k, 3, global, local, &evs[0], "attention_topk_fwd");
+    if (!st) st = launch_topk_combine(ctx, row, call, v, part, nsplit, &first, &evs[1]);
+    if (!st) st = set_prefill_args(ctx, k, "attention_topk_fwd", p, call->t, subs, stats_mem, want);
+    if (!st) st = set_topk_args(ctx, k, p, call->t, part, split_len, nsplit, &second);
+    if (!st) st = tdacl__launch(ctx, k, 3, global, local, &evs[2], "attention_topk_fwd");
+    if (!st) st = launch_topk_combine(ctx, row, call, v, part, nsplit, &second, &evs[3]);
+    return st;
 }
 
 /* Both prefill variants take the same arguments; they differ in program, work-group size
@@ -732,11 +783,10 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
     tdacl_strbuf opts = {0};
     tdacl__variant_options(row, call, v, &opts);
     int64_t bh = p->B * p->H, nqb = (p->Tq + bm - 1) / bm;
-    /* Top-theta's decode splits each row's keys (pre-softmax: post-softmax needs the row's
-     * whole denominator before its first weight) */
+    /* Top-theta's decode splits each row's keys (topk_split_passes) */
     int64_t nsplit = 1, split_len = p->Tk + bn;
     const int64_t kend_all = p->offset + p->Tq < p->Tk ? p->offset + p->Tq : p->Tk;
-    if (topk && p->path == TDACL_PATH_DECODE && !d->theta_post)
+    if (topk && p->path == TDACL_PATH_DECODE)
         split_keys(ctx, kend_all, bn, tdacl__param(space, v, "WAVES"), bh * nqb, &nsplit, &split_len);
     cl_mem part = NULL;
     cl_kernel k;
@@ -756,16 +806,19 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
         const size_t floats = (size_t)(bh * p->Tq * nsplit) * (size_t)(4 + 2 * p->dv);
         st = tdacl__scratch(ctx, TDACL_SCRATCH_PARTIAL, floats * 4, &part);
     }
-    cl_event ev = NULL, ev2 = NULL;
+    cl_event kevs[4] = {0};
+    const size_t global[3] = {(size_t)nt, (size_t)bh, (size_t)(nqb * nsplit)}, local[3] = {(size_t)nt, 1, 1};
     if (!st) {
         st = set_prefill_args(ctx, k, kernel_name, p, t, subs, stats_mem, want);
         if (!st && entmax) st = set_entmax_args(ctx, k, p, t);
-        if (!st && topk) st = set_topk_args(ctx, k, p, t, part, split_len, nsplit);
-        if (!st) {
-            size_t global[3] = {(size_t)nt, (size_t)bh, (size_t)(nqb * nsplit)}, local[3] = {(size_t)nt, 1, 1};
-            st = tdacl__launch(ctx, k, 3, global, local, &ev, kernel_name);
+        const topk_pass plain = {d->theta_post, (cl_int)d->sdc, d->vmc, NULL, NULL};
+        if (!st && part) {
+            st = topk_split_passes(ctx, row, call, v, k, subs, stats_mem, want, part, split_len, nsplit, global, local,
+                                   kevs);
+        } else if (!st) {
+            if (topk) st = set_topk_args(ctx, k, p, t, NULL, split_len, 1, &plain);
+            if (!st) st = tdacl__launch(ctx, k, 3, global, local, &kevs[0], kernel_name);
         }
-        if (!st && part) st = launch_topk_combine(ctx, row, call, v, part, nsplit, &ev2);
     }
     for (int i = 0; i < 4; i++) {
         if (evs[i]) {
@@ -774,10 +827,9 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
         }
         if (subs[i]) clReleaseMemObject(subs[i]);
     }
-    cl_event evs2[2] = {ev, ev2};
-    for (int i = 0; i < 2; i++) {
-        if (!evs2[i]) continue;
-        tdacl_status s2 = add_event_ms(ctx, evs2[i], call->ms);
+    for (int i = 0; i < 4; i++) {
+        if (!kevs[i]) continue;
+        tdacl_status s2 = add_event_ms(ctx, kevs[i], call->ms);
         if (!st) st = s2;
     }
     if (!st && call->stats) {
@@ -788,7 +840,8 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
             int64_t kend = p->offset + last < p->Tk ? p->offset + last : p->Tk;
             visited += nsplit > 1 ? split_tiles(kend, nsplit, split_len, bn) : (uint64_t)((kend + bn - 1) / bn);
         }
-        call->stats->tiles_visited = visited * (uint64_t)bh;
+        /* a post-softmax split decode reads the keys in two passes */
+        call->stats->tiles_visited = visited * (uint64_t)bh * (topk && nsplit > 1 && d->theta_post ? 2 : 1);
         if (want) st = read_stats(ctx, p, stats_mem, (size_t)(bh * nqb * nsplit), call->stats);
     }
     return st;
