@@ -65,6 +65,7 @@ typedef struct bench_options {
     int d;
     int64_t decode_B, decode_H, decode_Tk, decode_Tq;
     int64_t topk; /* topk_theta: keys its thresholds keep a row (of N(0,1) scores) */
+    int topk_post; /* topk_theta: post-softmax thresholds (on the weights) */
     int decode;          /* include decode rows */
     int no_prefill;      /* skip the attention prefill rows */
     int vs_generic;      /* also time the generic-ladder parameters */

@@ -29,6 +29,7 @@ static void usage(FILE *f)
             "  --decode-B N --decode-H N --decode-Tk N   decode shape (default 8, 16, 32768|4096; forward: Tk is the context)\n"
             "  --decode-Tq N      query rows per decode step, 1..16 (default 1; 2..16 take the tensor-core decode)\n"
             "  --topk K           topk_theta: thresholds keeping K keys a row of N(0,1) scores (default 64)\n"
+            "  --topk-post        topk_theta: post-softmax thresholds (on the weights) keeping as many\n"
             "  --no-decode        skip decode rows (attention and forward suites; forward: serving rows too)\n"
             "  --no-prefill       skip prefill rows (attention and forward suites)\n"
             "  --vs-generic       also time the generic default parameters (tuning gain)\n"
@@ -90,6 +91,7 @@ int bench_parse_args(int argc, char **argv, bench_options *o)
         }
         else if (!strcmp(a, "--quick")) o->quick = 1;
         else if (!strcmp(a, "--no-decode")) o->decode = 0;
+        else if (!strcmp(a, "--topk-post")) o->topk_post = 1;
         else if (!strcmp(a, "--no-prefill")) o->no_prefill = 1;
         else if (!strcmp(a, "--vs-generic")) o->vs_generic = 1;
         else if (!strcmp(a, "--progress")) o->progress = 1;

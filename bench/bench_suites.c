@@ -102,12 +102,14 @@ static int is_kind_selected(const bench_options *o, const char *kind)
 /* topk_theta's thresholds [H, Tk] for the bench's inputs: q, k ~ N(0, 1) make every score
  * q.k / sqrt(d) ~ N(0, 1), so row id r keeps about k of its r + 1 keys at the upper
  * k / (r + 1) quantile of N(0, 1) (tdacl__topk_normal_threshold); what a calibration would
- * find on such data, without running one. */
-static tdacl_status topk_thresholds(tdacl_context *ctx, int64_t H, int64_t Tk, int64_t k, tdacl_tensor **out)
+ * find on such data, without running one.  post: the weight of that score, e^theta over the
+ * row's expected denominator (r + 1) e^(1/2) (E e^s for s ~ N(0, 1)). */
+static tdacl_status topk_thresholds(tdacl_context *ctx, int64_t H, int64_t Tk, int64_t k, int post, tdacl_tensor **out)
 {
     float *th = malloc((size_t)(H * Tk) * sizeof *th);
     if (!th) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "tdacl-bench: out of memory");
     tdacl__topk_normal_thresholds(H, Tk, k, th);
+    for (int64_t i = 0; post && i < H * Tk; i++) th[i] = (float)(exp(th[i]) / ((double)(i % Tk + 1) * exp(0.5)));
     const int64_t shape[2] = {H, Tk};
     tdacl_status st = tdacl_tensor_create(ctx, TDACL_F32, 2, shape, out);
     if (!st) st = tdacl_tensor_upload(*out, th, TDACL_F32, H * Tk);
@@ -141,13 +143,15 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, const
     if (!r) return 1;
     tdacl_tensor *thresholds = NULL;
     if (kind == TDACL_ATTN_TOPK_THETA) {
-        if (topk_thresholds(ctx, H, Tk, run->opt.topk, &thresholds)) {
+        desc.theta_post = run->opt.topk_post;
+        if (topk_thresholds(ctx, H, Tk, run->opt.topk, run->opt.topk_post, &thresholds)) {
             snprintf(r->note, sizeof r->note, "failed: %s", tdacl_last_error(ctx));
             bench_row_done(run, r);
             return 1;
         }
         job.t.thresholds = thresholds;
-        snprintf(r->note, sizeof r->note, "pre-softmax thresholds keeping ~%lld keys a row", (long long)run->opt.topk);
+        snprintf(r->note, sizeof r->note, "%s-softmax thresholds keeping ~%lld keys a row",
+                 run->opt.topk_post ? "post" : "pre", (long long)run->opt.topk);
     }
     snprintf(r->dtype, sizeof r->dtype, "%s", dt_name);
     snprintf(r->path, sizeof r->path, "%s", path == TDACL_PATH_DECODE ? "decode" : "prefill");
