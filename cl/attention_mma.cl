@@ -17,7 +17,9 @@
  * Inputs are 16-bit (DT 1 bf16, 2 f16), or fp32 (DT 0) when the call's precision allows it:
  * rounded to bf16 as they are staged (MMA_IN 1), or staged as they are and rounded to tf32 as
  * fragments are formed (MMA_IN 3); products accumulate in f32.  The same argument list
- * as attention_fwd (attention.cl), so the host launches either. */
+ * as attention_fwd (attention.cl), so the host launches either; topk_theta (KIND 6, pre-softmax
+ * thresholds without VMC, docs/spec.md section 1c) adds its tables after it and runs as
+ * softmax whose weights below a row's threshold are zero, their sum kept for the SDC. */
 
 #ifndef BN
 #define BN 64 /* keys per tile (multiple of 16) */
@@ -43,7 +45,8 @@
 #endif
 
 #define TWO_VIEWS (KIND == 3 || KIND == 4)
-#define SOFTMAX (KIND == 0 || KIND == 4)
+#define TOPK (KIND == 6)
+#define SOFTMAX (KIND == 0 || KIND == 4 || TOPK)
 #define SPARSE (KIND >= 1 && KIND <= 3)
 #define NV (TWO_VIEWS ? 2 : 1)
 #define NT (32 * NWARPS)
@@ -156,9 +159,15 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
  * the sparse kinds OR the weights' bits into anyb (NaN and every nonzero weight set a bit). */
 #define VISIBLE_0 1                              /* unmasked tiles: every key */
 #define VISIBLE_1 (j <= lim[ri] && j < kmax)    /* masked: causal limit and key count */
+#if TOPK /* an infinite or NaN visible score makes the row NaN (docs/spec.md section 1c) */
+#define SCORE_BAD(MASKED) bad[ri] = (VISIBLE_##MASKED && !isfinite(x)) ? 1.0f : bad[ri];
+#else
+#define SCORE_BAD(MASKED)
+#endif
 #if SOFTMAX
 #define SCORE_ELEM(MASKED)                                                       \
     float x = s[mt][n][e] * sr[ri];                                              \
+    SCORE_BAD(MASKED)                                                            \
     x = VISIBLE_##MASKED ? x : -INFINITY;                                        \
     tmax[ri] = fmax(tmax[ri], x);                                                \
     s[mt][n][e] = x;                                                             \
@@ -217,7 +226,11 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
 #define SPLIT_PARAMS , __global float *opart, __global float *mlpart, long split_len
 #else
 #define MMA_KERNEL attention_mma_fwd
+#if TOPK /* thresholds [H][nthr], the offline SDC table (or NULL), the SDC mode and gamma */
+#define SPLIT_PARAMS , __global const float *thresholds, long nthr, __global const float *log_mass, int sdc, float sdc_gamma
+#else
 #define SPLIT_PARAMS
+#endif
 #endif
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR void MMA_KERNEL(
     PREFILL_KERNEL_ARGS SPLIT_PARAMS)
@@ -364,6 +377,11 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #if SOFTMAX
     float mrow[NR], lrow[NR];
 #endif
+#if TOPK
+    /* each row's threshold in the scores' log2 units, the dropped keys' sum of weights, the
+     * kept keys' count and whether a visible score was not finite */
+    float th[NR], edrop[NR], kc[NR], bad[NR];
+#endif
 #if KIND == 4
     float mrow2[NR], lrow2[NR];
 #endif
@@ -384,6 +402,13 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #endif
 #if SOFTMAX
         mrow[ri] = -INFINITY, lrow[ri] = 0.0f;
+#endif
+#if TOPK
+        {
+            const long nvis = min(offset + r + 1, Tk);
+            th[ri] = r < Tq ? thresholds[h * nthr + min(max(nvis - 1, 0L), nthr - 1)] * 1.44269504088896341f : INFINITY;
+            edrop[ri] = 0.0f, kc[ri] = 0.0f, bad[ri] = 0.0f;
+        }
 #endif
 #if KIND == 4
         mrow2[ri] = -INFINITY, lrow2[ri] = 0.0f;
@@ -571,12 +596,26 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
             mrow[ri] = mn;
             lrow[ri] *= al;
             UNROLL for (int n = 0; n < NBV; n++) o[mt][n][e0] *= al, o[mt][n][e0 + 1] *= al;
+#if TOPK
+            edrop[ri] *= al;
+            UNROLL for (int n = 0; n < NB; n++)
+                UNROLL for (int e = e0; e < e0 + 2; e++) {
+                    const float x = s[mt][n][e], p = native_exp2(x - ms);
+                    const int keep = x >= th[ri] && x != -INFINITY; /* masked keys are -inf */
+                    lrow[ri] += keep ? p : 0.0f;
+                    edrop[ri] += keep ? 0.0f : p;
+                    kc[ri] += keep ? 1.0f : 0.0f;
+                    COUNT(nz1, keep);
+                    s[mt][n][e] = keep || isnan(p) ? p : 0.0f; /* a NaN score stays NaN */
+                }
+#else
             UNROLL for (int n = 0; n < NB; n++)
                 UNROLL for (int e = e0; e < e0 + 2; e++) {
                     const float p = native_exp2(s[mt][n][e] - ms); /* a NaN score stays NaN */
                     lrow[ri] += p;
                     s[mt][n][e] = p;
                 }
+#endif
 #if KIND == 4
             const float mn2 = fmax(mrow2[ri], mma_quad_max(tmax2[ri]));
             const float ms2 = mn2 == -INFINITY ? 0.0f : mn2;
@@ -728,6 +767,21 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #if SOFTMAX
         const float l = mma_quad_sum(lrow[ri]);
         f = l > 0.0f ? 1.0f / l : 0.0f;
+#endif
+#if TOPK
+        {
+            /* E~, the dropped keys' estimated share of the denominator (topk_norm of
+             * attention_topk.cl in log2 units): exact, exp-threshold, offline.  The quad
+             * reductions are reached by every work-item (sdc is uniform). */
+            const long nvis = min(offset + row[ri] + 1, Tk);
+            float est = 0.0f;
+            if (sdc == 1) est = mma_quad_sum(edrop[ri]);
+            else if (sdc == 2) est = sdc_gamma * ((float)nvis - mma_quad_sum(kc[ri])) * native_exp2(th[ri] - mrow[ri]);
+            else if (sdc == 3 && row[ri] < Tq)
+                est = native_exp2(log_mass[h * nthr + min(max(nvis - 1, 0L), nthr - 1)] * 1.44269504088896341f - mrow[ri]);
+            const float den = l + est;
+            f = mma_quad_max(bad[ri]) != 0.0f ? NAN : den > 0.0f ? 1.0f / den : 0.0f;
+        }
 #endif
 #if KIND == 4
         const float l2 = mma_quad_sum(lrow2[ri]);

@@ -1331,6 +1331,58 @@ static void test_topk_layouts(void **state)
     check_case(state, &w, TDACL_PATH_PREFILL);
 }
 
+/* Top-theta on the tensor-core kernel (pre-softmax thresholds without VMC run there: softmax
+ * whose weights below a row's threshold are zero, the dropped ones' sum kept for the SDC):
+ * each SDC mode, bf16 and f16, rows and keys across its 16-row slices and key tiles, an
+ * offset, thresholds for only the first row ids; through the portable fragment body with
+ * TDACL_MMA_EMULATE=1 (CI) or mma.sync natively, the variant asserted. */
+static void test_topk_mma(void **state)
+{
+    tdacl_device_info info;
+    CHECK_OK(ctx_of(state), tdacl_context_get_info(ctx_of(state), &info));
+    const char *emu = getenv("TDACL_MMA_EMULATE");
+    g_expect_mma = info.nv_cc_major >= 8 || (emu && *emu && strcmp(emu, "0"));
+    static const struct { variant var; int tq, tk, off; tdacl_sdc sdc; } cs[] = {
+        {VAR_TINY_BF16, 17, 17, -1, TDACL_SDC_NONE},     {VAR_TINY_BF16, 65, 65, -1, TDACL_SDC_EXACT},
+        {VAR_TINY_BF16, 20, 90, 60, TDACL_SDC_EXP_THRESHOLD}, {VAR_TINY_BF16, 40, 40, -1, TDACL_SDC_OFFLINE},
+        {VAR_D, 33, 33, -1, TDACL_SDC_EXACT}};
+    for (int i = 0; i < 5; i++) {
+        attn_case c = make_case(TDACL_ATTN_TOPK_THETA, cs[i].var, cs[i].tq, cs[i].tk, cs[i].off);
+        apply_pset(&c, &PSETS[(i + 1) % 6]);
+        c.theta_post = 0, c.sdc = cs[i].sdc, c.vmc = 0, c.keep = TOPK_KEEP[i % 3];
+        if (c.sdc != TDACL_SDC_NONE) c.norm = TDACL_NORM_NONE, c.gain = 0; /* an rms Norm would undo the SDC's scale */
+        if (i == 1) c.nthr = 20; /* later rows take the last calibrated threshold */
+        if (i == 2) c.sdc_gamma = 0.5f; /* an estimate large enough to see the kept count in it */
+        check_case(state, &c, TDACL_PATH_PREFILL);
+    }
+    /* a NaN in q row 5 of head 1 makes that row NaN (its scores are not finite), every other
+     * row as without it */
+    attn_case c = make_case(TDACL_ATTN_TOPK_THETA, VAR_TINY_BF16, 17, 17, -1);
+    c.theta_post = 0, c.sdc = TDACL_SDC_EXACT, c.vmc = 0, c.norm = TDACL_NORM_NONE, c.gain = 0;
+    problem pb;
+    problem_generate(&pb, &c);
+    ref_out r;
+    ref_compute(&pb, c.Tq, 0, pb.q, pb.q2, &r, NULL);
+    pb.q[((size_t)1 * c.Tq + 5) * c.d + 3] = NAN;
+    dev_problem dp;
+    dev_upload(ctx_of(state), &pb, &dp);
+    const size_t n = (size_t)c.B * c.H * c.Tq * c.dv;
+    double *got = xcalloc(n, sizeof(double)), *tol = xcalloc(n, sizeof(double));
+    tolerance(&c, c.Tq, &r, NULL, tol);
+    tdacl_attention_stats st;
+    dev_run(ctx_of(state), &c, &dp, 0, c.Tq, -1, TDACL_PATH_PREFILL, NULL, got, &st);
+    for (size_t i = 0; i < n; i++) {
+        const int bh = (int)(i / ((size_t)c.Tq * c.dv)), row = (int)(i / c.dv % c.Tq);
+        if (bh == 1 && row == 5 ? !isnan(got[i]) : !(fabs(got[i] - r.out[i]) <= tol[i]))
+            fail_msg("NaN in q: head %d row %d element %zu is %g (reference %g)", bh, row, i % c.dv, got[i], r.out[i]);
+    }
+    free(got), free(tol);
+    ref_free(&r);
+    dev_free(&dp);
+    problem_free(&pb);
+    g_expect_mma = 0;
+}
+
 /* Decode rows (the same kernel, the decode row's tiles) against the prefill rows and the
  * reference; the mean V row from v_sum (a KV cache's running sum: only the rows past a row's
  * last visible key are read). */
@@ -2016,6 +2068,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_topk_drop_all),
         cmocka_unit_test(test_topk_decode),
         cmocka_unit_test(test_topk_layouts),
+        cmocka_unit_test(test_topk_mma),
     };
     const struct CMUnitTest small[] = {
         cmocka_unit_test(test_reference_by_hand),
@@ -2032,6 +2085,7 @@ int main(int argc, char **argv)
         {"ladder-ends", 13, 1}, {"semantics-edge", 14, 3}, {"mma", 17, 1}, {"mma-wide", 18, 1}, {"mma-units", 19, 1},
         {"mma-f32", 20, 1}, {"mma-tf32", 21, 1}, {"mma-decode", 22, 1}, {"mma-tiny", 23, 1}, {"class-tiles", 24, 1},
         {"entmax", 25, 3}, {"entmax-layouts", 28, 1}, {"topk-theta", 29, 3}, {"topk-theta-layouts", 32, 1},
+        {"topk-theta-mma", 33, 1},
     };
     int first = 0, count = (int)(sizeof full / sizeof full[0]);
     if (part) {
@@ -2039,7 +2093,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
             if (!strcmp(part, parts[i].name)) first = parts[i].first, count = parts[i].count, found = 1;
         if (!found) {
-            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-tra, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-units, mma-f32, mma-tf32, mma-decode, mma-tiny, class-tiles, entmax, entmax-layouts, topk-theta, topk-theta-layouts)\n", part);
+            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-tra, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-units, mma-f32, mma-tf32, mma-decode, mma-tiny, class-tiles, entmax, entmax-layouts, topk-theta, topk-theta-layouts, topk-theta-mma)\n", part);
             return 2;
         }
     }

@@ -653,6 +653,23 @@ static void split_keys(const tdacl_context *ctx, int64_t kend, int unit, int wav
                        int64_t *split_len);
 static uint64_t split_tiles(int64_t kend, int64_t nsplit, int64_t split_len, int64_t unit);
 
+/* The tensor-core kernel's Top-theta arguments after the prefill ones (cl/attention_mma.cl,
+ * KIND 6): thresholds, their row count, the offline SDC table, the SDC mode and gamma. */
+static tdacl_status set_topk_mma_args(tdacl_context *ctx, cl_kernel k, const tdacl_attention_plan *p,
+                                      const tdacl_attention_tensors *t)
+{
+    cl_mem th = mem_of(t->thresholds), lm = mem_of(t->sdc_log_mass);
+    cl_long nthr = t->thresholds->shape[1];
+    cl_int sdc = (cl_int)p->desc.sdc;
+    const void *vals[5] = {&th, &nthr, &lm, &sdc, &p->desc.sdc_gamma};
+    const size_t sizes[5] = {sizeof th, sizeof nthr, sizeof lm, sizeof sdc, sizeof(cl_float)};
+    for (cl_uint i = 0; i < 5; i++) {
+        cl_int err = clSetKernelArg(k, PREFILL_NARGS + i, sizes[i], vals[i]);
+        if (err) return tdacl__fail_cl(ctx, err, "clSetKernelArg(attention_mma_fwd, argument %u)", PREFILL_NARGS + i);
+    }
+    return TDACL_SUCCESS;
+}
+
 /* One Top-theta pass over the keys: the call's own mode, or a step of the post-softmax split
  * (cl/attention_topk.cl: row_cut replaces the thresholds; cut_out makes the combine write the
  * rows' cuts). */
@@ -766,7 +783,8 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
     const tdacl_attention_tensors *t = call->t;
     const tdacl_attention_desc *d = &p->desc;
     const tdacl_kernel_space *space = row->space;
-    const int entmax = d->kind == TDACL_ATTN_ENTMAX, topk = d->kind == TDACL_ATTN_TOPK_THETA;
+    const int entmax = d->kind == TDACL_ATTN_ENTMAX, topk = d->kind == TDACL_ATTN_TOPK_THETA && !row->matrix_units;
+    const int topk_mma = d->kind == TDACL_ATTN_TOPK_THETA && row->matrix_units;
     const char *kernel_name = entmax ? "attention_entmax_fwd" : topk ? "attention_topk_fwd"
                               : row->matrix_units ? "attention_mma_fwd" : "attention_fwd";
     int nt, bm, bn = tdacl__param(space, v, "BN");
@@ -811,6 +829,7 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
     if (!st) {
         st = set_prefill_args(ctx, k, kernel_name, p, t, subs, stats_mem, want);
         if (!st && entmax) st = set_entmax_args(ctx, k, p, t);
+        if (!st && topk_mma) st = set_topk_mma_args(ctx, k, p, t);
         const topk_pass plain = {d->theta_post, (cl_int)d->sdc, d->vmc, NULL, NULL};
         if (!st && part) {
             st = topk_split_passes(ctx, row, call, v, k, subs, stats_mem, want, part, split_len, nsplit, global, local,

@@ -16,9 +16,16 @@ int tdacl__attention_mma_supports(const tdacl_context *ctx, const void *call, ch
     const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
     if (p->desc.kind == TDACL_ATTN_ENTMAX)
         return snprintf(why, n, "kind entmax has no tensor-core kernel yet (it runs on attention.entmax)"), 1;
-    if (p->desc.kind == TDACL_ATTN_TOPK_THETA)
-        return snprintf(why, n, "kind topk_theta has no tensor-core kernel yet (it runs on attention.topk_theta)"), 1;
     if (p->mma.body < 0) return snprintf(why, n, "%s", p->mma.why), 1;
+    /* Top-theta on the matrix units: softmax with its weights below the threshold zeroed */
+    if (p->desc.kind == TDACL_ATTN_TOPK_THETA) {
+        if (p->desc.theta_post)
+            return snprintf(why, n, "topk_theta post-softmax (its weights need the row's whole denominator first) runs on "
+                            "attention.topk_theta"), 1;
+        if (p->desc.vmc) return snprintf(why, n, "topk_theta with VMC (the mean V row) runs on attention.topk_theta"), 1;
+        if (p->mma.hardware && p->mma.body != TDACL_MMA_PTX)
+            return snprintf(why, n, "%s: topk_theta runs on mma.sync and the portable body only", p->mma.name), 1;
+    }
     /* the compilers' reports (bench/results/offline/units.md): these bodies spill registers
      * on the two-view kinds at every tile */
     if (p->mma.hardware && tdacl__kind_views(p->desc.kind) == 2 &&
@@ -51,8 +58,10 @@ int tdacl__attention_mma_in(const tdacl_attention_plan *p)
 int tdacl__attention_decode_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
 {
     const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
-    if (p->desc.kind == TDACL_ATTN_ENTMAX || p->desc.kind == TDACL_ATTN_TOPK_THETA)
-        return tdacl__attention_mma_supports(ctx, call, why, n);
+    if (p->desc.kind == TDACL_ATTN_ENTMAX) return tdacl__attention_mma_supports(ctx, call, why, n);
+    if (p->desc.kind == TDACL_ATTN_TOPK_THETA)
+        return snprintf(why, n, "topk_theta decodes on attention_decode.topk_theta (its key splits read only kept V "
+                        "rows)"), 1;
     if (p->kv_rows) return snprintf(why, n, "per-sequence key ranges: the FP32-lane decode reads them"), 1;
     if (p->Tq < 2)
         return snprintf(why, n, "Tq=1: one query row is a matrix-vector product (the FP32 lanes read the keys at the "
