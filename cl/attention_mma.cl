@@ -17,9 +17,12 @@
  * Inputs are 16-bit (DT 1 bf16, 2 f16), or fp32 (DT 0) when the call's precision allows it:
  * rounded to bf16 as they are staged (MMA_IN 1), or staged as they are and rounded to tf32 as
  * fragments are formed (MMA_IN 3); products accumulate in f32.  The same argument list
- * as attention_fwd (attention.cl), so the host launches either; topk_theta (KIND 6, pre-softmax
- * thresholds without VMC, docs/spec.md section 1c) adds its tables after it and runs as
- * softmax whose weights below a row's threshold are zero, their sum kept for the SDC. */
+ * as attention_fwd (attention.cl), so the host launches either; topk_theta (KIND 6, without VMC,
+ * docs/spec.md section 1c) adds its tables after it and runs as softmax whose weights below a
+ * row's threshold are zero, their sum kept for the SDC.  Post-softmax takes two launches:
+ * TOPK_PASS 1 keeps every key and skips V, writing each row's maximum and sum (rowstat);
+ * TOPK_PASS 2 keeps the scores at or above m + log2 l + log2 theta, with SDC exact, which
+ * gives each kept key its softmax weight. */
 
 #ifndef BN
 #define BN 64 /* keys per tile (multiple of 16) */
@@ -46,6 +49,10 @@
 
 #define TWO_VIEWS (KIND == 3 || KIND == 4)
 #define TOPK (KIND == 6)
+#ifndef TOPK_PASS
+#define TOPK_PASS 0 /* topk_theta: 0 thresholds on the scores, 1 / 2 the post-softmax passes */
+#endif
+#define ROW_STATS (TOPK && TOPK_PASS == 1) /* no V: the rows' maxima and sums only */
 #define SOFTMAX (KIND == 0 || KIND == 4 || TOPK)
 #define SPARSE (KIND >= 1 && KIND <= 3)
 #define NV (TWO_VIEWS ? 2 : 1)
@@ -227,7 +234,8 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
 #else
 #define MMA_KERNEL attention_mma_fwd
 #if TOPK /* thresholds [H][nthr], the offline SDC table (or NULL), the SDC mode and gamma */
-#define SPLIT_PARAMS , __global const float *thresholds, long nthr, __global const float *log_mass, int sdc, float sdc_gamma
+#define SPLIT_PARAMS , __global const float *thresholds, long nthr, __global const float *log_mass, int sdc, \
+    float sdc_gamma, __global float2 *rowstat
 #else
 #define SPLIT_PARAMS
 #endif
@@ -316,8 +324,12 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         LOAD_KN(n0_, stg_, 0, kinv);                                                        \
         LOAD_K2(n0_, Kd_, stg_);                                                            \
     } while (0)
+#if ROW_STATS
+#define LOAD_V_TILE(tile_, vst_) ((void)0)
+#else
 #define LOAD_V_TILE(tile_, vst_) \
     load_tile(Vs + (vst_) * BN * LDV, LDV, vp, vb_off, vs.s2, vs.s3, (long)(tile_) * BN, Tk, dv, DV, BN, tid)
+#endif
 /* the next stage index, without a modulo */
 #define NEXT_STAGE(s_, n_) ((s_) + 1 == (n_) ? 0 : (s_) + 1)
 
@@ -406,7 +418,15 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #if TOPK
         {
             const long nvis = min(offset + r + 1, Tk);
-            th[ri] = r < Tq ? thresholds[h * nthr + min(max(nvis - 1, 0L), nthr - 1)] * 1.44269504088896341f : INFINITY;
+            const float theta = r < Tq ? thresholds[h * nthr + min(max(nvis - 1, 0L), nthr - 1)] : INFINITY;
+#if TOPK_PASS == 1
+            th[ri] = -INFINITY;
+#elif TOPK_PASS == 2 /* a weight e^(s - m) / z >= theta: the score at or above m + ln z + ln theta */
+            const float2 rs = r < Tq ? rowstat[(long)bh * Tq + r] : (float2)(INFINITY, 1.0f);
+            th[ri] = theta > 0.0f ? rs.x + log2(rs.y) + log2(theta) : -INFINITY;
+#else
+            th[ri] = theta * 1.44269504088896341f;
+#endif
             edrop[ri] = 0.0f, kc[ri] = 0.0f, bad[ri] = 0.0f;
         }
 #endif
@@ -655,7 +675,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
                 mma_staged_a(&pa2[mt][kk], Pw + (MT + mt) * 16 * MMA_SCRATCH_LD(BN), kk);
 #endif
             }
-        const int warp_has_w = warp_live;
+        const int warp_has_w = warp_live && !ROW_STATS;
 #else /* sparse: the tile's weights become next iteration's A operands */
         const int warp_has_w = mma_warp_any(anyb != 0); /* reached by every warp: see mma.cl */
         if (warp_has_w && lane == 0) wg_any[kt & 1] = 1;
@@ -781,6 +801,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
                 est = native_exp2(log_mass[h * nthr + min(max(nvis - 1, 0L), nthr - 1)] * 1.44269504088896341f - mrow[ri]);
             const float den = l + est;
             f = mma_quad_max(bad[ri]) != 0.0f ? NAN : den > 0.0f ? 1.0f / den : 0.0f;
+#if ROW_STATS
+            if (t == 0 && row[ri] < Tq) rowstat[(long)bh * Tq + row[ri]] = (float2)(mrow[ri], l);
+            continue; /* the quad's reductions above were reached by every work-item */
+#endif
         }
 #endif
 #if KIND == 4

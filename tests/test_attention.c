@@ -1331,10 +1331,10 @@ static void test_topk_layouts(void **state)
     check_case(state, &w, TDACL_PATH_PREFILL);
 }
 
-/* Top-theta on the tensor-core kernel (pre-softmax thresholds without VMC run there: softmax
- * whose weights below a row's threshold are zero, the dropped ones' sum kept for the SDC):
- * each SDC mode, bf16 and f16, rows and keys across its 16-row slices and key tiles, an
- * offset, thresholds for only the first row ids; through the portable fragment body with
+/* Top-theta on the tensor-core kernel (without VMC: softmax whose weights below a row's
+ * threshold are zero, the dropped ones' sum kept for the SDC; post-softmax in two launches):
+ * each SDC mode and post-softmax, bf16 and f16, rows and keys across its 16-row slices and
+ * key tiles, an offset, thresholds for only the first row ids; through the portable fragment body with
  * TDACL_MMA_EMULATE=1 (CI) or mma.sync natively, the variant asserted. */
 static void test_topk_mma(void **state)
 {
@@ -1342,15 +1342,17 @@ static void test_topk_mma(void **state)
     CHECK_OK(ctx_of(state), tdacl_context_get_info(ctx_of(state), &info));
     const char *emu = getenv("TDACL_MMA_EMULATE");
     g_expect_mma = info.nv_cc_major >= 8 || (emu && *emu && strcmp(emu, "0"));
-    static const struct { variant var; int tq, tk, off; tdacl_sdc sdc; } cs[] = {
-        {VAR_TINY_BF16, 17, 17, -1, TDACL_SDC_NONE},     {VAR_TINY_BF16, 65, 65, -1, TDACL_SDC_EXACT},
-        {VAR_TINY_BF16, 20, 90, 60, TDACL_SDC_EXP_THRESHOLD}, {VAR_TINY_BF16, 40, 40, -1, TDACL_SDC_OFFLINE},
-        {VAR_D, 33, 33, -1, TDACL_SDC_EXACT}};
-    for (int i = 0; i < 5; i++) {
+    static const struct { variant var; int tq, tk, off, post; tdacl_sdc sdc; } cs[] = {
+        {VAR_TINY_BF16, 17, 17, -1, 0, TDACL_SDC_NONE},          {VAR_TINY_BF16, 65, 65, -1, 0, TDACL_SDC_EXACT},
+        {VAR_TINY_BF16, 20, 90, 60, 0, TDACL_SDC_EXP_THRESHOLD}, {VAR_TINY_BF16, 40, 40, -1, 0, TDACL_SDC_OFFLINE},
+        {VAR_D, 33, 33, -1, 0, TDACL_SDC_EXACT},                 {VAR_TINY_BF16, 65, 65, -1, 1, TDACL_SDC_NONE},
+        {VAR_TINY_BF16, 20, 90, 60, 1, TDACL_SDC_NONE},          {VAR_D, 33, 33, -1, 1, TDACL_SDC_NONE}};
+    for (int i = 0; i < 8; i++) {
         attn_case c = make_case(TDACL_ATTN_TOPK_THETA, cs[i].var, cs[i].tq, cs[i].tk, cs[i].off);
         apply_pset(&c, &PSETS[(i + 1) % 6]);
-        c.theta_post = 0, c.sdc = cs[i].sdc, c.vmc = 0, c.keep = TOPK_KEEP[i % 3];
-        if (c.sdc != TDACL_SDC_NONE) c.norm = TDACL_NORM_NONE, c.gain = 0; /* an rms Norm would undo the SDC's scale */
+        c.theta_post = cs[i].post, c.sdc = cs[i].sdc, c.vmc = 0, c.keep = TOPK_KEEP[i % 3];
+        /* an rms Norm would undo the SDC's scale, and post-softmax's denominator */
+        if (c.sdc != TDACL_SDC_NONE || c.theta_post) c.norm = TDACL_NORM_NONE, c.gain = 0;
         if (i == 1) c.nthr = 20; /* later rows take the last calibrated threshold */
         if (i == 2) c.sdc_gamma = 0.5f; /* an estimate large enough to see the kept count in it */
         check_case(state, &c, TDACL_PATH_PREFILL);
@@ -1554,14 +1556,15 @@ static void test_mma_tiny(void **state)
     /* each kind in a context of its own: under Oclgrind, a launch of one mma program followed
      * by another in the same context (rela, then tra) draws "uninitialized value" reports in
      * the second that no order of one kind per context reproduces; see bench/results/README.md */
-    for (int ki = 0; ki < 5; ki++) {
+    for (int ki = 0; ki < 6; ki++) { /* the five kinds, then topk_theta (pre-softmax, SDC exact) */
         tdacl_context *own = NULL;
         CHECK_OK(NULL, tdacl_context_create(NULL, &own));
         void *own_state = own;
-        attn_case c = make_case(KINDS[ki], VAR_TINY_BF16, 17, 17, -1);
+        attn_case c = make_case(ki < 5 ? KINDS[ki] : TDACL_ATTN_TOPK_THETA, VAR_TINY_BF16, 17, 17, -1);
         c.d = 32, c.dv = 32, c.B = 1, c.H = 1;
         if (tf32) c.dtype = c.odtype = TDACL_F32, c.precision = TDACL_PRECISION_TF32;
         apply_pset(&c, &PSETS[(ki + 1) % 6]);
+        if (ki == 5) c.theta_post = 0, c.sdc = TDACL_SDC_EXACT, c.vmc = 0, c.norm = TDACL_NORM_NONE, c.gain = 0;
         check_case(&own_state, &c, TDACL_PATH_PREFILL);
         tdacl_context_destroy(own);
     }

@@ -10,9 +10,12 @@
  *         top-k, so later layers see what they will see once thresholds are deployed
  *   theta[l, h, r] = mean + offset_std * std of Theta[l, h, r]; eta: its mean
  *
- * The scores are recomputed on the host from the layer's q and k as the device holds them. */
+ * The scores are recomputed on the host from the layer's q and k as the device holds them, the
+ * heads spread over threads (one a core, at most one a head). */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,9 +38,17 @@ typedef struct calib {
     int64_t *count;    /* [L, H, S] */
     float *host_qkv;   /* [S, ld] */
     float *table;      /* [H, S] this sequence's thresholds */
-    double *vals, *work; /* [S] */
+    int nthreads;
+    double *scratch;   /* [nthreads][2][S]: each thread's row values and selection copy */
     tdacl_tensor *dev_table; /* [H, S] */
 } calib;
+
+/* One thread's share of a layer: heads h0, h0 + step, ... of a sequence of T tokens. */
+typedef struct calib_job {
+    calib *c;
+    int l, T, h0, step;
+    double *vals, *work;
+} calib_job;
 
 void tdacl_calibrate_desc_init(tdacl_calibrate_desc *desc)
 {
@@ -70,8 +81,9 @@ static double kth_largest(double *x, int n, int k)
     return x[want];
 }
 
-/* Row r of head h in layer l: records its sample threshold and returns it. */
-static double row_threshold(calib *c, int l, int h, int r, const float *q, int n)
+/* Row r of head h in layer l: records its sample threshold and returns it (vals, work: [n]
+ * scratch of the calling thread). */
+static double row_threshold(calib *c, int l, int h, int r, const float *q, int n, double *vals, double *work)
 {
     const int kk = c->k[l];
     const double scale = 1.0 / sqrt((double)c->d);
@@ -80,27 +92,43 @@ static double row_threshold(calib *c, int l, int h, int r, const float *q, int n
         const float *kj = c->host_qkv + (size_t)j * c->ld + c->C + (size_t)h * c->d;
         double acc = 0.0;
         for (int e = 0; e < c->d; e++) acc += (double)q[e] * kj[e];
-        c->vals[j] = scale * acc;
-        if (c->vals[j] > m) m = c->vals[j];
+        vals[j] = scale * acc;
+        if (vals[j] > m) m = vals[j];
     }
     if (c->desc->theta_post) { /* the softmax weights */
         double z = 0.0;
-        for (int j = 0; j < n; j++) z += exp(c->vals[j] - m);
-        for (int j = 0; j < n; j++) c->vals[j] = exp(c->vals[j] - m) / z;
+        for (int j = 0; j < n; j++) z += exp(vals[j] - m);
+        for (int j = 0; j < n; j++) vals[j] = exp(vals[j] - m) / z;
     }
-    memcpy(c->work, c->vals, (size_t)n * sizeof *c->work);
-    const double a = kth_largest(c->work, n, kk);
+    memcpy(work, vals, (size_t)n * sizeof *work);
+    const double a = kth_largest(work, n, kk);
     double b = -INFINITY; /* the (k+1)-th: the largest of what quickselect left after position k - 1 */
-    for (int j = kk; j < n; j++) b = c->work[j] > b ? c->work[j] : b;
+    for (int j = kk; j < n; j++) b = work[j] > b ? work[j] : b;
     const double theta = 0.5 * (a + b);
     const size_t at = ((size_t)l * c->H + h) * c->S + r;
     c->sum[at] += theta, c->sq[at] += theta * theta, c->count[at]++;
     if (!c->desc->theta_post) { /* ln of the dropped keys' summed e^s */
         double z = 0.0;
-        for (int j = 0; j < n; j++) z += c->vals[j] < theta ? exp(c->vals[j] - b) : 0.0;
+        for (int j = 0; j < n; j++) z += vals[j] < theta ? exp(vals[j] - b) : 0.0;
         c->eta[at] += b + log(z > 1e-300 ? z : 1e-300); /* z = 0 only when the k-th and (k+1)-th tie */
     }
     return theta;
+}
+
+static void *heads_job(void *arg)
+{
+    calib_job *j = arg;
+    calib *c = j->c;
+    for (int h = j->h0; h < c->H; h += j->step)
+        for (int r = 0; r < c->S; r++) {
+            float *t = &c->table[(size_t)h * c->S + r];
+            if (r >= j->T) *t = t[-1]; /* unread: rows past this sequence */
+            else if (r + 1 <= c->k[j->l]) *t = -INFINITY;
+            else
+                *t = (float)row_threshold(c, j->l, h, r, c->host_qkv + (size_t)r * c->ld + (size_t)h * c->d, r + 1,
+                                          j->vals, j->work);
+        }
+    return NULL;
 }
 
 static tdacl_status hook(tdacl_model *m, int l, int B, int T, void *user)
@@ -113,13 +141,18 @@ static tdacl_status hook(tdacl_model *m, int l, int B, int T, void *user)
     if (!st) st = tdacl_tensor_download(rows, c->host_qkv, TDACL_F32, (int64_t)T * c->ld);
     tdacl_tensor_destroy(rows);
     if (st) return st;
-    for (int h = 0; h < c->H; h++)
-        for (int r = 0; r < c->S; r++) {
-            float *t = &c->table[(size_t)h * c->S + r];
-            if (r >= T) *t = t[-1]; /* unread: rows past this sequence */
-            else if (r + 1 <= c->k[l]) *t = -INFINITY;
-            else *t = (float)row_threshold(c, l, h, r, c->host_qkv + (size_t)r * c->ld + (size_t)h * c->d, r + 1);
-        }
+    pthread_t threads[64];
+    calib_job jobs[64];
+    int running[64] = {0};
+    for (int i = 0; i < c->nthreads; i++)
+        jobs[i] = (calib_job){c, l, T, i, c->nthreads, c->scratch + (size_t)2 * i * c->S,
+                              c->scratch + (size_t)(2 * i + 1) * c->S};
+    for (int i = 1; i < c->nthreads; i++) running[i] = !pthread_create(&threads[i], NULL, heads_job, &jobs[i]);
+    heads_job(&jobs[0]);
+    for (int i = 1; i < c->nthreads; i++) {
+        if (running[i]) pthread_join(threads[i], NULL);
+        else heads_job(&jobs[i]); /* a thread that could not start: its share runs here */
+    }
     st = tdacl_tensor_upload(c->dev_table, c->table, TDACL_F32, (int64_t)c->H * c->S);
     m->layers[l].thresholds = c->dev_table;
     return st;
@@ -289,8 +322,10 @@ tdacl_status tdacl_model_calibrate(tdacl_model *m, const tdacl_calibrate_desc *d
     c.count = calloc(cells, sizeof *c.count);
     c.host_qkv = malloc((size_t)S * c.ld * sizeof *c.host_qkv);
     c.table = malloc((size_t)H * S * sizeof *c.table);
-    c.vals = malloc((size_t)S * sizeof *c.vals), c.work = malloc((size_t)S * sizeof *c.work);
-    if (!c.k || !c.sum || !c.sq || !c.eta || !c.count || !c.host_qkv || !c.table || !c.vals || !c.work)
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    c.nthreads = cores < 1 ? 1 : cores > H ? H : cores > 64 ? 64 : (int)cores;
+    c.scratch = malloc((size_t)2 * c.nthreads * S * sizeof *c.scratch);
+    if (!c.k || !c.sum || !c.sq || !c.eta || !c.count || !c.host_qkv || !c.table || !c.scratch)
         st = tdacl__fail(m->ctx, TDACL_ERR_OUT_OF_MEMORY, "tdacl_model_calibrate: out of memory for %d x %d x %d rows", L, H, S);
     for (int l = 0; !st && l < L; l++) c.k[l] = d->k_per_layer ? d->k_per_layer[l] : d->k;
     int64_t shape[2] = {H, S};
@@ -330,6 +365,6 @@ tdacl_status tdacl_model_calibrate(tdacl_model *m, const tdacl_calibrate_desc *d
     if (!st) st = write_file(m->ctx, &c, path, sequences, done);
     tdacl_tensor_destroy(c.dev_table);
     free(saved), free(c.k), free(c.sum), free(c.sq), free(c.eta), free(c.count), free(c.host_qkv), free(c.table);
-    free(c.vals), free(c.work);
+    free(c.scratch);
     return st;
 }

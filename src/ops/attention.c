@@ -654,20 +654,42 @@ static void split_keys(const tdacl_context *ctx, int64_t kend, int unit, int wav
 static uint64_t split_tiles(int64_t kend, int64_t nsplit, int64_t split_len, int64_t unit);
 
 /* The tensor-core kernel's Top-theta arguments after the prefill ones (cl/attention_mma.cl,
- * KIND 6): thresholds, their row count, the offline SDC table, the SDC mode and gamma. */
+ * KIND 6): thresholds, their row count, the offline SDC table, the SDC mode and gamma, the
+ * rows' maxima and sums of the post-softmax passes (or NULL). */
 static tdacl_status set_topk_mma_args(tdacl_context *ctx, cl_kernel k, const tdacl_attention_plan *p,
-                                      const tdacl_attention_tensors *t)
+                                      const tdacl_attention_tensors *t, cl_int sdc, cl_mem rowstat)
 {
     cl_mem th = mem_of(t->thresholds), lm = mem_of(t->sdc_log_mass);
     cl_long nthr = t->thresholds->shape[1];
-    cl_int sdc = (cl_int)p->desc.sdc;
-    const void *vals[5] = {&th, &nthr, &lm, &sdc, &p->desc.sdc_gamma};
-    const size_t sizes[5] = {sizeof th, sizeof nthr, sizeof lm, sizeof sdc, sizeof(cl_float)};
-    for (cl_uint i = 0; i < 5; i++) {
+    const void *vals[6] = {&th, &nthr, &lm, &sdc, &p->desc.sdc_gamma, &rowstat};
+    const size_t sizes[6] = {sizeof th, sizeof nthr, sizeof lm, sizeof sdc, sizeof(cl_float), sizeof rowstat};
+    for (cl_uint i = 0; i < 6; i++) {
         cl_int err = clSetKernelArg(k, PREFILL_NARGS + i, sizes[i], vals[i]);
         if (err) return tdacl__fail_cl(ctx, err, "clSetKernelArg(attention_mma_fwd, argument %u)", PREFILL_NARGS + i);
     }
     return TDACL_SUCCESS;
+}
+
+/* Top-theta post-softmax on the tensor cores, its first launch (cl/attention_mma.cl
+ * TOPK_PASS 1, its program built from the call's options with that pass): every row's
+ * maximum and sum of e^(s - m) into *rowstat ([B*H][Tq] float2), for the second. */
+static tdacl_status topk_mma_row_stats(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_attention_call *call,
+                                       const tdacl_param_values *v, const char *kernel_name, cl_mem subs[4],
+                                       const size_t global[3], const size_t local[3], cl_mem *rowstat, cl_event *ev)
+{
+    const tdacl_attention_plan *p = call->plan;
+    tdacl_strbuf opts = {0};
+    tdacl__variant_options(row, call, v, &opts);
+    char *at = opts.data ? strstr(opts.data, "-DTOPK_PASS=2") : NULL;
+    if (at) at[strlen("-DTOPK_PASS=")] = '1';
+    cl_kernel k;
+    tdacl_status st = opts.oom || !at ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory (Top-theta row pass)")
+                                      : tdacl__variant_kernel(ctx, row, opts.data, kernel_name, &k);
+    tdacl__sb_free(&opts);
+    if (!st) st = tdacl__scratch(ctx, TDACL_SCRATCH_ML, (size_t)(p->B * p->H * p->Tq) * 8, rowstat);
+    if (!st) st = set_prefill_args(ctx, k, kernel_name, p, call->t, subs, NULL, 0);
+    if (!st) st = set_topk_mma_args(ctx, k, p, call->t, TDACL_SDC_NONE, *rowstat);
+    return st ? st : tdacl__launch(ctx, k, 3, global, local, ev, kernel_name);
 }
 
 /* One Top-theta pass over the keys: the call's own mode, or a step of the post-softmax split
@@ -829,7 +851,11 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
     if (!st) {
         st = set_prefill_args(ctx, k, kernel_name, p, t, subs, stats_mem, want);
         if (!st && entmax) st = set_entmax_args(ctx, k, p, t);
-        if (!st && topk_mma) st = set_topk_mma_args(ctx, k, p, t);
+        cl_mem rowstat = NULL;
+        if (!st && topk_mma && d->theta_post)
+            st = topk_mma_row_stats(ctx, row, call, v, kernel_name, subs, global, local, &rowstat, &kevs[1]);
+        /* post-softmax: the weights' threshold as a score cut from the rows' sums, SDC exact */
+        if (!st && topk_mma) st = set_topk_mma_args(ctx, k, p, t, d->theta_post ? TDACL_SDC_EXACT : (cl_int)d->sdc, rowstat);
         const topk_pass plain = {d->theta_post, (cl_int)d->sdc, d->vmc, NULL, NULL};
         if (!st && part) {
             st = topk_split_passes(ctx, row, call, v, k, subs, stats_mem, want, part, split_len, nsplit, global, local,

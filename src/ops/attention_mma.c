@@ -19,9 +19,6 @@ int tdacl__attention_mma_supports(const tdacl_context *ctx, const void *call, ch
     if (p->mma.body < 0) return snprintf(why, n, "%s", p->mma.why), 1;
     /* Top-theta on the matrix units: softmax with its weights below the threshold zeroed */
     if (p->desc.kind == TDACL_ATTN_TOPK_THETA) {
-        if (p->desc.theta_post)
-            return snprintf(why, n, "topk_theta post-softmax (its weights need the row's whole denominator first) runs on "
-                            "attention.topk_theta"), 1;
         if (p->desc.vmc) return snprintf(why, n, "topk_theta with VMC (the mean V row) runs on attention.topk_theta"), 1;
         if (p->mma.hardware && p->mma.body != TDACL_MMA_PTX)
             return snprintf(why, n, "%s: topk_theta runs on mma.sync and the portable body only", p->mma.name), 1;
@@ -108,6 +105,8 @@ void tdacl__attention_mma_call_options(const void *callp, tdacl_strbuf *sb)
     /* KINV: the scores are scaled by inverse norms (row_inv_norm runs first) */
     const int kinv = p->desc.normalize && tdacl__kind_threshold(p->desc.kind);
     tdacl__mma_options(&p->mma, sb);
+    /* Top-theta post-softmax: the second of its two launches (the host derives the first) */
+    if (p->desc.kind == TDACL_ATTN_TOPK_THETA) tdacl__sb_printf(sb, " -DTOPK_PASS=%d", p->desc.theta_post ? 2 : 0);
     tdacl__sb_printf(sb, " -DKIND=%d -DDT=%d -DODT=%d -DGDT=%d -DD=%d -DDV=%d -DMMA_IN=%d -DPMODE=%d -DSTATS=%d -DKINV=%d%s",
                      (int)p->desc.kind, (int)p->dtype, (int)p->odtype, (int)p->gdtype, p->dpad, p->dvpad, tdacl__attention_mma_in(p), pmode,
                      stats, kinv, p->aligned16 ? " -DALIGNED16" : "");
