@@ -60,6 +60,16 @@ def row(name, impl, dtype, B, H, T, d, times, device, beta=None, note=None):
     return r
 
 
+def write_run(path, rows, dev, options):
+    """The rows as a tdacl-bench/1 run file (what `tdacl-bench --compare` reads)."""
+    out = {"schema": "tdacl-bench/1", "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "library": {"version": "anchors", "git": "n/a"}, "options": options,
+           "devices": [{"index": 0, "name": dev, "type": "gpu"}], "rows": rows}
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+    print(f"wrote {len(rows)} rows to {path}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--T", default="1024,4096,8192,16384,32768")
@@ -114,13 +124,7 @@ def main():
             print(f"authors tda T={T}: {t['median']:.3f} ms", flush=True)
             del q1, q2, k1, k2, v
         torch.cuda.empty_cache()
-    out = {"schema": "tdacl-bench/1", "created": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "library": {"version": "anchors", "git": "n/a"},
-           "options": {"torch": torch.__version__, "triton_file": bool(a.triton)},
-           "devices": [{"index": 0, "name": dev, "type": "gpu"}], "rows": rows}
-    with open(a.out, "w") as f:
-        json.dump(out, f, indent=1)
-    print(f"wrote {len(rows)} rows to {a.out}")
+    write_run(a.out, rows, dev, {"torch": torch.__version__, "triton_file": bool(a.triton)})
 
 
 if __name__ == "__main__":

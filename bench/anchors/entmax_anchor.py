@@ -15,13 +15,13 @@
 Needs torch, triton, the `entmax` and `adasplash` wheels (bench/gpu-entmax-anchor.sh carries
 them), and TDACL_LIBRARY / PYTHONPATH for our package.
 """
-import argparse, datetime, json, math, sys
+import argparse, json, math, sys
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from anchors import row, timed
+from anchors import row, timed, write_run
 
 
 def pypi_rows(q, k, v, alpha, temp):
@@ -115,12 +115,7 @@ def main():
         print(f"sdpa bf16 T={T}: {t['median']:.3f} ms", flush=True)
         del q, k, v
         torch.cuda.empty_cache()
-    out = {"schema": "tdacl-bench/1", "created": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "library": {"version": "anchors", "git": "n/a"}, "options": {"torch": torch.__version__},
-           "devices": [{"index": 0, "name": dev, "type": "gpu"}], "rows": rows}
-    with open(a.anchors, "w") as f:
-        json.dump(out, f, indent=1)
-    print(f"wrote {len(rows)} rows to {a.anchors}")
+    write_run(a.anchors, rows, dev, {"torch": torch.__version__})
 
 
 if __name__ == "__main__":
