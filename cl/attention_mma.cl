@@ -49,12 +49,16 @@
 
 #define TWO_VIEWS (KIND == 3 || KIND == 4)
 #define TOPK (KIND == 6)
+#define ENTMAX (KIND == 5)
+#ifndef ENTMAX_PASS
+#define ENTMAX_PASS 3 /* entmax: 1 the rows' maxima, 2 a Newton step on the threshold, 3 the weights */
+#endif
 #ifndef TOPK_PASS
 #define TOPK_PASS 0 /* topk_theta: 0 thresholds on the scores, 1 / 2 the post-softmax passes */
 #endif
 #define ROW_STATS (TOPK && TOPK_PASS == 1) /* no V: the rows' maxima and sums only */
 #define SOFTMAX (KIND == 0 || KIND == 4 || TOPK)
-#define SPARSE (KIND >= 1 && KIND <= 3)
+#define SPARSE ((KIND >= 1 && KIND <= 3) || ENTMAX)
 #define NV (TWO_VIEWS ? 2 : 1)
 #define NT (32 * NWARPS)
 #define BM (16 * MT * NWARPS)
@@ -86,6 +90,18 @@
  * largest at [1, 2), and the output is rescaled as that power moves, as online softmax does
  * with its maximum (exact: powers of two). */
 #define WSCALE (SPARSE && MMA_IN == 2)
+
+/* entmax's Newton step: d/dr of r^p for r = max(x, 0) */
+inline float rect_slope(float r, float p)
+{
+#if PMODE == 2
+    return 2.0f * r;
+#elif PMODE == 1
+    return r > 0.0f ? 1.0f : 0.0f;
+#else
+    return r > 0.0f ? p * pow(r, p - 1.0f) : 0.0f;
+#endif
+}
 
 /* max(x, 0)^p, NaN passing through (mma_relu keeps it) */
 inline float rectify(float x, float p)
@@ -188,6 +204,30 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
 #else
 #define SCORE_ELEM2(MASKED)
 #endif
+#elif ENTMAX /* x = (alpha - 1) z: pass 1 its maximum, pass 2 the sums of Newton's step, pass 3 the weights */
+#if ENTMAX_PASS == 1
+#define SCORE_ELEM(MASKED)                                                       \
+    {                                                                            \
+        const float x = s[mt][n][e] * sr[ri];                                    \
+        if (VISIBLE_##MASKED) ea[ri] = fmax(ea[ri], x), eb[ri] = isfinite(x) ? eb[ri] : 1.0f; \
+        s[mt][n][e] = 0.0f;                                                      \
+    }
+#elif ENTMAX_PASS == 2
+#define SCORE_ELEM(MASKED)                                                       \
+    {                                                                            \
+        const float r = VISIBLE_##MASKED ? mma_relu(fma(s[mt][n][e], sr[ri], -tau[ri])) : 0.0f; \
+        ea[ri] += rectify(r, epow);                                              \
+        eb[ri] += rect_slope(r, epow);                                           \
+        s[mt][n][e] = 0.0f;                                                      \
+    }
+#else
+#define SCORE_ELEM(MASKED)                                                       \
+    float w = VISIBLE_##MASKED ? rectify(fma(s[mt][n][e], sr[ri], -tau[ri]), epow) : 0.0f; \
+    COUNT(nz1, w != 0.0f);                                                       \
+    anyb |= as_uint(w);                                                          \
+    ea[ri] += w;                                                                 \
+    s[mt][n][e] = w;
+#endif
 #elif KIND == 3 /* tda: both views through the rectifier, then w1 - lambda w2 */
 #define SCORE_ELEM(MASKED)                                                       \
     float w1 = rectify(fma(s[mt][n][e], SR_J(sr, ri, j), -tau[ri]), power);      \
@@ -233,7 +273,10 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
 #define SPLIT_PARAMS , __global float *opart, __global float *mlpart, long split_len
 #else
 #define MMA_KERNEL attention_mma_fwd
-#if TOPK /* thresholds [H][nthr], the offline SDC table (or NULL), the SDC mode and gamma */
+#if ENTMAX /* temperature terms [H][3] (or NULL: the scalars), alpha - 1, 1 / (alpha - 1), the rows' thresholds */
+#define SPLIT_PARAMS , __global const float *temps, float am1, float epow, float t_delta, float t_beta, float t_gamma, \
+    __global float *taubuf
+#elif TOPK /* thresholds [H][nthr], the offline SDC table (or NULL), the SDC mode and gamma */
 #define SPLIT_PARAMS , __global const float *thresholds, long nthr, __global const float *log_mass, int sdc, \
     float sdc_gamma, __global float2 *rowstat
 #else
@@ -386,6 +429,9 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #if SPARSE
     float tau[NR]; /* each row's threshold: 0 for rela */
 #endif
+#if ENTMAX
+    float ea[NR], eb[NR]; /* pass 1: maximum, bad flag; 2: sum of r^p, of its slope; 3: sum of weights */
+#endif
 #if SOFTMAX
     float mrow[NR], lrow[NR];
 #endif
@@ -411,6 +457,16 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         tau[ri] = tau_of(offset + r, beta, kappa, d);
 #elif KIND == 1
         tau[ri] = 0.0f;
+#elif ENTMAX
+        {
+            /* the scores times alpha - 1 and the row's inverse temperature delta + beta (ln n)^gamma */
+            const long nvis = min(offset + r + 1, Tk);
+            const float td = temps ? temps[3 * h] : t_delta, tb = temps ? temps[3 * h + 1] : t_beta,
+                        tg = temps ? temps[3 * h + 2] : t_gamma;
+            sr[ri] *= am1 * (td + (nvis > 1 ? tb * pow(log((float)nvis), tg) : 0.0f));
+            tau[ri] = ENTMAX_PASS > 1 && r < Tq ? taubuf[(long)bh * Tq + r] : 0.0f;
+            ea[ri] = ENTMAX_PASS == 1 ? -INFINITY : 0.0f, eb[ri] = 0.0f;
+        }
 #endif
 #if SOFTMAX
         mrow[ri] = -INFINITY, lrow[ri] = 0.0f;
@@ -783,6 +839,24 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         float f = 1.0f;
 #if WSCALE
         f = erow[ri] > -150 ? ldexp(1.0f, erow[ri]) : 0.0f;
+#endif
+#if ENTMAX && ENTMAX_PASS == 1 /* tau's bracket starts at max - 1 (the maximum's weight alone is 1 there) */
+        {
+            const float mx = mma_quad_max(ea[ri]), bd = mma_quad_max(eb[ri]);
+            if (t == 0 && row[ri] < Tq) taubuf[(long)bh * Tq + row[ri]] = bd != 0.0f ? NAN : mx - 1.0f;
+            continue; /* the reductions above were reached by every work-item */
+        }
+#elif ENTMAX && ENTMAX_PASS == 2 /* Newton from below on the convex sum_j r_j^p = 1 (alpha <= 2) */
+        {
+            const float fs = mma_quad_sum(ea[ri]), gs = mma_quad_sum(eb[ri]);
+            if (t == 0 && row[ri] < Tq) taubuf[(long)bh * Tq + row[ri]] = gs > 0.0f ? tau[ri] + (fs - 1.0f) / gs : tau[ri];
+            continue;
+        }
+#elif ENTMAX /* the weights summed to one up to the threshold's rounding: divide by their sum */
+        {
+            const float l = mma_quad_sum(ea[ri]);
+            f = l > 0.0f ? f / l : 0.0f;
+        }
 #endif
 #if SOFTMAX
         const float l = mma_quad_sum(lrow[ri]);

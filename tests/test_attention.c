@@ -1385,6 +1385,44 @@ static void test_topk_mma(void **state)
     g_expect_mma = 0;
 }
 
+/* entmax on the tensor-core kernel (alpha <= 2: the threshold by Newton's method from below in
+ * launches without V, then the weights' W x V on the matrix units): alpha 1.25, 1.5 and 2,
+ * scalar and per-head temperatures, bf16 and f16, rows and keys across its tiles, an offset;
+ * through the portable body with TDACL_MMA_EMULATE=1 (CI) or mma.sync natively, the variant
+ * asserted. */
+static void test_entmax_mma(void **state)
+{
+    tdacl_device_info info;
+    CHECK_OK(ctx_of(state), tdacl_context_get_info(ctx_of(state), &info));
+    const char *emu = getenv("TDACL_MMA_EMULATE");
+    g_expect_mma = info.nv_cc_major >= 8 || (emu && *emu && strcmp(emu, "0"));
+    static const struct { variant var; int tq, tk, off; float alpha; int temps; } cs[] = {
+        {VAR_TINY_BF16, 17, 17, -1, 1.5f, 0}, {VAR_TINY_BF16, 65, 65, -1, 1.75f, 1}, {VAR_TINY_BF16, 20, 90, 60, 1.25f, 0},
+        {VAR_D, 33, 33, -1, 1.5f, 1}};
+    for (int i = 0; i < 4; i++) {
+        attn_case c = make_case(TDACL_ATTN_ENTMAX, cs[i].var, cs[i].tq, cs[i].tk, cs[i].off);
+        apply_pset(&c, &PSETS[(i + 1) % 6]);
+        c.alpha = cs[i].alpha;
+        if (cs[i].temps) c.head_temps = 1;
+        check_case(state, &c, TDACL_PATH_PREFILL);
+    }
+    /* the Newton search's slowest rows: every key tied (q row zero: all scores 0), 300 keys,
+     * alpha 1.25 and 1.5 */
+    for (int i = 0; i < 2; i++) {
+        attn_case c = make_case(TDACL_ATTN_ENTMAX, VAR_TINY_BF16, 300, 300, -1);
+        c.alpha = i ? 1.5f : 1.25f, c.H = 1;
+        problem pb;
+        problem_generate(&pb, &c);
+        for (int r = 150; r < 300; r++) memset(pb.q + (size_t)r * c.d, 0, sizeof(double) * (size_t)c.d);
+        double *got, *tol;
+        tdacl_attention_stats st;
+        check_problem(state, &pb, "tied keys", &got, &tol, &st);
+        free(got), free(tol);
+        problem_free(&pb);
+    }
+    g_expect_mma = 0;
+}
+
 /* Decode rows (the same kernel, the decode row's tiles) against the prefill rows and the
  * reference; the mean V row from v_sum (a KV cache's running sum: only the rows past a row's
  * last visible key are read). */
@@ -2072,6 +2110,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_topk_decode),
         cmocka_unit_test(test_topk_layouts),
         cmocka_unit_test(test_topk_mma),
+        cmocka_unit_test(test_entmax_mma),
     };
     const struct CMUnitTest small[] = {
         cmocka_unit_test(test_reference_by_hand),
@@ -2088,7 +2127,7 @@ int main(int argc, char **argv)
         {"ladder-ends", 13, 1}, {"semantics-edge", 14, 3}, {"mma", 17, 1}, {"mma-wide", 18, 1}, {"mma-units", 19, 1},
         {"mma-f32", 20, 1}, {"mma-tf32", 21, 1}, {"mma-decode", 22, 1}, {"mma-tiny", 23, 1}, {"class-tiles", 24, 1},
         {"entmax", 25, 3}, {"entmax-layouts", 28, 1}, {"topk-theta", 29, 3}, {"topk-theta-layouts", 32, 1},
-        {"topk-theta-mma", 33, 1},
+        {"topk-theta-mma", 33, 1}, {"entmax-mma", 34, 1},
     };
     int first = 0, count = (int)(sizeof full / sizeof full[0]);
     if (part) {
@@ -2096,7 +2135,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
             if (!strcmp(part, parts[i].name)) first = parts[i].first, count = parts[i].count, found = 1;
         if (!found) {
-            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-tra, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-units, mma-f32, mma-tf32, mma-decode, mma-tiny, class-tiles, entmax, entmax-layouts, topk-theta, topk-theta-layouts, topk-theta-mma)\n", part);
+            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-tra, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-units, mma-f32, mma-tf32, mma-decode, mma-tiny, class-tiles, entmax, entmax-layouts, topk-theta, topk-theta-layouts, topk-theta-mma, entmax-mma)\n", part);
             return 2;
         }
     }

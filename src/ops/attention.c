@@ -670,6 +670,75 @@ static tdacl_status set_topk_mma_args(tdacl_context *ctx, cl_kernel k, const tda
     return TDACL_SUCCESS;
 }
 
+/* The tensor-core kernel's entmax arguments after the prefill ones (cl/attention_mma.cl KIND 5). */
+static tdacl_status set_entmax_mma_args(tdacl_context *ctx, cl_kernel k, const tdacl_attention_plan *p,
+                                        const tdacl_attention_tensors *t, cl_mem taubuf)
+{
+    const tdacl_attention_desc *d = &p->desc;
+    cl_mem temps = mem_of(t->temps);
+    cl_float am1 = d->alpha - 1.0f, e = 1.0f / (d->alpha - 1.0f);
+    const void *vals[7] = {&temps, &am1, &e, &d->temp_delta, &d->temp_beta, &d->temp_gamma, &taubuf};
+    const size_t sizes[7] = {sizeof temps, sizeof am1, sizeof e, sizeof(cl_float), sizeof(cl_float), sizeof(cl_float),
+                             sizeof taubuf};
+    for (cl_uint i = 0; i < 7; i++) {
+        cl_int err = clSetKernelArg(k, PREFILL_NARGS + i, sizes[i], vals[i]);
+        if (err) return tdacl__fail_cl(ctx, err, "clSetKernelArg(attention_mma_fwd, argument %u)", PREFILL_NARGS + i);
+    }
+    return TDACL_SUCCESS;
+}
+
+/* How many Newton steps entmax's threshold search takes for rows of up to n keys at power p =
+ * 1 / (alpha - 1) > 1.  Its slowest case is a row whose keys all tie, sum_j r^p = n r^p: from
+ * r = 1 each step keeps 1 - 1/p of the distance to the root r* = n^(-1/p) until it is near
+ * (about ln(1 / r*) / -ln(1 - 1/p) steps), then converges quadratically (4 more reach fp32). */
+static int entmax_newton_steps(float alpha, int64_t n)
+{
+    const double p = 1.0 / (alpha - 1.0), linear = (log((double)(n > 1 ? n : 2)) / p) / -log(1.0 - 1.0 / p);
+    const int steps = (int)ceil(linear) + 4;
+    return steps < 4 ? 4 : steps > 64 ? 64 : steps;
+}
+
+/* entmax on the tensor cores (cl/attention_mma.cl KIND 5): each row's threshold tau first, by
+ * launches that load no V -- the rows' maxima (tau starts at max - 1, where the maximum's
+ * weight alone is 1), then Newton steps on sum_j max(x_j - tau, 0)^p = 1, which is convex and
+ * decreasing in tau for alpha < 2, so the steps rise monotonically to the root
+ * (entmax_newton_steps) -- and leaves the weights' launch (k, ENTMAX_PASS 3, the call's own
+ * options) its arguments.  Events of the search into evs[1..2]. */
+static tdacl_status entmax_mma_passes(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_attention_call *call,
+                                      const tdacl_param_values *v, cl_kernel k, const char *kernel_name, cl_mem subs[4],
+                                      const size_t global[3], const size_t local[3], cl_event evs[4])
+{
+    const tdacl_attention_plan *p = call->plan;
+    cl_mem tau = NULL;
+    tdacl_status st = tdacl__scratch(ctx, TDACL_SCRATCH_ML, (size_t)(p->B * p->H * p->Tq) * 4, &tau);
+    for (int pass = 1; !st && pass <= 2; pass++) {
+        tdacl_strbuf opts = {0};
+        tdacl__variant_options(row, call, v, &opts);
+        tdacl__sb_printf(&opts, " -DENTMAX_PASS=%d", pass);
+        cl_kernel kp;
+        st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory (entmax threshold pass)")
+                      : tdacl__variant_kernel(ctx, row, opts.data, kernel_name, &kp);
+        tdacl__sb_free(&opts);
+        if (!st) st = set_prefill_args(ctx, kp, kernel_name, p, call->t, subs, NULL, 0);
+        if (!st) st = set_entmax_mma_args(ctx, kp, p, call->t, tau);
+        const int kend = (int)(p->offset + p->Tq < p->Tk ? p->offset + p->Tq : p->Tk);
+        for (int i = 0; !st && i < (pass == 1 ? 1 : entmax_newton_steps(p->desc.alpha, kend)); i++) {
+            cl_event ev = NULL;
+            st = tdacl__launch(ctx, kp, 3, global, local, &ev, kernel_name);
+            /* each launch's time is added, the previous event released as the next takes its place */
+            if (evs[pass] && ev) {
+                cl_event old = evs[pass];
+                evs[pass] = ev;
+                tdacl_status s2 = add_event_ms(ctx, old, call->ms);
+                if (!st) st = s2;
+            } else {
+                evs[pass] = ev;
+            }
+        }
+    }
+    return st ? st : set_entmax_mma_args(ctx, k, p, call->t, tau);
+}
+
 /* Top-theta post-softmax on the tensor cores, its first launch (cl/attention_mma.cl
  * TOPK_PASS 1, its program built from the call's options with that pass): every row's
  * maximum and sum of e^(s - m) into *rowstat ([B*H][Tq] float2), for the second. */
@@ -805,7 +874,8 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
     const tdacl_attention_tensors *t = call->t;
     const tdacl_attention_desc *d = &p->desc;
     const tdacl_kernel_space *space = row->space;
-    const int entmax = d->kind == TDACL_ATTN_ENTMAX, topk = d->kind == TDACL_ATTN_TOPK_THETA && !row->matrix_units;
+    const int entmax = d->kind == TDACL_ATTN_ENTMAX && !row->matrix_units, topk = d->kind == TDACL_ATTN_TOPK_THETA && !row->matrix_units;
+    const int entmax_mma = d->kind == TDACL_ATTN_ENTMAX && row->matrix_units;
     const int topk_mma = d->kind == TDACL_ATTN_TOPK_THETA && row->matrix_units;
     const char *kernel_name = entmax ? "attention_entmax_fwd" : topk ? "attention_topk_fwd"
                               : row->matrix_units ? "attention_mma_fwd" : "attention_fwd";
@@ -851,6 +921,7 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
     if (!st) {
         st = set_prefill_args(ctx, k, kernel_name, p, t, subs, stats_mem, want);
         if (!st && entmax) st = set_entmax_args(ctx, k, p, t);
+        if (!st && entmax_mma) st = entmax_mma_passes(ctx, row, call, v, k, kernel_name, subs, global, local, kevs);
         cl_mem rowstat = NULL;
         if (!st && topk_mma && d->theta_post)
             st = topk_mma_row_stats(ctx, row, call, v, kernel_name, subs, global, local, &rowstat, &kevs[1]);

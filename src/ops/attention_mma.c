@@ -14,9 +14,16 @@
 int tdacl__attention_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
 {
     const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
-    if (p->desc.kind == TDACL_ATTN_ENTMAX)
-        return snprintf(why, n, "kind entmax has no tensor-core kernel yet (it runs on attention.entmax)"), 1;
     if (p->mma.body < 0) return snprintf(why, n, "%s", p->mma.why), 1;
+    /* entmax: its threshold by Newton's method from below, whose steps are bounded for alpha < 2
+     * (sparsemax's piecewise-linear sum can take as many steps as keys) */
+    if (p->desc.kind == TDACL_ATTN_ENTMAX) {
+        if (p->desc.alpha >= 2.0f)
+            return snprintf(why, n, "entmax alpha %g >= 2 (the tensor-core threshold search takes alpha < 2) runs on "
+                            "attention.entmax", p->desc.alpha), 1;
+        if (p->mma.hardware && p->mma.body != TDACL_MMA_PTX)
+            return snprintf(why, n, "%s: entmax runs on mma.sync and the portable body only", p->mma.name), 1;
+    }
     /* Top-theta on the matrix units: softmax with its weights below the threshold zeroed */
     if (p->desc.kind == TDACL_ATTN_TOPK_THETA) {
         if (p->desc.vmc) return snprintf(why, n, "topk_theta with VMC (the mean V row) runs on attention.topk_theta"), 1;
@@ -55,7 +62,8 @@ int tdacl__attention_mma_in(const tdacl_attention_plan *p)
 int tdacl__attention_decode_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
 {
     const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
-    if (p->desc.kind == TDACL_ATTN_ENTMAX) return tdacl__attention_mma_supports(ctx, call, why, n);
+    if (p->desc.kind == TDACL_ATTN_ENTMAX)
+        return snprintf(why, n, "entmax decodes on attention_decode.entmax (no tensor-core decode)"), 1;
     if (p->desc.kind == TDACL_ATTN_TOPK_THETA)
         return snprintf(why, n, "topk_theta decodes on attention_decode.topk_theta (its key splits read only kept V "
                         "rows)"), 1;
@@ -101,7 +109,9 @@ void tdacl__attention_mma_call_options(const void *callp, tdacl_strbuf *sb)
         stats = 1;
     /* the power is a compile-time constant for the threshold kinds; the others use 2.
      * MMA_IN: the type the matrix units take */
-    const int pmode = tdacl__kind_threshold(p->desc.kind) ? p->pmode : 2;
+    int pmode = tdacl__kind_threshold(p->desc.kind) ? p->pmode : 2;
+    /* entmax's weights are r^(1 / (alpha - 1)): 2 at alpha 1.5 */
+    if (p->desc.kind == TDACL_ATTN_ENTMAX) pmode = p->desc.alpha == 1.5f ? 2 : 0;
     /* KINV: the scores are scaled by inverse norms (row_inv_norm runs first) */
     const int kinv = p->desc.normalize && tdacl__kind_threshold(p->desc.kind);
     tdacl__mma_options(&p->mma, sb);
