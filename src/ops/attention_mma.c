@@ -16,10 +16,12 @@ int tdacl__attention_mma_supports(const tdacl_context *ctx, const void *call, ch
     const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
     if (p->mma.body < 0) return snprintf(why, n, "%s", p->mma.why), 1;
     /* entmax: its threshold by Newton's method from below, whose steps are bounded for alpha < 2
-     * (sparsemax's piecewise-linear sum can take as many steps as keys) */
+     * (sparsemax's piecewise-linear sum can take as many steps as keys); above 1.5 the powers
+     * and the steps cost more than the FP32-lane kernel at short lengths (H200, alpha 1.75
+     * T=1024: 4.76 ms against 3.55; bench/results/entmax-mma-h200/) */
     if (p->desc.kind == TDACL_ATTN_ENTMAX) {
-        if (p->desc.alpha >= 2.0f)
-            return snprintf(why, n, "entmax alpha %g >= 2 (the tensor-core threshold search takes alpha < 2) runs on "
+        if (p->desc.alpha > 1.5f)
+            return snprintf(why, n, "entmax alpha %g > 1.5 (the tensor-core threshold search takes alpha <= 1.5) runs on "
                             "attention.entmax", p->desc.alpha), 1;
         if (p->mma.hardware && p->mma.body != TDACL_MMA_PTX)
             return snprintf(why, n, "%s: entmax runs on mma.sync and the portable body only", p->mma.name), 1;
