@@ -19,10 +19,10 @@
  * fragments are formed (MMA_IN 3); products accumulate in f32.  The same argument list
  * as attention_fwd (attention.cl), so the host launches either; topk_theta (KIND 6, without VMC,
  * docs/spec.md section 1c) adds its tables after it and runs as softmax whose weights below a
- * row's threshold are zero, their sum kept for the SDC.  Post-softmax takes two launches:
- * TOPK_PASS 1 keeps every key and skips V, writing each row's maximum and sum (rowstat);
- * TOPK_PASS 2 keeps the scores at or above m + log2 l + log2 theta, with SDC exact, which
- * gives each kept key its softmax weight. */
+ * row's threshold are zero, their sum kept for the SDC.  Post-softmax (TOPK_POST) takes two
+ * launches: TOPK_ROW_STATS keeps every key and skips V, writing each row's maximum and sum
+ * (rowstat); the call's own program then keeps the scores at or above m + log2 l + log2 theta,
+ * with SDC exact, which gives each kept key its softmax weight. */
 
 #ifndef BN
 #define BN 64 /* keys per tile (multiple of 16) */
@@ -53,9 +53,14 @@
 #ifndef ENTMAX_PASS
 #define ENTMAX_PASS 3 /* entmax: 1 the rows' maxima, 2 a Newton step on the threshold, 3 the weights */
 #endif
-#ifndef TOPK_PASS
-#define TOPK_PASS 0 /* topk_theta: 0 thresholds on the scores, 1 / 2 the post-softmax passes */
+#ifndef TOPK_POST
+#define TOPK_POST 0 /* topk_theta: 1 thresholds on the softmax weights (two launches) */
 #endif
+#ifndef TOPK_ROW_STATS
+#define TOPK_ROW_STATS 0 /* 1: the first of the post-softmax launches */
+#endif
+/* 0 thresholds on the scores; post-softmax 1 the rows' statistics, 2 the weights */
+#define TOPK_PASS (TOPK_ROW_STATS ? 1 : TOPK_POST ? 2 : 0)
 #define ROW_STATS (TOPK && TOPK_PASS == 1) /* no V: the rows' maxima and sums only */
 #define SOFTMAX (KIND == 0 || KIND == 4 || TOPK)
 #define SPARSE ((KIND >= 1 && KIND <= 3) || ENTMAX)

@@ -670,6 +670,21 @@ static tdacl_status set_topk_mma_args(tdacl_context *ctx, cl_kernel k, const tda
     return TDACL_SUCCESS;
 }
 
+/* A kernel of the call's program with `extra` options appended: the tensor-core kernel's
+ * passes that precede the call's own launch (entmax's threshold search, Top-theta's row
+ * statistics). */
+static tdacl_status pass_kernel(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_attention_call *call,
+                                const tdacl_param_values *v, const char *kernel_name, const char *extra, cl_kernel *k)
+{
+    tdacl_strbuf opts = {0};
+    tdacl__variant_options(row, call, v, &opts);
+    tdacl__sb_printf(&opts, "%s", extra);
+    tdacl_status st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory (options of a pass)")
+                               : tdacl__variant_kernel(ctx, row, opts.data, kernel_name, k);
+    tdacl__sb_free(&opts);
+    return st;
+}
+
 /* The tensor-core kernel's entmax arguments after the prefill ones (cl/attention_mma.cl KIND 5). */
 static tdacl_status set_entmax_mma_args(tdacl_context *ctx, cl_kernel k, const tdacl_attention_plan *p,
                                         const tdacl_attention_tensors *t, cl_mem taubuf)
@@ -712,13 +727,8 @@ static tdacl_status entmax_mma_passes(tdacl_context *ctx, const tdacl_variant_de
     cl_mem tau = NULL;
     tdacl_status st = tdacl__scratch(ctx, TDACL_SCRATCH_ML, (size_t)(p->B * p->H * p->Tq) * 4, &tau);
     for (int pass = 1; !st && pass <= 2; pass++) {
-        tdacl_strbuf opts = {0};
-        tdacl__variant_options(row, call, v, &opts);
-        tdacl__sb_printf(&opts, " -DENTMAX_PASS=%d", pass);
         cl_kernel kp;
-        st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory (entmax threshold pass)")
-                      : tdacl__variant_kernel(ctx, row, opts.data, kernel_name, &kp);
-        tdacl__sb_free(&opts);
+        st = pass_kernel(ctx, row, call, v, kernel_name, pass == 1 ? " -DENTMAX_PASS=1" : " -DENTMAX_PASS=2", &kp);
         if (!st) st = set_prefill_args(ctx, kp, kernel_name, p, call->t, subs, NULL, 0);
         if (!st) st = set_entmax_mma_args(ctx, kp, p, call->t, tau);
         const int kend = (int)(p->offset + p->Tq < p->Tk ? p->offset + p->Tq : p->Tk);
@@ -740,21 +750,15 @@ static tdacl_status entmax_mma_passes(tdacl_context *ctx, const tdacl_variant_de
 }
 
 /* Top-theta post-softmax on the tensor cores, its first launch (cl/attention_mma.cl
- * TOPK_PASS 1, its program built from the call's options with that pass): every row's
+ * TOPK_ROW_STATS, its program the call's options with that flag added): every row's
  * maximum and sum of e^(s - m) into *rowstat ([B*H][Tq] float2), for the second. */
 static tdacl_status topk_mma_row_stats(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_attention_call *call,
                                        const tdacl_param_values *v, const char *kernel_name, cl_mem subs[4],
                                        const size_t global[3], const size_t local[3], cl_mem *rowstat, cl_event *ev)
 {
     const tdacl_attention_plan *p = call->plan;
-    tdacl_strbuf opts = {0};
-    tdacl__variant_options(row, call, v, &opts);
-    char *at = opts.data ? strstr(opts.data, "-DTOPK_PASS=2") : NULL;
-    if (at) at[strlen("-DTOPK_PASS=")] = '1';
     cl_kernel k;
-    tdacl_status st = opts.oom || !at ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory (Top-theta row pass)")
-                                      : tdacl__variant_kernel(ctx, row, opts.data, kernel_name, &k);
-    tdacl__sb_free(&opts);
+    tdacl_status st = pass_kernel(ctx, row, call, v, kernel_name, " -DTOPK_ROW_STATS=1", &k);
     if (!st) st = tdacl__scratch(ctx, TDACL_SCRATCH_ML, (size_t)(p->B * p->H * p->Tq) * 8, rowstat);
     if (!st) st = set_prefill_args(ctx, k, kernel_name, p, call->t, subs, NULL, 0);
     if (!st) st = set_topk_mma_args(ctx, k, p, call->t, TDACL_SDC_NONE, *rowstat);

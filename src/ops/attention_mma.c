@@ -117,8 +117,8 @@ void tdacl__attention_mma_call_options(const void *callp, tdacl_strbuf *sb)
     /* KINV: the scores are scaled by inverse norms (row_inv_norm runs first) */
     const int kinv = p->desc.normalize && tdacl__kind_threshold(p->desc.kind);
     tdacl__mma_options(&p->mma, sb);
-    /* Top-theta post-softmax: the second of its two launches (the host derives the first) */
-    if (p->desc.kind == TDACL_ATTN_TOPK_THETA) tdacl__sb_printf(sb, " -DTOPK_PASS=%d", p->desc.theta_post ? 2 : 0);
+    /* Top-theta post-softmax: two launches (the host adds TOPK_ROW_STATS for the first) */
+    if (p->desc.kind == TDACL_ATTN_TOPK_THETA && p->desc.theta_post) tdacl__sb_printf(sb, " -DTOPK_POST=1");
     tdacl__sb_printf(sb, " -DKIND=%d -DDT=%d -DODT=%d -DGDT=%d -DD=%d -DDV=%d -DMMA_IN=%d -DPMODE=%d -DSTATS=%d -DKINV=%d%s",
                      (int)p->desc.kind, (int)p->dtype, (int)p->odtype, (int)p->gdtype, p->dpad, p->dvpad, tdacl__attention_mma_in(p), pmode,
                      stats, kinv, p->aligned16 ? " -DALIGNED16" : "");
