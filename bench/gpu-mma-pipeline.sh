@@ -55,28 +55,10 @@ bench)
     python3 bench/anchors/anchors.py --T "$T" --skip sdpa-fp32,tra,tda --out "$OUT/anchors.json" 2>&1 | tail -6
     ;;
 sass)
-    # the machine code of the tensor-core programs the bench compiled (NVIDIA's OpenCL
-    # binaries are PTX): KIND=$SASS_KIND at d=64, through ptxas and cuobjdump
+    # the machine code of the tensor-core programs the bench compiled (KIND=$SASS_KIND at d=64)
     $B --device nvidia --suite attention --kinds "${SASS_KINDS:-tra,softmax}" --dtype bf16 --T 1024 --no-decode \
         --min-samples 1 --min-ms 0 >/dev/null 2>&1
-    python3 - "$OUT" <<'PY'
-import glob, os, re, subprocess, sys
-out = sys.argv[1]
-for f in glob.glob('/tmp/tdacl-cache/*.bin'):
-    data = open(f, 'rb').read()
-    key = data[:4096].decode('latin1')
-    m = re.search(rb'-DKIND=(\d)[^\x00]*MMA_NATIVE=1[^\x00]*STATS=0', data[:4096])
-    i = data.find(b'.version')
-    if not m or i < 0: continue
-    ptx = data[i:].split(b'\x00')[0]
-    name = '%s/kind%s' % (out, m.group(1).decode())
-    open(name + '.ptx', 'wb').write(ptx)
-    subprocess.run(['ptxas', '-arch=sm_90', '-v', name + '.ptx', '-o', name + '.cubin'], check=False)
-    sass = subprocess.run(['cuobjdump', '-sass', name + '.cubin'], capture_output=True, text=True).stdout
-    open(name + '.sass', 'w').write(sass)
-    os.remove(name + '.ptx'), os.remove(name + '.cubin')
-    print(name, len(sass.splitlines()), 'SASS lines')
-PY
+    sass_of_cache "$OUT"
     ;;
 esac
 exit 0

@@ -69,3 +69,32 @@ d = json.load(open(sys.argv[1]))
 d["rows"] += [dict(r, dtype="bf16act") for r in d["rows"] if r["dtype"] == "bf16"]
 json.dump(d, open(sys.argv[2], "w"))' "$1" "$2"
 }
+
+# sass_of_cache DIR: the machine code of the tensor-core attention programs in the program cache
+# (NVIDIA's OpenCL binaries are PTX: ptxas and cuobjdump) -> DIR/kindK.sass, and per program a
+# count of its instructions and of the exponent instructions and predicated multiplies
+sass_of_cache() {
+    python3 - "$1" <<'PY'
+import glob, os, re, subprocess, sys
+out = sys.argv[1]
+for f in glob.glob(os.environ['TDACL_CACHE_DIR'] + '/*.bin'):
+    data = open(f, 'rb').read()
+    m = re.search(rb'-DKIND=(\d)', data[:4096])
+    st = re.search(rb'-DSTATS=(\d)', data[:4096])
+    i = data.find(b'.version')
+    if not m or b'-DMMA_NATIVE=1' not in data[:4096] or i < 0: continue
+    ptx = data[i:].split(b'\x00')[0]
+    name = '%s/kind%s-stats%s-%s' % (out, m.group(1).decode(), st.group(1).decode() if st else '1',
+                                     os.path.basename(f)[:6])
+    open(name + '.ptx', 'wb').write(ptx)
+    subprocess.run(['ptxas', '-arch=sm_90', name + '.ptx', '-o', name + '.cubin'], check=False)
+    sass = subprocess.run(['cuobjdump', '-sass', name + '.cubin'], capture_output=True, text=True).stdout
+    open(name + '.sass', 'w').write(sass)
+    os.remove(name + '.cubin')
+    ins = [l for l in sass.splitlines() if re.match(r'\s+/\*[0-9a-f]{4}\*/', l)]
+    count = lambda pat: sum(1 for l in ins if re.search(pat, l))
+    print('%s: %d instructions, %d MUFU.EX2, %d FSETP, %d predicated FMUL, %d HMMA; ptx ex2: %s' % (
+        name, len(ins), count(r'MUFU\.EX2'), count(r'FSETP'), count(r'@!?P\d FMUL'), count(r'HMMA'),
+        sorted(set(re.findall(rb'ex2\.approx[.a-z0-9]*', ptx)))))
+PY
+}

@@ -38,7 +38,9 @@
 #define MT 1 /* 16-row m-tiles per warp: 2 reuses every K and V fragment for 32 rows */
 #endif
 #ifndef KSTAGES
-#define KSTAGES 2 /* K tiles in flight: 2 loads tile kt+1 while kt is used, 3 also kt+2 */
+#define KSTAGES 2 /* K tiles in flight: 2 loads tile kt+1 while kt is used, 3 also kt+2; softmax
+                     kinds also 1: one K and one V buffer, FlashAttention-2's split waits (V kt
+                     lands during Q K^T, K kt+1 during W V), which fits 128-key tiles in 48 KB */
 #endif
 #ifndef KINV
 #define KINV 0 /* 1: scores are scaled by inverse query and key norms (normalised tra/tda) */
@@ -63,7 +65,14 @@
 #define TOPK_PASS (TOPK_ROW_STATS ? 1 : TOPK_POST ? 2 : 0)
 #define ROW_STATS (TOPK && TOPK_PASS == 1) /* no V: the rows' maxima and sums only */
 #define SOFTMAX (KIND == 0 || KIND == 4 || TOPK)
+/* softmax and diff_softmax leave the scores of unmasked tiles unscaled: the row maximum of
+ * s * sr is sr times that of s (sr >= 0: a negative scale negates Q instead), and the scale
+ * enters the exponent's fused multiply-add, one instruction per score fewer */
+#define FOLD (KIND == 0 || KIND == 4)
 #define SPARSE ((KIND >= 1 && KIND <= 3) || ENTMAX)
+#if KSTAGES == 1 && !SOFTMAX
+#error "KSTAGES 1 is for the softmax kinds (the sparse kinds keep two V tiles)"
+#endif
 #define NV (TWO_VIEWS ? 2 : 1)
 #define NT (32 * NWARPS)
 #define BM (16 * MT * NWARPS)
@@ -192,9 +201,15 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
 #else
 #define SCORE_BAD(MASKED)
 #endif
+#if FOLD
+#define SCALED_0(x_, sr_) (x_)
+#else
+#define SCALED_0(x_, sr_) ((x_) * (sr_))
+#endif
+#define SCALED_1(x_, sr_) ((x_) * (sr_))
 #if SOFTMAX
 #define SCORE_ELEM(MASKED)                                                       \
-    float x = s[mt][n][e] * sr[ri];                                              \
+    float x = SCALED_##MASKED(s[mt][n][e], sr[ri]);                              \
     SCORE_BAD(MASKED)                                                            \
     x = VISIBLE_##MASKED ? x : -INFINITY;                                        \
     tmax[ri] = fmax(tmax[ri], x);                                                \
@@ -202,7 +217,7 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
     SCORE_ELEM2(MASKED)
 #if KIND == 4
 #define SCORE_ELEM2(MASKED)                                                      \
-    float x2 = s2[mt][n][e] * sr2[ri];                                           \
+    float x2 = SCALED_##MASKED(s2[mt][n][e], sr2[ri]);                           \
     x2 = VISIBLE_##MASKED ? x2 : -INFINITY;                                      \
     tmax2[ri] = fmax(tmax2[ri], x2);                                             \
     s2[mt][n][e] = x2;
@@ -389,6 +404,12 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     mma_copy_commit();
     MMA_COPY_WAIT(0);
     barrier(CLK_LOCAL_MEM_FENCE);
+#if FOLD
+    if (scale < 0.0f) { /* exact: a sign flip of every staged element */
+        for (int i = tid; i < NV * BM * LDK; i += NT) Qs[i] = mma_neg(Qs[i]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+#endif
     frag_a qf[MT][NV][KD];
     UNROLL for (int mt = 0; mt < MT; mt++)
         UNROLL for (int vw = 0; vw < NV; vw++)
@@ -403,7 +424,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
      * iteration kt commits [K kt+1] (KSTAGES 2) and, after its weights, [V kt] and [K kt+2]
      * (KSTAGES 3); the prologue's groups make the pattern start at kt = kt_begin, so that each
      * wait below names how many younger groups may stay in flight. */
-#if SOFTMAX
+#if SOFTMAX && KSTAGES == 1
+    if (kt_begin < kt_end) LOAD_K_TILE(kt_begin, 0);
+    mma_copy_commit();
+#elif SOFTMAX
     UNROLL for (int i = 0; i < KSTAGES - 1; i++) {
         if (kt_begin + i < kt_end) {
             LOAD_K_TILE(kt_begin + i, i);
@@ -422,7 +446,9 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #endif
 
     /* per-row state */
-#if SOFTMAX
+#if FOLD
+    const float sscale = fabs(scale) * 1.44269504088896341f; /* Q carries the sign */
+#elif SOFTMAX
     const float sscale = scale * 1.44269504088896341f; /* scores in log2 units */
 #else
     const float sscale = scale;
@@ -539,7 +565,9 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     for (int kt = kt_begin; kt <= last_kt; kt++) {
         const long n0 = (long)kt * BN;
         const int live_tile = kt < kt_end; /* work-group uniform */
-#if SOFTMAX
+#if SOFTMAX && KSTAGES == 1
+        MMA_COPY_WAIT(0); /* K tile kt landed (the only group in flight) */
+#elif SOFTMAX
         MMA_COPY_WAIT(KSTAGES - 2); /* tile kt's K and V landed */
 #else
         MMA_COPY_WAIT(KSTAGES - 1); /* tile kt's K landed; V kt-1 (and K kt+1) may be in flight */
@@ -561,7 +589,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
             barrier(CLK_LOCAL_MEM_FENCE);
         }
 #endif
-#if SOFTMAX
+#if SOFTMAX && KSTAGES == 1
+        if (live_tile) LOAD_V_TILE(kt, 0); /* lands while Q K^T and the weights run */
+        mma_copy_commit();
+#elif SOFTMAX
         {
             const int ahead = kt + KSTAGES - 1;
             const int ast = kst == 0 ? KSTAGES - 1 : kst - 1; /* the stage tile kt-1 used */
@@ -668,12 +699,15 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #if SOFTMAX
         /* online softmax: new row maxima over the quad, rescale, exponentiate.  A row with
          * no visible key yet keeps maximum -inf; it subtracts 0 instead, so its masked
-         * scores still give exp2(-inf) = 0 without a test per weight. */
+         * scores still give exp2(-inf) = 0 without a test per weight.  sm scales the
+         * scores FOLD left unscaled (warp-uniform). */
+        const int raw = FOLD && warp_live && !masked;
         UNROLL for (int ri = 0; ri < NR; ri++) {
             const int mt = ri >> 1, e0 = 2 * (ri & 1);
-            const float mn = fmax(mrow[ri], mma_quad_max(tmax[ri]));
+            const float sm = raw ? sr[ri] : 1.0f;
+            const float mn = fmax(mrow[ri], mma_quad_max(tmax[ri]) * sm);
             const float ms = mn == -INFINITY ? 0.0f : mn;
-            const float al = native_exp2(mrow[ri] - ms);
+            const float al = mma_exp2(mrow[ri] - ms);
             mrow[ri] = mn;
             lrow[ri] *= al;
             UNROLL for (int n = 0; n < NBV; n++) o[mt][n][e0] *= al, o[mt][n][e0 + 1] *= al;
@@ -681,7 +715,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
             edrop[ri] *= al;
             UNROLL for (int n = 0; n < NB; n++)
                 UNROLL for (int e = e0; e < e0 + 2; e++) {
-                    const float x = s[mt][n][e], p = native_exp2(x - ms);
+                    const float x = s[mt][n][e], p = mma_exp2(x - ms);
                     const int keep = x >= th[ri] && x != -INFINITY; /* masked keys are -inf */
                     lrow[ri] += keep ? p : 0.0f;
                     edrop[ri] += keep ? 0.0f : p;
@@ -692,21 +726,22 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #else
             UNROLL for (int n = 0; n < NB; n++)
                 UNROLL for (int e = e0; e < e0 + 2; e++) {
-                    const float p = native_exp2(s[mt][n][e] - ms); /* a NaN score stays NaN */
+                    const float p = mma_exp2(fma(s[mt][n][e], sm, -ms)); /* a NaN score stays NaN */
                     lrow[ri] += p;
                     s[mt][n][e] = p;
                 }
 #endif
 #if KIND == 4
-            const float mn2 = fmax(mrow2[ri], mma_quad_max(tmax2[ri]));
+            const float sm2 = raw ? sr2[ri] : 1.0f;
+            const float mn2 = fmax(mrow2[ri], mma_quad_max(tmax2[ri]) * sm2);
             const float ms2 = mn2 == -INFINITY ? 0.0f : mn2;
-            const float al2 = native_exp2(mrow2[ri] - ms2);
+            const float al2 = mma_exp2(mrow2[ri] - ms2);
             mrow2[ri] = mn2;
             lrow2[ri] *= al2;
             UNROLL for (int n = 0; n < NBV; n++) o2[mt][n][e0] *= al2, o2[mt][n][e0 + 1] *= al2;
             UNROLL for (int n = 0; n < NB; n++)
                 UNROLL for (int e = e0; e < e0 + 2; e++) {
-                    const float p = native_exp2(s2[mt][n][e] - ms2);
+                    const float p = mma_exp2(fma(s2[mt][n][e], sm2, -ms2));
                     lrow2[ri] += p;
                     s2[mt][n][e] = p;
                 }
@@ -737,6 +772,12 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #endif
             }
         const int warp_has_w = warp_live && !ROW_STATS;
+#if KSTAGES == 1
+        MMA_COPY_WAIT(0); /* V tile kt landed */
+        barrier(CLK_LOCAL_MEM_FENCE); /* ... everyone's part, and K tile kt is read out */
+        if (kt + 1 < kt_end) LOAD_K_TILE(kt + 1, 0); /* lands while W V runs */
+        mma_copy_commit();
+#endif
 #else /* sparse: the tile's weights become next iteration's A operands */
         const int warp_has_w = mma_warp_any(anyb != 0); /* reached by every warp: see mma.cl */
         if (warp_has_w && lane == 0) wg_any[kt & 1] = 1;
@@ -875,9 +916,9 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
             const long nvis = min(offset + row[ri] + 1, Tk);
             float est = 0.0f;
             if (sdc == 1) est = mma_quad_sum(edrop[ri]);
-            else if (sdc == 2) est = sdc_gamma * ((float)nvis - mma_quad_sum(kc[ri])) * native_exp2(th[ri] - mrow[ri]);
+            else if (sdc == 2) est = sdc_gamma * ((float)nvis - mma_quad_sum(kc[ri])) * mma_exp2(th[ri] - mrow[ri]);
             else if (sdc == 3 && row[ri] < Tq)
-                est = native_exp2(log_mass[h * nthr + min(max(nvis - 1, 0L), nthr - 1)] * 1.44269504088896341f - mrow[ri]);
+                est = mma_exp2(log_mass[h * nthr + min(max(nvis - 1, 0L), nthr - 1)] * 1.44269504088896341f - mrow[ri]);
             const float den = l + est;
             f = mma_quad_max(bad[ri]) != 0.0f ? NAN : den > 0.0f ? 1.0f / den : 0.0f;
 #if ROW_STATS

@@ -107,6 +107,16 @@ inline mma_t mma_from_f32(float f)
 #endif
 }
 
+/* -x for a tile element (exact: the sign bit) */
+inline mma_t mma_neg(mma_t x)
+{
+#if MMA_TF32
+    return -x;
+#else
+    return (mma_t)(x ^ 0x8000u);
+#endif
+}
+
 /* Row length of a warp's weight scratch (portable body; a staging area size elsewhere). */
 #define MMA_SCRATCH_LD(bn) ((bn) + 8)
 
@@ -313,6 +323,16 @@ inline float mma_relu(float x)
     return r;
 }
 
+/* 2^x with results below 2^-126 flushed to zero: one MUFU.EX2.  native_exp2 compiles to
+ * ex2.approx.f32, whose subnormal results cost ptxas a compare and two predicated multiplies
+ * around every exponent of a softmax tile. */
+inline float mma_exp2(float x)
+{
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+
 inline float mma_quad_max(float x)
 {
     float y;
@@ -430,6 +450,13 @@ inline void mma_staged_a(frag_a *a, __local mma_t *scratch, int kk)
 #endif
 
 inline float mma_relu(float x) { return isnan(x) ? x : fmax(x, 0.0f); }
+
+/* as the native body: results below 2^-126 are zero (NaN passes) */
+inline float mma_exp2(float x)
+{
+    const float r = native_exp2(x);
+    return r < 0x1p-126f ? 0.0f : r;
+}
 
 /* two values rounded to the input type, lo in the low half (the native body's cvt) */
 inline uint mma_pack2(float lo, float hi) { return (uint)mma_from_f32(lo) | ((uint)mma_from_f32(hi) << 16); }

@@ -264,7 +264,7 @@ static const pset PSETS[6] = {
     /* the authors' Triton semantics: kappa 1, no scale, raw dot products (their TRA does not
      * normalise), no Norm */
     {1.0f, 1.0f, 2.0f, 0.5f, NAN, 1.0f, 0, TDACL_NORM_NONE, 0},
-    {0.5f, 0.5f, 2.0f, 0.3f, 2.0f, -1.5f, 1, TDACL_NORM_RMS, 1},
+    {0.5f, 0.5f, 2.0f, 0.3f, -2.0f, -1.5f, 1, TDACL_NORM_RMS, 1}, /* a negative scale: the kernels that fold the scale into the exponent negate Q */
 };
 
 static void apply_pset(attn_case *c, const pset *p)
@@ -1509,6 +1509,9 @@ static void mma_shapes(void **state, int first, int count, int alternate)
             c.seed += 77 * (uint64_t)s;
             /* two shapes take their K tiles three stages deep (loads two tiles ahead) */
             if (g_expect_mma && (s == 1 || s == 3)) c.force = s == 1 ? "KSTAGES=3" : "KSTAGES=3 BN=16";
+            /* the softmax kinds' single K and V buffers: 128-key tiles, a partial one */
+            if (g_expect_mma && s == 0 && KINDS[ki] == TDACL_ATTN_SOFTMAX) c.force = "KSTAGES=1 BN=128";
+            if (g_expect_mma && s == 0 && KINDS[ki] == TDACL_ATTN_DIFF_SOFTMAX) c.force = "KSTAGES=1 NWARPS=2";
             apply_pset(&c, &PSETS[(ki + s) % 6]);
             check_case(state, &c, TDACL_PATH_PREFILL);
         }
@@ -1606,6 +1609,8 @@ static void test_mma_tiny(void **state)
         if (tf32) c.dtype = c.odtype = TDACL_F32, c.precision = TDACL_PRECISION_TF32;
         apply_pset(&c, &PSETS[(ki + 1) % 6]);
         if (ki == 5) c.theta_post = 0, c.sdc = TDACL_SDC_EXACT, c.vmc = 0, c.norm = TDACL_NORM_NONE, c.gain = 0;
+        /* softmax on one K and one V buffer, over two key tiles: the split waits' barriers */
+        if (g_expect_mma && ki == 0) c.force = "KSTAGES=1 BN=16";
         check_case(&own_state, &c, TDACL_PATH_PREFILL);
         tdacl_context_destroy(own);
     }

@@ -281,6 +281,9 @@ static void test_local_memory_formulas(void **state)
     setenv("TDACL_MMA_EMULATE", "1", 1);
     check_attention_local(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 64, "attention.mma", "BN=32 NWARPS=4 MT=1");
     check_attention_local(ctx, TDACL_ATTN_SOFTMAX, TDACL_BF16, 32, 64, "attention.mma", "BN=16 NWARPS=2 MT=2");
+    /* one K and one V buffer (softmax kinds), and Top-theta's V stages, which follow K's */
+    check_attention_local(ctx, TDACL_ATTN_SOFTMAX, TDACL_BF16, 64, 64, "attention.mma", "BN=128 NWARPS=2 MT=1 KSTAGES=1");
+    check_attention_local(ctx, TDACL_ATTN_TOPK_THETA, TDACL_BF16, 32, 64, "attention.mma", "BN=16 NWARPS=2 MT=1 KSTAGES=3");
     /* the decode form (one warp, its K and V stages) */
     check_attention_local(ctx, TDACL_ATTN_DIFF_SOFTMAX, TDACL_BF16, 64, 5, "attention_decode.mma", "BN=32 KSTAGES=3");
     /* fp32 storage at precision tf32: 4-byte tiles */
@@ -293,6 +296,7 @@ static void test_local_memory_formulas(void **state)
         check_attention_local(ctx, TDACL_ATTN_SOFTMAX, TDACL_F32, 128, 64, "attention.mma", "BN=32 NWARPS=2 MT=1");
         unsetenv("TDACL_PRECISION");
         check_attention_local(ctx, TDACL_ATTN_TRA, TDACL_BF16, 64, 64, "attention.mma", "BN=64 NWARPS=4 MT=2 KSTAGES=3");
+        check_attention_local(ctx, TDACL_ATTN_SOFTMAX, TDACL_BF16, 64, 64, "attention.mma", "BN=128 NWARPS=4 MT=2 KSTAGES=1");
     }
     unsetenv("TDACL_PRECISION");
     /* GEMM */

@@ -13,9 +13,9 @@ out = sys.argv[1]
 for f in glob.glob('/tmp/tdacl-cache/*.bin'):
     data = open(f, 'rb').read()
     head = data[:4096].decode('latin1')
-    m = re.search(r'(-DKIND=(\d)[^\x00]*MMA_NATIVE=1[^\x00]*STATS=0[^\x00]*)', head)
+    m = re.search(r'(-DKIND=(\d)[^\x00]*STATS=0[^\x00]*)', head)
     i = data.find(b'.version')
-    if not m or i < 0: continue
+    if not m or '-DMMA_NATIVE=1' not in head or i < 0: continue
     ptx = data[i:].split(b'\x00')[0]
     open('%s/kind%s.ptx' % (out, m.group(2)), 'wb').write(ptx)
     text = ptx.decode('latin1')

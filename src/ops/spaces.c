@@ -106,17 +106,22 @@ const tdacl_kernel_space tdacl__attention_space = {
 /* ---- attention prefill on the matrix units, cl/attention_mma.cl ---- */
 
 static const tdacl_tunable mma_params[] = {
-    {"BN", 1, 64, {16, 32, 64, TDACL_END}, "keys per tile"},
+    {"BN", 1, 64, {16, 32, 64, 128, TDACL_END}, "keys per tile"},
     {"NWARPS", 1, 4, {2, 4, 8, TDACL_END}, "warps per work-group (each owns MT x 16 query rows)"},
     {"MT", 1, 1, {1, 2, TDACL_END}, "16-row m-tiles per warp (two share every K and V fragment)"},
-    {"KSTAGES", 1, 2, {2, 3, TDACL_END}, "K tiles in local memory (3: loads run two tiles ahead)"},
+    {"KSTAGES", 1, 2, {1, 2, 3, TDACL_END},
+     "K tiles in local memory (3: loads run two tiles ahead; 1, softmax kinds: one K and one V buffer, each loading "
+     "while the other is used)"},
 };
+
+/* The kinds whose V tiles cl/attention_mma.cl loads with K (SOFTMAX there): KSTAGES V stages */
+static int mma_v_with_k(int kind) { return tdacl__kind_softmax(kind) || kind == TDACL_ATTN_TOPK_THETA; }
 
 /* As the __local declarations of attention_mma_fwd (and of its split form). */
 static size_t mma_local_bytes(const tdacl_problem *p, int bn, int nwarps, int mt, int kstages)
 {
     const int bm = 16 * mt * nwarps;
-    const int softmax = tdacl__kind_softmax(p->kind);
+    const int softmax = mma_v_with_k(p->kind);
     const size_t nv = (size_t)tdacl__kind_views(p->kind), nw = (size_t)tdacl__kind_weight_sets(p->kind);
     /* tile elements of es bytes (4: tf32), rows padded by 16 bytes */
     const size_t es = p->tile_bytes == 4 ? 4 : 2, pad = 16 / es;
@@ -144,10 +149,13 @@ static int mma_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev,
                      const tdacl_param_values *v, char *why, size_t n)
 {
     const int bn = P("BN"), nwarps = P("NWARPS"), mt = P("MT");
-    if (bn != 16 && bn != 32 && bn != 64) return snprintf(why, n, "BN=%d is not 16, 32 or 64", bn), 1;
+    if (bn != 16 && bn != 32 && bn != 64 && bn != 128) return snprintf(why, n, "BN=%d is not 16, 32, 64 or 128", bn), 1;
     if (nwarps < 1 || nwarps > 8) return snprintf(why, n, "NWARPS=%d is outside 1..8", nwarps), 1;
     if (mt != 1 && mt != 2) return snprintf(why, n, "MT=%d is not 1 or 2", mt), 1;
-    if (P("KSTAGES") != 2 && P("KSTAGES") != 3) return snprintf(why, n, "KSTAGES=%d is not 2 or 3", P("KSTAGES")), 1;
+    const int kstages = P("KSTAGES");
+    if (kstages < 1 || kstages > 3) return snprintf(why, n, "KSTAGES=%d is not 1, 2 or 3", kstages), 1;
+    if (kstages == 1 && !mma_v_with_k(p->kind))
+        return snprintf(why, n, "KSTAGES=1 is for the softmax kinds (%s keeps two V tiles)", tdacl__kind_name(p->kind)), 1;
     if (p->d > 128 || p->dv > 128) return snprintf(why, n, "head dims d=%d dv=%d exceed 128", p->d, p->dv), 1;
     return work_group_fits(dev, 32 * nwarps, why, n) ? 0 : 1;
 }
