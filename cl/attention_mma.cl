@@ -333,6 +333,17 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #else
     ATTENTION_QUERY_BLOCK(BM);
 #endif
+#if ENTMAX && ENTMAX_PASS < 3
+    /* each work-group's "threshold search converged" flag, after the thresholds in taubuf:
+     * pass 1 clears it; a Newton step after which every row's sum_j r_j^p is within 1e-6 of 1
+     * (or its tau stopped moving) sets it, and the later steps return at once */
+    __global uint *done = (__global uint *)(taubuf + (long)get_num_groups(1) * Tq) + (long)bh * nqb + qb;
+#if ENTMAX_PASS == 2
+    if (*done) return; /* the same value for the whole work-group */
+#else
+    if (tid == 0) *done = 0;
+#endif
+#endif
     const long wrow0 = m0 + 16 * MT * warp; /* this warp's first query row */
     /* this lane's rows: ri = 2 mt + hb is row g + 8 hb of m-tile mt; C element e of an
      * m-tile belongs to hb = e / 2 */
@@ -878,6 +889,11 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #endif
     }
 #else
+#if ENTMAX && ENTMAX_PASS == 2
+    barrier(CLK_LOCAL_MEM_FENCE); /* the loop's last use of wg_any */
+    if (tid == 0) wg_any[0] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
     /* epilogue, per row: undo the weight scale, normalise, combine, Norm, store */
     const long ob_off = o_off + b * os.s0 + h * os.s1;
     UNROLL for (int ri = 0; ri < NR; ri++) {
@@ -895,7 +911,13 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #elif ENTMAX && ENTMAX_PASS == 2 /* Newton from below on the convex sum_j r_j^p = 1 (alpha <= 2) */
         {
             const float fs = mma_quad_sum(ea[ri]), gs = mma_quad_sum(eb[ri]);
-            if (t == 0 && row[ri] < Tq) taubuf[(long)bh * Tq + row[ri]] = gs > 0.0f ? tau[ri] + (fs - 1.0f) / gs : tau[ri];
+            const float nt = gs > 0.0f ? tau[ri] + (fs - 1.0f) / gs : tau[ri];
+            if (t == 0 && row[ri] < Tq) {
+                taubuf[(long)bh * Tq + row[ri]] = nt;
+                /* unsettled: f(tau) is off 1 by more than the FP32-lane kernel's stopping
+                 * rule (cl/attention_entmax.cl), and the step moved tau (a NaN row stays NaN) */
+                if (fabs(fs - 1.0f) > 1e-6f && nt != tau[ri] && !isnan(nt)) atomic_or(&wg_any[0], 1);
+            }
             continue;
         }
 #elif ENTMAX /* the weights summed to one up to the threshold's rounding: divide by their sum */
@@ -952,6 +974,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
                 }
         }
     }
+#if ENTMAX && ENTMAX_PASS == 2
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid == 0) *done = wg_any[0] == 0;
+#endif
 #endif /* SPLIT */
     /* STATS 0 programs run only for calls with want_stats 0, so this is skipped there; it
      * stays compiled in because removing it made NVIDIA's compiler schedule tra and tda 20 %

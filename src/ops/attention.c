@@ -717,7 +717,8 @@ static int entmax_newton_steps(float alpha, int64_t n)
  * launches that load no V -- the rows' maxima (tau starts at max - 1, where the maximum's
  * weight alone is 1), then Newton steps on sum_j max(x_j - tau, 0)^p = 1, which is convex and
  * decreasing in tau for alpha < 2, so the steps rise monotonically to the root
- * (entmax_newton_steps) -- and leaves the weights' launch (k, ENTMAX_PASS 3, the call's own
+ * (entmax_newton_steps; a work-group whose rows' sums all came within 1e-6 of 1, the
+ * FP32-lane kernel's stopping rule, skips the steps after it) -- and leaves the weights' launch (k, ENTMAX_PASS 3, the call's own
  * options) its arguments.  Events of the search into evs[1..2]. */
 static tdacl_status entmax_mma_passes(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_attention_call *call,
                                       const tdacl_param_values *v, cl_kernel k, const char *kernel_name, cl_mem subs[4],
@@ -725,7 +726,8 @@ static tdacl_status entmax_mma_passes(tdacl_context *ctx, const tdacl_variant_de
 {
     const tdacl_attention_plan *p = call->plan;
     cl_mem tau = NULL;
-    tdacl_status st = tdacl__scratch(ctx, TDACL_SCRATCH_ML, (size_t)(p->B * p->H * p->Tq) * 4, &tau);
+    /* the rows' taus, then a converged flag per work-group (fewer than the rows) */
+    tdacl_status st = tdacl__scratch(ctx, TDACL_SCRATCH_ML, (size_t)(p->B * p->H * p->Tq) * 8, &tau);
     for (int pass = 1; !st && pass <= 2; pass++) {
         cl_kernel kp;
         st = pass_kernel(ctx, row, call, v, kernel_name, pass == 1 ? " -DENTMAX_PASS=1" : " -DENTMAX_PASS=2", &kp);
