@@ -11,18 +11,7 @@
 . bench/gpu-setup.sh
 PATCH=${1:?usage: gpu-entmax-converge.sh PATCH}
 build_reverted "$PATCH"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl ||
-    exit 1
-export PYTHONPATH=/tmp/site:$PWD/python TDACL_LIBRARY=$PWD/build-gpu/libtdacl.so
-{
-    for part in entmax-mma entmax entmax-layouts; do
-        (cd build-gpu/tests && TDACL_LOG=warn ./test_attention --part "$part") 2>&1
-    done
-    (cd build-gpu/tests && ./test_sparse_models) 2>&1
-} >"$OUT/test-native.txt"
-grep -E "PASSED|FAILED|ERROR" "$OUT/test-native.txt" | tail -6
-(cd bench/anchors && python3 entmax_anchor.py --out "$OUT/entmax-checks.json" --anchors "$OUT/anchors.json") \
-    >"$OUT/anchors.txt" 2>&1
+entmax_tests_and_anchors || exit 1
 B=(--device nvidia --suite attention --dtype bf16 --T 1024,4096,8192 --no-decode --kinds softmax,entmax --alpha 1.25,1.5)
 /tmp/base/build/tdacl-bench "${B[@]}" --json "$OUT/base.json" >"$OUT/base.txt" 2>&1
 build-gpu/tdacl-bench "${B[@]}" --json "$OUT/new.json" >"$OUT/new.txt" 2>&1

@@ -98,3 +98,22 @@ for f in glob.glob(os.environ['TDACL_CACHE_DIR'] + '/*.bin'):
         sorted(set(re.findall(rb'ex2\.approx[.a-z0-9]*', ptx)))))
 PY
 }
+
+# entmax_tests_and_anchors: the wheels of .whl/ (entmax, adasplash) into /tmp/site; test_attention
+# parts entmax-mma, entmax, entmax-layouts and test_sparse_models natively -> $OUT/test-native.txt
+# (pass/fail lines echoed); bench/anchors/entmax_anchor.py (PyPI entmax checks, AdaSplash's
+# forward timed) -> $OUT/entmax-checks.json, anchors.json, anchors.txt
+entmax_tests_and_anchors() {
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl ||
+        return 1
+    export PYTHONPATH=/tmp/site:$PWD/python TDACL_LIBRARY=$PWD/build-gpu/libtdacl.so
+    {
+        for part in entmax-mma entmax entmax-layouts; do
+            (cd build-gpu/tests && TDACL_LOG=warn ./test_attention --part "$part") 2>&1
+        done
+        (cd build-gpu/tests && ./test_sparse_models) 2>&1
+    } >"$OUT/test-native.txt"
+    grep -E "PASSED|FAILED|ERROR" "$OUT/test-native.txt" | tail -6
+    (cd bench/anchors && python3 entmax_anchor.py --out "$OUT/entmax-checks.json" --anchors "$OUT/anchors.json") \
+        >"$OUT/anchors.txt" 2>&1
+}
