@@ -30,7 +30,6 @@
 #ifndef NPTS
 #define NPTS 8 /* threshold guesses a pass */
 #endif
-#define ENTMAX_TOL 1e-6f /* |f(tau) - 1| accepted; the weights are divided by f(tau) */
 
 /* x^e for x > 0, with exact forms for alpha = 2 (e = 1) and 1.5 (e = 2). */
 inline float ent_pow(float x, int emode, float e) { return emode == 1 ? x : emode == 2 ? x * x : pow(x, e); }

@@ -56,6 +56,10 @@ inline int ord_int(float f)
 }
 inline float ord_float(int i) { return as_float(i >= 0 ? i : i ^ 0x7fffffff); }
 
+/* entmax's threshold search stops at |f(tau) - 1| <= ENTMAX_TOL, f = sum_j r_j^p (both kernels;
+ * the weights are then divided by f(tau)) */
+#define ENTMAX_TOL 1e-6f
+
 /* Threshold tau(p) = beta * sqrt(max(0, 2 ln((p+1)/kappa)) / d). */
 inline float tau_of(long pos, float beta, float kappa, int d)
 {

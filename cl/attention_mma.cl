@@ -335,8 +335,8 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #endif
 #if ENTMAX && ENTMAX_PASS < 3
     /* each work-group's "threshold search converged" flag, after the thresholds in taubuf:
-     * pass 1 clears it; a Newton step after which every row's sum_j r_j^p is within 1e-6 of 1
-     * (or its tau stopped moving) sets it, and the later steps return at once */
+     * pass 1 clears it; a Newton step after which every row's sum_j r_j^p is within ENTMAX_TOL
+     * of 1 (or its tau stopped moving) sets it, and the later steps return at once */
     __global uint *done = (__global uint *)(taubuf + (long)get_num_groups(1) * Tq) + (long)bh * nqb + qb;
 #if ENTMAX_PASS == 2
     if (*done) return; /* the same value for the whole work-group */
@@ -914,9 +914,9 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
             const float nt = gs > 0.0f ? tau[ri] + (fs - 1.0f) / gs : tau[ri];
             if (t == 0 && row[ri] < Tq) {
                 taubuf[(long)bh * Tq + row[ri]] = nt;
-                /* unsettled: f(tau) is off 1 by more than the FP32-lane kernel's stopping
-                 * rule (cl/attention_entmax.cl), and the step moved tau (a NaN row stays NaN) */
-                if (fabs(fs - 1.0f) > 1e-6f && nt != tau[ri] && !isnan(nt)) atomic_or(&wg_any[0], 1);
+                /* unsettled: f(tau) is off 1 by more than the stopping rule, and the step
+                 * moved tau (a NaN row stays NaN) */
+                if (fabs(fs - 1.0f) > ENTMAX_TOL && nt != tau[ri] && !isnan(nt)) atomic_or(&wg_any[0], 1);
             }
             continue;
         }
