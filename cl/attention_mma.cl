@@ -104,6 +104,20 @@
  * largest at [1, 2), and the output is rescaled as that power moves, as online softmax does
  * with its maximum (exact: powers of two). */
 #define WSCALE (SPARSE && MMA_IN == 2)
+#ifndef RESCALE_SLACK
+#define RESCALE_SLACK 8.0f /* softmax kinds: how far (log2 units) a row's maximum may pass its
+                              reference before o and the sums are rescaled (weights < 256) */
+#endif
+/* tra (16-bit weights without WSCALE): on a tile no mask touches, a score s only
+ * feeds a running maximum of s kn - tcut (kn the key's inverse norm where normalised, tcut the
+ * row's tau / (scale / |q|) less 2^-20 of its size), whose sign is that of the rectifier's
+ * argument s (scale / |q|) kn - tau but for rounding, which the 2^-20 covers; only a warp
+ * whose maximum is >= 0 (or NaN) forms that tile's weights from the kept scores, just before
+ * packing them for W V.  At beta 1 almost no warp does, so a score costs one fma and one max.
+ * A negative scale negates Q (exact) so that scale / |q| >= 0.  Not rela, whose weights are
+ * about half non-zero, so that nearly every warp forms them anyway (10 % slower lazy on the
+ * H200), nor tda (no faster at beta 1). */
+#define LAZY_W (KIND == 2 && !WSCALE)
 
 /* entmax's Newton step: d/dr of r^p for r = max(x, 0) */
 inline float rect_slope(float r, float p)
@@ -193,7 +207,9 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
 /* The weight rule on one score tile, in place: s (and s2) become weights.  MASKED (a literal)
  * adds the causal and key-count mask, which only tiles crossing the warp's diagonal or the
  * end of the keys need.  Softmax kinds leave scaled scores and track the tile's row maxima;
- * the sparse kinds OR the weights' bits into anyb (NaN and every nonzero weight set a bit). */
+ * tra (LAZY_W) on unmasked tiles leaves the scores as they are and keeps a running maximum of
+ * their cut; the other sparse kinds, and tra on masked tiles, form the weights at once and OR
+ * their bits into anyb (NaN and every nonzero weight set a bit). */
 #define VISIBLE_0 1                              /* unmasked tiles: every key */
 #define VISIBLE_1 (j <= lim[ri] && j < kmax)    /* masked: causal limit and key count */
 #if TOPK /* an infinite or NaN visible score makes the row NaN (docs/spec.md section 1c) */
@@ -248,8 +264,9 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
     ea[ri] += w;                                                                 \
     s[mt][n][e] = w;
 #endif
-#elif KIND == 3 /* tda: both views through the rectifier, then w1 - lambda w2 */
-#define SCORE_ELEM(MASKED)                                                       \
+#else /* rela, tra, tda (EAGER_ELEM: the weights of a score, counted and flagged in anyb) */
+#if KIND == 3 /* tda: both views through the rectifier, then w1 - lambda w2 */
+#define EAGER_ELEM(MASKED)                                                       \
     float w1 = rectify(fma(s[mt][n][e], SR_J(sr, ri, j), -tau[ri]), power);      \
     float w2 = rectify(fma(s2[mt][n][e], SR_J(sr2, ri, BN + j), -tau[ri]), power); \
     if (!VISIBLE_##MASKED) w1 = 0.0f, w2 = 0.0f;                                 \
@@ -265,12 +282,38 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
 #else
 #define WEIGHT_OF(x_) rectify(x_, power)
 #endif
-#define SCORE_ELEM(MASKED)                                                       \
+#define EAGER_ELEM(MASKED)                                                       \
     float w = WEIGHT_OF(fma(s[mt][n][e], SR_J(sr, ri, j), -tau[ri]));            \
     if (!VISIBLE_##MASKED) w = 0.0f;                                             \
     COUNT(nz1, w != 0.0f);                                                       \
     anyb |= as_uint(w);                                                          \
     s[mt][n][e] = w;
+#endif
+#if LAZY_W
+/* unmasked tiles: only the running maximum of s kn - tcut (LAZY_W), the scores kept; masked
+ * tiles (the diagonal, the end of the keys) form their weights at once */
+#define SCORE_ELEM(MASKED) LAZY_ELEM_##MASKED
+#define LAZY_ELEM_0 xmax[e] = mma_max_nan(xmax[e], SCORE_CUT(s[mt][n][e], tcut, ri, j));
+#define LAZY_ELEM_1 EAGER_ELEM(1)
+#else
+#define SCORE_ELEM(MASKED) EAGER_ELEM(MASKED)
+#endif
+#endif
+#if KNORM
+#define SCORE_CUT(x_, cut_, ri_, j_) fma((x_), kn[j_], -(cut_)[ri_])
+#else
+#define SCORE_CUT(x_, cut_, ri_, j_) ((x_) - (cut_)[ri_])
+#endif
+#if LAZY_W /* an unmasked tile's weights, formed where its warp has one (see LAZY_W) */
+#define TILE_WEIGHTS                                                             \
+    UNROLL for (int mt = 0; mt < MT; mt++)                                       \
+        UNROLL for (int n = 0; n < NB; n++)                                      \
+            UNROLL for (int e = 0; e < 4; e++) {                                 \
+                const int ri = 2 * mt + (e >> 1), j = 8 * n + 2 * t + (e & 1);   \
+                EAGER_ELEM(0)                                                    \
+            }
+#else
+#define TILE_WEIGHTS
 #endif
 #if KNORM
 #define SR_J(sr_, ri_, j_) ((sr_)[ri_] * kn[j_])
@@ -415,7 +458,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     mma_copy_commit();
     MMA_COPY_WAIT(0);
     barrier(CLK_LOCAL_MEM_FENCE);
-#if FOLD
+#if FOLD || LAZY_W
     if (scale < 0.0f) { /* exact: a sign flip of every staged element */
         for (int i = tid; i < NV * BM * LDK; i += NT) Qs[i] = mma_neg(Qs[i]);
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -461,6 +504,8 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     const float sscale = fabs(scale) * 1.44269504088896341f; /* Q carries the sign */
 #elif SOFTMAX
     const float sscale = scale * 1.44269504088896341f; /* scores in log2 units */
+#elif LAZY_W
+    const float sscale = fabs(scale); /* Q carries the sign */
 #else
     const float sscale = scale;
 #endif
@@ -537,6 +582,13 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     }
 #if KIND == 3
     const float lc = clamp(lambda, 0.0f, 1.0f);
+#endif
+#if LAZY_W /* see LAZY_W; tau / 0 (a zero scale) gives an infinite or NaN cut, never a missed weight */
+    float tcut[NR];
+    UNROLL for (int ri = 0; ri < NR; ri++) {
+        const float c1 = tau[ri] / sr[ri];
+        tcut[ri] = c1 - fabs(c1) * 0x1p-20f;
+    }
 #endif
     float o[MT][NBV][4];
 #if KIND == 4
@@ -678,6 +730,9 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #endif
 #else
         uint anyb = 0;
+#if LAZY_W
+        float xmax[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}; /* per C element index: four chains */
+#endif
 #endif
         if (warp_live && !masked) {
             SCORE_TILE(0)
@@ -708,22 +763,54 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         }
 #endif
 #if SOFTMAX
-        /* online softmax: new row maxima over the quad, rescale, exponentiate.  A row with
-         * no visible key yet keeps maximum -inf; it subtracts 0 instead, so its masked
-         * scores still give exp2(-inf) = 0 without a test per weight.  sm scales the
-         * scores FOLD left unscaled (warp-uniform). */
+        /* online softmax with a lazy reference maximum: each row's weights are 2^(x - m)
+         * with m its reference, which moves up to the row's running maximum only when the
+         * tile's maximum passes m + RESCALE_SLACK (in any row of the warp: the test is
+         * warp-uniform), so most tiles skip the rescale of o and of the sums.  The weights
+         * stay below 2^RESCALE_SLACK, and l, o (and the SDC sums) are all relative to the
+         * same m, so the result is the same up to rounding (FlashAttention-4's conditional
+         * rescaling).  A row with no visible key yet keeps m = -inf; it subtracts 0 instead,
+         * so its masked scores still give exp2(-inf) = 0 without a test per weight.  sm
+         * scales the scores FOLD left unscaled (warp-uniform). */
         const int raw = FOLD && warp_live && !masked;
+        float tm[NR];
+#if KIND == 4
+        float tm2[NR];
+#endif
+        int grow = 0;
+        UNROLL for (int ri = 0; ri < NR; ri++) {
+            tm[ri] = mma_quad_max(tmax[ri]) * (raw ? sr[ri] : 1.0f);
+            grow |= tm[ri] > mrow[ri] + RESCALE_SLACK;
+#if KIND == 4
+            tm2[ri] = mma_quad_max(tmax2[ri]) * (raw ? sr2[ri] : 1.0f);
+            grow |= tm2[ri] > mrow2[ri] + RESCALE_SLACK;
+#endif
+        }
+        if (mma_warp_any(grow)) { /* reached by every work-item (mma.cl) */
+            UNROLL for (int ri = 0; ri < NR; ri++) {
+                const int mt = ri >> 1, e0 = 2 * (ri & 1);
+                const float mn = fmax(mrow[ri], tm[ri]);
+                const float al = mma_exp2(mrow[ri] - (mn == -INFINITY ? 0.0f : mn));
+                mrow[ri] = mn;
+                lrow[ri] *= al;
+                UNROLL for (int n = 0; n < NBV; n++) o[mt][n][e0] *= al, o[mt][n][e0 + 1] *= al;
+#if TOPK
+                edrop[ri] *= al;
+#endif
+#if KIND == 4
+                const float mn2 = fmax(mrow2[ri], tm2[ri]);
+                const float al2 = mma_exp2(mrow2[ri] - (mn2 == -INFINITY ? 0.0f : mn2));
+                mrow2[ri] = mn2;
+                lrow2[ri] *= al2;
+                UNROLL for (int n = 0; n < NBV; n++) o2[mt][n][e0] *= al2, o2[mt][n][e0 + 1] *= al2;
+#endif
+            }
+        }
         UNROLL for (int ri = 0; ri < NR; ri++) {
             const int mt = ri >> 1, e0 = 2 * (ri & 1);
             const float sm = raw ? sr[ri] : 1.0f;
-            const float mn = fmax(mrow[ri], mma_quad_max(tmax[ri]) * sm);
-            const float ms = mn == -INFINITY ? 0.0f : mn;
-            const float al = mma_exp2(mrow[ri] - ms);
-            mrow[ri] = mn;
-            lrow[ri] *= al;
-            UNROLL for (int n = 0; n < NBV; n++) o[mt][n][e0] *= al, o[mt][n][e0 + 1] *= al;
+            const float ms = mrow[ri] == -INFINITY ? 0.0f : mrow[ri];
 #if TOPK
-            edrop[ri] *= al;
             UNROLL for (int n = 0; n < NB; n++)
                 UNROLL for (int e = e0; e < e0 + 2; e++) {
                     const float x = s[mt][n][e], p = mma_exp2(x - ms);
@@ -744,12 +831,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #endif
 #if KIND == 4
             const float sm2 = raw ? sr2[ri] : 1.0f;
-            const float mn2 = fmax(mrow2[ri], mma_quad_max(tmax2[ri]) * sm2);
-            const float ms2 = mn2 == -INFINITY ? 0.0f : mn2;
-            const float al2 = mma_exp2(mrow2[ri] - ms2);
-            mrow2[ri] = mn2;
-            lrow2[ri] *= al2;
-            UNROLL for (int n = 0; n < NBV; n++) o2[mt][n][e0] *= al2, o2[mt][n][e0 + 1] *= al2;
+            const float ms2 = mrow2[ri] == -INFINITY ? 0.0f : mrow2[ri];
             UNROLL for (int n = 0; n < NB; n++)
                 UNROLL for (int e = e0; e < e0 + 2; e++) {
                     const float p = mma_exp2(fma(s2[mt][n][e], sm2, -ms2));
@@ -790,7 +872,12 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         mma_copy_commit();
 #endif
 #else /* sparse: the tile's weights become next iteration's A operands */
+#if LAZY_W
+        const float xm = mma_max_nan(mma_max_nan(xmax[0], xmax[1]), mma_max_nan(xmax[2], xmax[3]));
+        const int warp_has_w = mma_warp_any(anyb != 0 || !(xm < 0.0f)); /* reached by every warp: see mma.cl */
+#else
         const int warp_has_w = mma_warp_any(anyb != 0); /* reached by every warp: see mma.cl */
+#endif
         if (warp_has_w && lane == 0) wg_any[kt & 1] = 1;
 #if !MMA_PTX
         __local mma_t *Pw = Ps + ((kt & 1) * NWARPS + warp) * MT * 16 * MMA_SCRATCH_LD(BN);
@@ -802,6 +889,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         if (warp_has_w)
 #endif
         {
+            if (warp_live && !masked) { TILE_WEIGHTS }
             UNROLL for (int mt = 0; mt < MT; mt++)
                 UNROLL for (int kk = 0; kk < KB; kk++)
                     mma_stage_a(&pn[mt][kk], s[mt][2 * kk], s[mt][2 * kk + 1], Pw + mt * 16 * MMA_SCRATCH_LD(BN), kk);

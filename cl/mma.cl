@@ -323,6 +323,14 @@ inline float mma_relu(float x)
     return r;
 }
 
+/* max(a, b), a NaN operand giving NaN (fmax would drop it) */
+inline float mma_max_nan(float a, float b)
+{
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+
 /* 2^x with results below 2^-126 flushed to zero: one MUFU.EX2.  native_exp2 compiles to
  * ex2.approx.f32, whose subnormal results cost ptxas a compare and two predicated multiplies
  * around every exponent of a softmax tile. */
@@ -450,6 +458,7 @@ inline void mma_staged_a(frag_a *a, __local mma_t *scratch, int kk)
 #endif
 
 inline float mma_relu(float x) { return isnan(x) ? x : fmax(x, 0.0f); }
+inline float mma_max_nan(float a, float b) { return isnan(a) ? a : isnan(b) ? b : fmax(a, b); }
 
 /* as the native body: results below 2^-126 are zero (NaN passes) */
 inline float mma_exp2(float x)

@@ -486,6 +486,10 @@ static void keep_off_threshold(problem *pb, rng *r)
     free(km);
 }
 
+/* a test's own change to the drawn q, k (and q2, k2), before the threshold kinds' inputs are
+ * kept off their thresholds (choose_thresholds then sees the changed scores) */
+static void (*g_edit_inputs)(problem *pb);
+
 static void problem_generate(problem *pb, const attn_case *c)
 {
     memset(pb, 0, sizeof *pb);
@@ -514,6 +518,7 @@ static void problem_generate(problem *pb, const attn_case *c)
         for (int e = 0; e < c->dv; e++)
             pb->gain[e] = to_storage(c->gdtype, (rng_uniform(&r) < 0.5 ? -1.0 : 1.0) * (0.5 + rng_uniform(&r)));
     }
+    if (g_edit_inputs) g_edit_inputs(pb);
     keep_off_threshold(pb, &r);
 }
 
@@ -1576,6 +1581,119 @@ static void test_mma_decode(void **state)
     g_expect_mma = g_expect_mma_decode = 0;
 }
 
+/* Scores that rise along the keys: every q row gains 2 u and key j gains 0.3 j u (u a unit
+ * vector), so with scale 1/sqrt(32) a row's scores climb about 0.1 a key, 30 over 300 keys:
+ * the row maxima pass the tensor-core kernel's lazy softmax reference (RESCALE_SLACK, 8 in
+ * log2 units) many times after o and the sums hold weight, and each time they must be
+ * rescaled (a kernel that skipped the rescale of o, of l or of the dropped sum fails here). */
+static void rising_scores(problem *pb)
+{
+    const attn_case *c = &pb->c;
+    const double u = 1.0 / sqrt((double)c->d);
+    for (int v = 0; v < 2; v++) {
+        double *q = v ? pb->q2 : pb->q, *k = v ? pb->k2 : pb->k;
+        if (!q) continue;
+        for (size_t i = 0; i < (size_t)c->B * c->H * c->Tq; i++)
+            for (int e = 0; e < c->d; e++)
+                q[i * c->d + e] = to_storage(input_values(c), q[i * c->d + e] + 2.0 * (e % 2 ? -u : u));
+        for (size_t i = 0; i < (size_t)c->B * c->H * c->Tk; i++)
+            for (int e = 0; e < c->d; e++)
+                k[i * c->d + e] = to_storage(input_values(c), k[i * c->d + e] + 0.3 * (double)(i % c->Tk) * (e % 2 ? -u : u));
+    }
+}
+
+/* The tensor-core kernel's lazy softmax reference maximum, with rising scores (rising_scores):
+ * softmax on the default and on 16-key tiles and with f16 weights, diff_softmax, Top-theta
+ * pre-softmax with exact and exp-threshold SDC and post-softmax (its row statistics launch
+ * too), and the split decode of the last rows. */
+static void test_mma_rescale(void **state)
+{
+    tdacl_device_info info;
+    CHECK_OK(ctx_of(state), tdacl_context_get_info(ctx_of(state), &info));
+    const char *emu = getenv("TDACL_MMA_EMULATE");
+    g_expect_mma = info.nv_cc_major >= 8 || (emu && *emu && strcmp(emu, "0"));
+    g_edit_inputs = rising_scores;
+    static const struct { tdacl_attention_kind kind; int post; tdacl_sdc sdc; const char *force; tdacl_dtype dt; } cs[] = {
+        {TDACL_ATTN_SOFTMAX, 0, TDACL_SDC_NONE, NULL, TDACL_BF16},
+        {TDACL_ATTN_SOFTMAX, 0, TDACL_SDC_NONE, "BN=16 KSTAGES=2", TDACL_BF16},
+        /* f16 weights overflow past 2^16: a reference left more than 16 below the maximum fails */
+        {TDACL_ATTN_SOFTMAX, 0, TDACL_SDC_NONE, NULL, TDACL_F16},
+        {TDACL_ATTN_DIFF_SOFTMAX, 0, TDACL_SDC_NONE, NULL, TDACL_BF16},
+        {TDACL_ATTN_TOPK_THETA, 0, TDACL_SDC_EXACT, NULL, TDACL_BF16},
+        {TDACL_ATTN_TOPK_THETA, 0, TDACL_SDC_EXP_THRESHOLD, NULL, TDACL_BF16},
+        {TDACL_ATTN_TOPK_THETA, 1, TDACL_SDC_NONE, NULL, TDACL_BF16},
+    };
+    for (int i = 0; i < 7; i++) {
+        attn_case c = make_case(cs[i].kind, VAR_TINY_BF16, 300, 300, -1);
+        c.H = 1, c.dtype = c.odtype = cs[i].dt;
+        c.theta_post = cs[i].post, c.sdc = cs[i].sdc, c.vmc = 0, c.keep = 0.3;
+        if (g_expect_mma) c.force = cs[i].force;
+        check_case(state, &c, TDACL_PATH_PREFILL);
+    }
+    attn_case c = make_case(TDACL_ATTN_SOFTMAX, VAR_TINY_BF16, 300, 300, -1);
+    c.H = 1;
+    g_expect_mma_decode = g_expect_mma;
+    check_decode_rows(state, &c, 4, 0, NULL, 0);
+    g_edit_inputs = NULL;
+    g_expect_mma = g_expect_mma_decode = 0;
+}
+
+/* tra's weights on the tensor cores, formed on tiles no mask touches only in warps whose cut
+ * reaches 0 (LAZY_W): 300 keys, so that most tiles are whole, at beta 2 and at beta 1
+ * normalised (about one survivor a warp's tile, just past its threshold: a cut set too high
+ * loses it) and at beta 1 on raw dot products (the cut without key norms), outputs and
+ * survivor counts against the reference.  Then a NaN in one q row (one key row) must make that
+ * row (the rows that see that key) NaN, also where the rest of the warp has no survivor: tra at
+ * 300 keys, rela and tda (which form their weights at once) at 70. */
+static void test_mma_lazy_weights(void **state)
+{
+    tdacl_device_info info;
+    CHECK_OK(ctx_of(state), tdacl_context_get_info(ctx_of(state), &info));
+    const char *emu = getenv("TDACL_MMA_EMULATE");
+    g_expect_mma = info.nv_cc_major >= 8 || (emu && *emu && strcmp(emu, "0"));
+    for (int i = 0; i < 3; i++) {
+        attn_case c = make_case(TDACL_ATTN_TRA, VAR_TINY_BF16, 300, 300, -1);
+        c.H = 2;
+        apply_pset(&c, &PSETS[i == 0 ? 3 : 4]);
+        /* beta 1 normalised: tau is 3.4 standard deviations of the cosines at 300 keys, so a
+         * warp's tile holds about one survivor, just past its threshold */
+        if (i == 2) c.normalize = 1;
+        check_case(state, &c, TDACL_PATH_PREFILL);
+    }
+    static const tdacl_attention_kind sparse[3] = {TDACL_ATTN_RELA, TDACL_ATTN_TRA, TDACL_ATTN_TDA};
+    for (int ki = 0; ki < 3; ki++)
+        for (int what = 0; what < 2; what++) { /* 0: q row 40, 1: key row 50 */
+            const int T = sparse[ki] == TDACL_ATTN_TRA ? 300 : 70;
+            attn_case t = make_case(sparse[ki], VAR_TINY_BF16, T, T, -1);
+            apply_pset(&t, &PSETS[3]); /* beta 2 */
+            problem pb;
+            problem_generate(&pb, &t);
+            ref_out r;
+            ref_compute(&pb, t.Tq, 0, pb.q, pb.q2, &r, NULL);
+            const size_t n = (size_t)t.B * t.H * t.Tq * t.dv;
+            double *got = xcalloc(n, sizeof(double)), *tol = xcalloc(n, sizeof(double));
+            const int hb = 1, prow = what ? 50 : 40;
+            (what ? pb.k : pb.q)[((size_t)hb * t.Tq + prow) * t.d + 3] = NAN;
+            dev_problem dp;
+            dev_upload(ctx_of(state), &pb, &dp);
+            tdacl_attention_stats st;
+            dev_run(ctx_of(state), &t, &dp, 0, t.Tq, -1, TDACL_PATH_PREFILL, NULL, got, &st);
+            tolerance(&t, t.Tq, &r, NULL, tol); /* after the run: its error model is the variant's */
+            for (size_t i = 0; i < n; i++) {
+                const int bh = (int)(i / ((size_t)t.Tq * t.dv)), row = (int)(i / t.dv % t.Tq);
+                const int nan_row = bh == hb && (what ? row >= prow : row == prow);
+                if (nan_row ? !isnan(got[i]) : !(fabs(got[i] - r.out[i]) <= tol[i]))
+                    fail_msg("%s, NaN in %s: head %d row %d element %zu is %g (reference %g)", kind_name(t.kind),
+                             what ? "k" : "q", bh, row, i % t.dv, got[i], r.out[i]);
+            }
+            free(got), free(tol);
+            ref_free(&r);
+            dev_free(&dp);
+            problem_free(&pb);
+        }
+    g_expect_mma = 0;
+}
+
 /* The AMD and Intel bodies of the fragment layer (cl/mma_units.cl) with their instructions
  * emulated from the vendors' documented lane layouts: every kind through each body, on the
  * shapes of test_mma_variant (bf16 and f16, rows and keys past the tiles, padded rows), so a
@@ -2121,6 +2239,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_topk_layouts),
         cmocka_unit_test(test_topk_mma),
         cmocka_unit_test(test_entmax_mma),
+        cmocka_unit_test(test_mma_rescale),
+        cmocka_unit_test(test_mma_lazy_weights),
     };
     const struct CMUnitTest small[] = {
         cmocka_unit_test(test_reference_by_hand),
@@ -2137,7 +2257,7 @@ int main(int argc, char **argv)
         {"ladder-ends", 13, 1}, {"semantics-edge", 14, 3}, {"mma", 17, 1}, {"mma-wide", 18, 1}, {"mma-units", 19, 1},
         {"mma-f32", 20, 1}, {"mma-tf32", 21, 1}, {"mma-decode", 22, 1}, {"mma-tiny", 23, 1}, {"class-tiles", 24, 1},
         {"entmax", 25, 3}, {"entmax-layouts", 28, 1}, {"topk-theta", 29, 3}, {"topk-theta-layouts", 32, 1},
-        {"topk-theta-mma", 33, 1}, {"entmax-mma", 34, 1},
+        {"topk-theta-mma", 33, 1}, {"entmax-mma", 34, 1}, {"mma-rescale", 35, 1}, {"mma-lazy-weights", 36, 1},
     };
     int first = 0, count = (int)(sizeof full / sizeof full[0]);
     if (part) {
@@ -2145,7 +2265,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
             if (!strcmp(part, parts[i].name)) first = parts[i].first, count = parts[i].count, found = 1;
         if (!found) {
-            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-tra, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-units, mma-f32, mma-tf32, mma-decode, mma-tiny, class-tiles, entmax, entmax-layouts, topk-theta, topk-theta-layouts, topk-theta-mma, entmax-mma)\n", part);
+            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-tra, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-units, mma-f32, mma-tf32, mma-decode, mma-tiny, class-tiles, entmax, entmax-layouts, topk-theta, topk-theta-layouts, topk-theta-mma, entmax-mma, mma-rescale, mma-lazy-weights)\n", part);
             return 2;
         }
     }
