@@ -1252,6 +1252,36 @@ static void check_problem(void **state, const problem *pb, const char *what, dou
     dev_free(&dp);
 }
 
+/* Case c (prefill) with element 3 of q row prow (what 0) or of key row prow (what 1) of head
+ * hb set to NaN: that row (what 1: every row that sees that key) must come out NaN, every other
+ * output as the reference of the unpoisoned inputs says. */
+static void check_poisoned_row(void **state, const attn_case *c, int what, int hb, int prow)
+{
+    problem pb;
+    problem_generate(&pb, c);
+    ref_out r;
+    ref_compute(&pb, c->Tq, 0, pb.q, pb.q2, &r, NULL);
+    (what ? pb.k : pb.q)[((size_t)hb * (what ? c->Tk : c->Tq) + prow) * c->d + 3] = NAN;
+    dev_problem dp;
+    dev_upload(ctx_of(state), &pb, &dp);
+    const size_t n = (size_t)c->B * c->H * c->Tq * c->dv;
+    double *got = xcalloc(n, sizeof(double)), *tol = xcalloc(n, sizeof(double));
+    tdacl_attention_stats st;
+    dev_run(ctx_of(state), c, &dp, 0, c->Tq, -1, TDACL_PATH_PREFILL, NULL, got, &st);
+    tolerance(c, c->Tq, &r, NULL, tol); /* after the run: its error model is the variant's */
+    for (size_t i = 0; i < n; i++) {
+        const int bh = (int)(i / ((size_t)c->Tq * c->dv)), row = (int)(i / c->dv % c->Tq);
+        const int nan_row = bh == hb && (what ? row >= prow : row == prow);
+        if (nan_row ? !isnan(got[i]) : !(fabs(got[i] - r.out[i]) <= tol[i]))
+            fail_msg("%s, NaN in %s: head %d row %d element %zu is %g (reference %g)", kind_name(c->kind),
+                     what ? "k" : "q", bh, row, i % c->dv, got[i], r.out[i]);
+    }
+    free(got), free(tol);
+    ref_free(&r);
+    dev_free(&dp);
+    problem_free(&pb);
+}
+
 /* Ties and extremes on variant A, against the reference (checked by hand above): keys 4..8
  * of head 0 equal (tied scores), query row 10 of head 0 aligned with key 3 and 8x longer
  * (one survivor), and every key of head 1 the same (uniform weights, where the threshold
@@ -1371,27 +1401,7 @@ static void test_topk_mma(void **state)
      * row as without it */
     attn_case c = make_case(TDACL_ATTN_TOPK_THETA, VAR_TINY_BF16, 17, 17, -1);
     c.theta_post = 0, c.sdc = TDACL_SDC_EXACT, c.vmc = 0, c.norm = TDACL_NORM_NONE, c.gain = 0;
-    problem pb;
-    problem_generate(&pb, &c);
-    ref_out r;
-    ref_compute(&pb, c.Tq, 0, pb.q, pb.q2, &r, NULL);
-    pb.q[((size_t)1 * c.Tq + 5) * c.d + 3] = NAN;
-    dev_problem dp;
-    dev_upload(ctx_of(state), &pb, &dp);
-    const size_t n = (size_t)c.B * c.H * c.Tq * c.dv;
-    double *got = xcalloc(n, sizeof(double)), *tol = xcalloc(n, sizeof(double));
-    tolerance(&c, c.Tq, &r, NULL, tol);
-    tdacl_attention_stats st;
-    dev_run(ctx_of(state), &c, &dp, 0, c.Tq, -1, TDACL_PATH_PREFILL, NULL, got, &st);
-    for (size_t i = 0; i < n; i++) {
-        const int bh = (int)(i / ((size_t)c.Tq * c.dv)), row = (int)(i / c.dv % c.Tq);
-        if (bh == 1 && row == 5 ? !isnan(got[i]) : !(fabs(got[i] - r.out[i]) <= tol[i]))
-            fail_msg("NaN in q: head %d row %d element %zu is %g (reference %g)", bh, row, i % c.dv, got[i], r.out[i]);
-    }
-    free(got), free(tol);
-    ref_free(&r);
-    dev_free(&dp);
-    problem_free(&pb);
+    check_poisoned_row(state, &c, 0, 1, 5);
     g_expect_mma = 0;
 }
 
@@ -1666,30 +1676,7 @@ static void test_mma_lazy_weights(void **state)
             const int T = sparse[ki] == TDACL_ATTN_TRA ? 300 : 70;
             attn_case t = make_case(sparse[ki], VAR_TINY_BF16, T, T, -1);
             apply_pset(&t, &PSETS[3]); /* beta 2 */
-            problem pb;
-            problem_generate(&pb, &t);
-            ref_out r;
-            ref_compute(&pb, t.Tq, 0, pb.q, pb.q2, &r, NULL);
-            const size_t n = (size_t)t.B * t.H * t.Tq * t.dv;
-            double *got = xcalloc(n, sizeof(double)), *tol = xcalloc(n, sizeof(double));
-            const int hb = 1, prow = what ? 50 : 40;
-            (what ? pb.k : pb.q)[((size_t)hb * t.Tq + prow) * t.d + 3] = NAN;
-            dev_problem dp;
-            dev_upload(ctx_of(state), &pb, &dp);
-            tdacl_attention_stats st;
-            dev_run(ctx_of(state), &t, &dp, 0, t.Tq, -1, TDACL_PATH_PREFILL, NULL, got, &st);
-            tolerance(&t, t.Tq, &r, NULL, tol); /* after the run: its error model is the variant's */
-            for (size_t i = 0; i < n; i++) {
-                const int bh = (int)(i / ((size_t)t.Tq * t.dv)), row = (int)(i / t.dv % t.Tq);
-                const int nan_row = bh == hb && (what ? row >= prow : row == prow);
-                if (nan_row ? !isnan(got[i]) : !(fabs(got[i] - r.out[i]) <= tol[i]))
-                    fail_msg("%s, NaN in %s: head %d row %d element %zu is %g (reference %g)", kind_name(t.kind),
-                             what ? "k" : "q", bh, row, i % t.dv, got[i], r.out[i]);
-            }
-            free(got), free(tol);
-            ref_free(&r);
-            dev_free(&dp);
-            problem_free(&pb);
+            check_poisoned_row(state, &t, what, 1, what ? 50 : 40);
         }
     g_expect_mma = 0;
 }
