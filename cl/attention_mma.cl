@@ -9,7 +9,8 @@
  * diagonal or the end of the keys pay for masking.  Softmax kinds load V with K, KSTAGES
  * deep.  The sparse kinds run one tile ahead: the weights of tile kt are computed, then the
  * work-group loads V tile kt only if some weight survived, and while it lands the warps do
- * W V for tile kt-1; a warp with no survivor in a tile skips that tile's W V products.
+ * W V for tile kt-1 (the last tile's after the loop); a warp with no survivor in a tile skips
+ * that tile's W V products.
  * SPLIT 1 is the decode form (a few query rows, Tq <= BM, against a long key range): work-group
  * dimension 2 is a split of the keys instead of a query block, and the kernel writes each
  * split's unnormalised sums (and softmax maxima and sums) for attention_decode_reduce
@@ -170,11 +171,15 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
     if (r0 + nrows <= rows && cols == CPAD) {
         /* a whole tile: every chunk is 16 bytes, and a thread's chunks sit NT / chunks rows
          * apart in one column, so their addresses are one product and additions (CPAD / VEC
-         * divides NT: both powers of two, CPAD <= 128) */
-        const int r = tid / chunks, c = (tid - r * chunks) * VEC, step = NT / chunks;
+         * divides NT: both powers of two, CPAD <= 128).  The loop has a trip count known at
+         * compile time (nrows is a constant at every call, and tid & (NT - 1) tells the
+         * compiler r < step): unrolled, with no loop control or remainder code per tile. */
+        const int tl = tid & (NT - 1), r = tl / chunks, c = (tl - r * chunks) * VEC, step = NT / chunks;
         __global const mma_t *from = (__global const mma_t *)src + base + (r0 + r) * st + c;
+        __local mma_t *to = dst + r * ld + c;
         const long from_step = (long)step * st;
-        for (int i = r; i < nrows; i += step, from += from_step) mma_copy16(dst + i * ld + c, from, 16);
+        UNROLL for (int i = 0; i < (nrows + step - 1) / step; i++)
+            if (r + i * step < nrows) mma_copy16(to + i * step * ld, from + i * from_step, 16);
         return;
     }
 #endif
@@ -447,6 +452,23 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #define LOAD_V_TILE(tile_, vst_) \
     load_tile(Vs + (vst_) * BN * LDV, LDV, vp, vb_off, vs.s2, vs.s3, (long)(tile_) * BN, Tk, dv, DV, BN, tid)
 #endif
+/* O += W V of V tile Vt_: each V fragment serves all MT m-tiles */
+#if KIND == 4
+#define WV_ACC2(n2_, mt_, kk_) mma_acc(o2[mt_][2 * (n2_)], &pa2[mt_][kk_], &b0), mma_acc(o2[mt_][2 * (n2_) + 1], &pa2[mt_][kk_], &b1)
+#else
+#define WV_ACC2(n2_, mt_, kk_) (void)0
+#endif
+#define WV_TILE(Vt_)                                                                                        \
+    UNROLL for (int kk = 0; kk < KB; kk++)                                                                  \
+        UNROLL for (int n2 = 0; n2 < NBV / 2; n2++) {                                                       \
+            frag_b b0, b1;                                                                                  \
+            mma_load_b_kn_w(&b0, &b1, (Vt_) + 16 * kk * LDV + 16 * n2, LDV);                               \
+            UNROLL for (int mt = 0; mt < MT; mt++) {                                                        \
+                mma_acc(o[mt][2 * n2], &pa[mt][kk], &b0);                                                   \
+                mma_acc(o[mt][2 * n2 + 1], &pa[mt][kk], &b1);                                               \
+                WV_ACC2(n2, mt, kk);                                                                        \
+            }                                                                                               \
+        }
 /* the next stage index, without a modulo */
 #define NEXT_STAGE(s_, n_) ((s_) + 1 == (n_) ? 0 : (s_) + 1)
 
@@ -619,15 +641,12 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #if SPARSE
     frag_a pa[MT][KB]; /* the previous tile's weights as A operands */
     int warp_had_w = 0;
-    const int last_kt = kt_end; /* one more iteration: W V of the last tile */
-#else
-    const int last_kt = kt_end - 1;
 #endif
     int kst = 0; /* K stage of tile kt */
 
-    for (int kt = kt_begin; kt <= last_kt; kt++) {
+    /* the sparse kinds do the last tile's W V after the loop (WV_TILE) */
+    for (int kt = kt_begin; kt < kt_end; kt++) {
         const long n0 = (long)kt * BN;
-        const int live_tile = kt < kt_end; /* work-group uniform */
 #if SOFTMAX && KSTAGES == 1
         MMA_COPY_WAIT(0); /* K tile kt landed (the only group in flight) */
 #elif SOFTMAX
@@ -638,7 +657,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         barrier(CLK_LOCAL_MEM_FENCE); /* every stage read in iteration kt-1 is free again */
         __local mma_t *Kt = Ks + kst * NV * BN * LDK;
 #if KNORM && SPLIT
-        if (live_tile) { /* 1 / max(|k|, 1e-12) of the tile's keys (rows past Tk are zero) */
+        { /* 1 / max(|k|, 1e-12) of the tile's keys (rows past Tk are zero) */
             for (int i = tid; i < NV * BN; i += NT) {
                 __local const mma_t *kr = Kt + i * LDK;
                 float ss = 0.0f;
@@ -653,7 +672,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         }
 #endif
 #if SOFTMAX && KSTAGES == 1
-        if (live_tile) LOAD_V_TILE(kt, 0); /* lands while Q K^T and the weights run */
+        LOAD_V_TILE(kt, 0); /* lands while Q K^T and the weights run */
         mma_copy_commit();
 #elif SOFTMAX
         {
@@ -673,15 +692,16 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #endif
 #endif
 
-        /* S = Q K^T (and S2), unless every key of the tile is above this warp's rows; each
-         * K fragment serves all MT m-tiles */
+        /* S = Q K^T (and S2); each K fragment serves all MT m-tiles.  Every warp computes it,
+         * also one whose rows all lie above the tile (not warp_live: its mask then zeroes the
+         * weights): a branch around it made the compiler zero the scores on every tile.  The
+         * first k-step writes the scores (mma_mul), so nothing zeroes them. */
         float s[MT][NB][4];
 #if TWO_VIEWS
         float s2[MT][NB][4];
 #endif
-        const int warp_live = live_tile && group_row0 <= group_last && n0 <= offset + group_last; /* group-uniform */
-        if (warp_live) {
-            /* the first k-step writes the scores (mma_mul), so nothing zeroes them per tile */
+        const int warp_live = group_row0 <= group_last && n0 <= offset + group_last; /* group-uniform */
+        {
 #define QK_STEP(c_, a_, b_) (kk == 0 ? mma_mul(c_, a_, b_) : mma_acc(c_, a_, b_))
             UNROLL for (int kk = 0; kk < KD; kk++)
                 UNROLL for (int n2 = 0; n2 < NB / 2; n2++) {
@@ -700,15 +720,6 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #endif
                 }
 #undef QK_STEP
-        } else {
-            UNROLL for (int mt = 0; mt < MT; mt++)
-                UNROLL for (int n = 0; n < NB; n++)
-                    UNROLL for (int e = 0; e < 4; e++) {
-                        s[mt][n][e] = 0.0f;
-#if TWO_VIEWS
-                        s2[mt][n][e] = 0.0f;
-#endif
-                    }
         }
 
         /* key j of the tile is visible to row r when j <= lim[r] (causal) and j < kmax; a
@@ -912,33 +923,17 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         __local const mma_t *Vt = Vs + ((kt - 1) & 1) * BN * LDV; /* tile kt-1 */
 #endif
 
-        /* O += W V: each V fragment serves all MT m-tiles */
 #if SPARSE
-        if (warp_had_w) {
+        if (warp_had_w) { WV_TILE(Vt) }
 #else
-        if (warp_has_w) {
+        if (warp_has_w) { WV_TILE(Vt) }
 #endif
-            UNROLL for (int kk = 0; kk < KB; kk++)
-                UNROLL for (int n2 = 0; n2 < NBV / 2; n2++) {
-                    frag_b b0, b1;
-                    mma_load_b_kn_w(&b0, &b1, Vt + 16 * kk * LDV + 16 * n2, LDV);
-                    UNROLL for (int mt = 0; mt < MT; mt++) {
-                        mma_acc(o[mt][2 * n2], &pa[mt][kk], &b0);
-                        mma_acc(o[mt][2 * n2 + 1], &pa[mt][kk], &b1);
-#if KIND == 4
-                        mma_acc(o2[mt][2 * n2], &pa2[mt][kk], &b0);
-                        mma_acc(o2[mt][2 * n2 + 1], &pa2[mt][kk], &b1);
-#endif
-                    }
-                }
-        }
 #if SPARSE
 #if WSCALE
-        if (live_tile)
-            UNROLL for (int ri = 0; ri < NR; ri++) {
-                const int mt = ri >> 1, e0 = 2 * (ri & 1);
-                UNROLL for (int n = 0; n < NBV; n++) o[mt][n][e0] *= rsc[ri], o[mt][n][e0 + 1] *= rsc[ri];
-            }
+        UNROLL for (int ri = 0; ri < NR; ri++) {
+            const int mt = ri >> 1, e0 = 2 * (ri & 1);
+            UNROLL for (int n = 0; n < NBV; n++) o[mt][n][e0] *= rsc[ri], o[mt][n][e0 + 1] *= rsc[ri];
+        }
 #endif
         if (warp_has_w)
             UNROLL for (int mt = 0; mt < MT; mt++)
@@ -948,6 +943,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         kst = NEXT_STAGE(kst, KSTAGES);
     }
     MMA_COPY_WAIT(0); /* nothing may land in local memory after the work-group ends */
+#if SPARSE /* the last tile's W V: its V tile was requested in the loop's last iteration */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (warp_had_w) { WV_TILE(Vs + ((kt_end - 1) & 1) * BN * LDV) }
+#endif
 
 #if SPLIT
     /* the split's partials of every row (rows past Tq too: the reduce reads rows < Tq): the

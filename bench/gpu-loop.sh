@@ -1,0 +1,66 @@
+#!/bin/bash
+# The tensor-core attention loop's per-tile overhead (K/V tile copies unrolled, no score
+# zeroing per tile, the sparse kinds' last W V after the loop) on the GPU host, in one call:
+#   bash bench/gpu-loop.sh BASE_DIR
+# BASE_DIR/cl holds the kernel files before the change (`git show REV:cl/FILE`).  Builds this
+# tree and the tree with those kernels, runs three tensor-core test parts natively
+# (-> test-native.txt), times every kind at bf16, d=64, T=8192 and 16384 on both trees
+# (base.json, new.json, compare.txt) and tra's density sweep at T=8192 (beta 0.5, 0.25, 0:
+# sweep-*.json, compare-sweep.txt), PyTorch SDPA bf16 on the same shapes (anchors.json,
+# vs-fa2.txt), then Nsight Compute on this tree's tra and softmax (profile/).  Each step has a
+# time limit, so that a short lease still returns what finished.  Run from the repository root
+# with the bundle in .gpubundle/ and gpu-env.sh in .gpu/.
+set -o pipefail
+BASE=${1:?usage: gpu-loop.sh BASE_DIR}
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+. .gpu/gpu-env.sh .gpubundle >/dev/null
+export TDACL_CACHE_DIR=/tmp/tdacl-cache
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+J=$(nproc)
+rm -rf /tmp/base && mkdir -p /tmp/base && tar --exclude=./build-gpu --exclude=./.git -cf - . | tar -xf - -C /tmp/base &&
+    cp "$BASE"/cl/*.cl /tmp/base/cl/ || { echo "no base"; exit 1; }
+(cd /tmp/base && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTDACL_BUILD_TESTS=OFF >/dev/null &&
+    cmake --build build --target tdacl-bench -j"$J" >/dev/null) &
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null &&
+    cmake --build build-gpu -j"$J" >/dev/null || { echo "build failed"; exit 1; }
+wait
+[ -x /tmp/base/build/tdacl-bench ] || { echo "base build failed"; exit 1; }
+echo "built ($SECONDS s)"
+
+native() {
+    for part in "$@"; do
+        (cd build-gpu/tests && TDACL_LOG=warn timeout 40 ./test_attention --part "$part") >>"$OUT/test-native.txt" 2>&1 ||
+            echo "part $part: FAILED or timed out (status $?)" >>"$OUT/test-native.txt"
+    done
+    grep -E "PASSED|FAILED|ERROR|timed out" "$OUT/test-native.txt" | tail -4
+    echo "tested $* ($SECONDS s)"
+}
+native mma-lazy-weights mma mma-rescale
+
+A=(--device nvidia --suite attention --dtype bf16 --d 64 --no-decode --min-samples 5)
+ALL=(--kinds softmax,tra,tda,rela,diff_softmax,topk_theta --T 8192,16384 --beta 1)
+timeout 70 /tmp/base/build/tdacl-bench "${A[@]}" "${ALL[@]}" --json "$OUT/base.json" >/dev/null 2>&1
+timeout 70 build-gpu/tdacl-bench "${A[@]}" "${ALL[@]}" --json "$OUT/new.json" >/dev/null 2>&1
+build-gpu/tdacl-bench --load "$OUT/new.json" --compare "$OUT/base.json" >"$OUT/compare.txt" 2>&1
+grep -E "prefill" "$OUT/compare.txt" | tail -12
+echo "timed ($SECONDS s)"
+SW=(--kinds tra --T 8192 --beta 0.5,0.25,0)
+timeout 40 /tmp/base/build/tdacl-bench "${A[@]}" "${SW[@]}" --json "$OUT/sweep-base.json" >/dev/null 2>&1
+timeout 40 build-gpu/tdacl-bench "${A[@]}" "${SW[@]}" --json "$OUT/sweep-new.json" >/dev/null 2>&1
+build-gpu/tdacl-bench --load "$OUT/sweep-new.json" --compare "$OUT/sweep-base.json" >"$OUT/compare-sweep.txt" 2>&1
+grep -E "prefill" "$OUT/compare-sweep.txt"
+echo "swept ($SECONDS s)"
+
+native mma-decode topk-theta-mma entmax-mma
+
+timeout 45 python3 bench/anchors/anchors.py --T 8192,16384 --d 64 --skip sdpa-fp32,tra,tda --out "$OUT/anchors.json" \
+    >/dev/null 2>&1
+build-gpu/tdacl-bench --load "$OUT/new.json" --compare "$OUT/anchors.json" >"$OUT/vs-fa2.txt" 2>&1
+grep -E "pytorch" "$OUT/vs-fa2.txt"
+echo "anchored ($SECONDS s)"
+
+mkdir -p "$OUT/profile"
+OUT=$OUT/profile NCU_KINDS=${NCU_KINDS:-tra,softmax} timeout 200 bash bench/profile/gpu-ncu-attention.sh >"$OUT/profile/log.txt" 2>&1
+for f in "$OUT"/profile/kind*.source.csv.gz; do python3 bench/profile/sass_breakdown.py "$f" --top 12; done
+echo "done ($SECONDS s)"
