@@ -7,8 +7,9 @@
 # (-> test-native.txt), times every kind at bf16, d=64, T=8192 and 16384 on both trees
 # (base.json, new.json, compare.txt) and tra's density sweep at T=8192 (beta 0.5, 0.25, 0:
 # sweep-*.json, compare-sweep.txt), PyTorch SDPA bf16 on the same shapes (anchors.json,
-# vs-fa2.txt), then Nsight Compute on this tree's tra and softmax (profile/).  Each step has a
-# time limit, so that a short lease still returns what finished.  Run from the repository root
+# vs-fa2.txt), then Nsight Compute on this tree's tra ($NCU_KINDS: profile/); the JSON rows,
+# the native test log and the profile come back in data.tgz.  Each step has a time limit, so
+# that a short lease still returns what finished.  Run from the repository root
 # with the bundle in .gpubundle/ and gpu-env.sh in .gpu/.
 set -o pipefail
 BASE=${1:?usage: gpu-loop.sh BASE_DIR}
@@ -28,6 +29,12 @@ wait
 [ -x /tmp/base/build/tdacl-bench ] || { echo "base build failed"; exit 1; }
 echo "built ($SECONDS s)"
 
+# the device tool brings back 8 files: the tables stay apart, the rest goes in data.tgz (also
+# packed half way, in case the lease ends first)
+pack() {
+    (cd "$OUT" && tar -czf data.tgz --ignore-failed-read base.json new.json sweep-base.json sweep-new.json anchors.json \
+        test-native.txt profile 2>/dev/null)
+}
 native() {
     for part in "$@"; do
         (cd build-gpu/tests && TDACL_LOG=warn timeout 40 ./test_attention --part "$part") >>"$OUT/test-native.txt" 2>&1 ||
@@ -36,7 +43,7 @@ native() {
     grep -E "PASSED|FAILED|ERROR|timed out" "$OUT/test-native.txt" | tail -4
     echo "tested $* ($SECONDS s)"
 }
-native mma-lazy-weights mma mma-rescale
+native mma-lazy-weights mma mma-rescale mma-decode
 
 A=(--device nvidia --suite attention --dtype bf16 --d 64 --no-decode --min-samples 5)
 ALL=(--kinds softmax,tra,tda,rela,diff_softmax,topk_theta --T 8192,16384 --beta 1)
@@ -51,8 +58,9 @@ timeout 40 build-gpu/tdacl-bench "${A[@]}" "${SW[@]}" --json "$OUT/sweep-new.jso
 build-gpu/tdacl-bench --load "$OUT/sweep-new.json" --compare "$OUT/sweep-base.json" >"$OUT/compare-sweep.txt" 2>&1
 grep -E "prefill" "$OUT/compare-sweep.txt"
 echo "swept ($SECONDS s)"
+pack
 
-native mma-decode topk-theta-mma entmax-mma
+native topk-theta-mma entmax-mma
 
 timeout 45 python3 bench/anchors/anchors.py --T 8192,16384 --d 64 --skip sdpa-fp32,tra,tda --out "$OUT/anchors.json" \
     >/dev/null 2>&1
@@ -61,6 +69,9 @@ grep -E "pytorch" "$OUT/vs-fa2.txt"
 echo "anchored ($SECONDS s)"
 
 mkdir -p "$OUT/profile"
-OUT=$OUT/profile NCU_KINDS=${NCU_KINDS:-tra,softmax} timeout 200 bash bench/profile/gpu-ncu-attention.sh >"$OUT/profile/log.txt" 2>&1
-for f in "$OUT"/profile/kind*.source.csv.gz; do python3 bench/profile/sass_breakdown.py "$f" --top 12; done
+OUT=$OUT/profile NCU_KINDS=${NCU_KINDS:-tra} timeout 200 bash bench/profile/gpu-ncu-attention.sh >"$OUT/profile/log.txt" 2>&1
+for f in "$OUT"/profile/kind*.source.csv.gz; do
+    python3 bench/profile/sass_breakdown.py "$f" --top 14 | tee "${f%.source.csv.gz}.breakdown.txt"
+done
+pack && (cd "$OUT" && rm -rf base.json new.json sweep-base.json sweep-new.json anchors.json test-native.txt profile)
 echo "done ($SECONDS s)"

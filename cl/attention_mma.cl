@@ -7,10 +7,11 @@
  *   O += W V         weights re-packed as A operands, V tile from local memory
  * Tiles above the block's diagonal are never visited, and only tiles that cross a warp's
  * diagonal or the end of the keys pay for masking.  Softmax kinds load V with K, KSTAGES
- * deep.  The sparse kinds run one tile ahead: the weights of tile kt are computed, then the
- * work-group loads V tile kt only if some weight survived, and while it lands the warps do
- * W V for tile kt-1 (the last tile's after the loop); a warp with no survivor in a tile skips
- * that tile's W V products.
+ * deep.  The sparse kinds do a tile's W V one iteration late: iteration kt forms tile kt's
+ * weights, packed as A operands, and flags whether any warp has one; iteration kt+1 loads V
+ * tile kt only where some weight of the block survived, and it lands while Q K^T of tile
+ * kt+1 runs; then W V of tile kt (the last tile's after the loop).  A warp with no survivor
+ * in a tile skips its W V products, a work-group with none the V tile and the wait for it.
  * SPLIT 1 is the decode form (a few query rows, Tq <= BM, against a long key range): work-group
  * dimension 2 is a split of the keys instead of a query block, and the kernel writes each
  * split's unnormalised sums (and softmax maxima and sums) for attention_decode_reduce
@@ -72,7 +73,7 @@
 #define FOLD (KIND == 0 || KIND == 4)
 #define SPARSE ((KIND >= 1 && KIND <= 3) || ENTMAX)
 #if KSTAGES == 1 && !SOFTMAX
-#error "KSTAGES 1 is for the softmax kinds (the sparse kinds keep two V tiles)"
+#error "KSTAGES 1 is for the softmax kinds (the sparse kinds load K at least one tile ahead)"
 #endif
 #define NV (TWO_VIEWS ? 2 : 1)
 #define NT (32 * NWARPS)
@@ -87,9 +88,8 @@
 #define NW (KIND == 4 ? 2 : 1) /* weight sets (diff_softmax keeps both) */
 #undef UNROLL
 #define UNROLL _Pragma("unroll") /* register arrays stay registers only when fully unrolled */
-/* V stages: softmax kinds prefetch V with K; the sparse kinds keep two (tile kt lands while
- * tile kt-1 is used) */
-#define VSTAGES (SOFTMAX ? KSTAGES : 2)
+/* V stages: softmax kinds prefetch V with K; the sparse kinds load one V tile a tile late */
+#define VSTAGES (SOFTMAX ? KSTAGES : 1)
 #ifndef STATS
 #define STATS 1 /* count survivors for tdacl_attention_stats; 0 drops that per-weight work
                    (7 % of the time of the sparse kinds on the H200) */
@@ -369,7 +369,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #if KIND == 2 || KIND == 3
     __local float kn_s[KSTAGES * NV * BN] __attribute__((aligned(16))); /* inverse key norms per K stage */
 #endif
-    __local int wg_any[2];
+    __local int wg_any[4]; /* sparse kinds: tile kt's survivor flag in wg_any[kt & 3] */
     __local uint counters[4];
 
     const int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5;
@@ -407,7 +407,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     const long q2b_off = q2_off + b * q2s.s0 + h * q2s.s1, k2b_off = k2_off + b * k2s.s0 + h * k2s.s1;
 #endif
     if (tid < 4) counters[tid] = 0;
-    if (tid < 2) wg_any[tid] = 0;
+    if (tid < 4) wg_any[tid] = 0;
 
     /* keys visible to some row of this block */
     const long last_row = min(m0 + BM, Tq) - 1;
@@ -497,9 +497,9 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 
     /* Copy groups, oldest first.  Softmax kinds: one group per tile holding K and V, tiles
      * 0..KSTAGES-2 issued here, tile kt + KSTAGES - 1 in iteration kt.  Sparse kinds:
-     * iteration kt commits [K kt+1] (KSTAGES 2) and, after its weights, [V kt] and [K kt+2]
-     * (KSTAGES 3); the prologue's groups make the pattern start at kt = kt_begin, so that each
-     * wait below names how many younger groups may stay in flight. */
+     * iteration kt commits [V kt-1] (empty where no weight survived) and [K kt+KSTAGES-1]; the
+     * prologue's groups make the pattern start at kt = kt_begin, so that each wait below
+     * names how many younger groups may stay in flight. */
 #if SOFTMAX && KSTAGES == 1
     if (kt_begin < kt_end) LOAD_K_TILE(kt_begin, 0);
     mma_copy_commit();
@@ -512,13 +512,11 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         mma_copy_commit();
     }
 #else
-    if (kt_begin < kt_end) LOAD_K_TILE(kt_begin, 0);
-    mma_copy_commit();
-    mma_copy_commit(); /* stands for V tile -1 */
-#if KSTAGES == 3
-    if (kt_begin + 1 < kt_end) LOAD_K_TILE(kt_begin + 1, 1);
-    mma_copy_commit();
-#endif
+    UNROLL for (int i = 0; i < KSTAGES - 1; i++) {
+        mma_copy_commit(); /* stands for a V tile */
+        if (kt_begin + i < kt_end) LOAD_K_TILE(kt_begin + i, i);
+        mma_copy_commit();
+    }
 #endif
 
     /* per-row state */
@@ -652,7 +650,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #elif SOFTMAX
         MMA_COPY_WAIT(KSTAGES - 2); /* tile kt's K and V landed */
 #else
-        MMA_COPY_WAIT(KSTAGES - 1); /* tile kt's K landed; V kt-1 (and K kt+1) may be in flight */
+        MMA_COPY_WAIT(2 * (KSTAGES - 2)); /* tile kt's K landed; [V kt-2, K kt+1] may be in flight */
 #endif
         barrier(CLK_LOCAL_MEM_FENCE); /* every stage read in iteration kt-1 is free again */
         __local mma_t *Kt = Ks + kst * NV * BN * LDK;
@@ -685,11 +683,17 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
             mma_copy_commit();
         }
 #else
-        if (tid == 0) wg_any[(kt + 1) & 1] = 0;
-#if KSTAGES == 2
-        if (kt + 1 < kt_end) LOAD_K_TILE(kt + 1, kst ^ 1);
+        /* V tile kt-1 only where some weight of the block survived (flags published by the
+         * barrier above); K runs KSTAGES - 1 tiles ahead, into the stage tile kt-1 used */
+        const int wv = wg_any[(kt - 1) & 3]; /* work-group uniform */
+        if (tid == 0) wg_any[(kt + 1) & 3] = 0;
+        if (wv) {
+            LOAD_V_TILE(kt - 1, 0);
+            vtiles++;
+        }
         mma_copy_commit();
-#endif
+        if (kt + KSTAGES - 1 < kt_end) LOAD_K_TILE(kt + KSTAGES - 1, kst == 0 ? KSTAGES - 1 : kst - 1);
+        mma_copy_commit();
 #endif
 
         /* S = Q K^T (and S2); each K fragment serves all MT m-tiles.  Every warp computes it,
@@ -882,20 +886,37 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         if (kt + 1 < kt_end) LOAD_K_TILE(kt + 1, 0); /* lands while W V runs */
         mma_copy_commit();
 #endif
-#else /* sparse: the tile's weights become next iteration's A operands */
+        if (warp_has_w) { WV_TILE(Vt) }
+#else /* sparse: W V of tile kt-1, then this tile's weights become its A operands */
 #if LAZY_W
         const float xm = mma_max_nan(mma_max_nan(xmax[0], xmax[1]), mma_max_nan(xmax[2], xmax[3]));
         const int warp_has_w = mma_warp_any(anyb != 0 || !(xm < 0.0f)); /* reached by every warp: see mma.cl */
 #else
         const int warp_has_w = mma_warp_any(anyb != 0); /* reached by every warp: see mma.cl */
 #endif
-        if (warp_has_w && lane == 0) wg_any[kt & 1] = 1;
+        if (warp_has_w && lane == 0) wg_any[kt & 3] = 1;
+        /* W V of tile kt-1 (a warp with weights there had set wv).  The portable body waits
+         * always: PoCL takes barriers in uniform branches, but not within this loop. */
+#if MMA_PTX
+        if (wv)
+#endif
+        {
+            MMA_COPY_WAIT(1); /* V tile kt-1 (this thread's part); K ahead may still be in flight */
+            barrier(CLK_LOCAL_MEM_FENCE); /* ... everyone's part */
+            if (warp_had_w) { WV_TILE(Vs) }
+        }
+#if WSCALE
+        UNROLL for (int ri = 0; ri < NR; ri++) {
+            const int mt = ri >> 1, e0 = 2 * (ri & 1);
+            UNROLL for (int n = 0; n < NBV; n++) o[mt][n][e0] *= rsc[ri], o[mt][n][e0 + 1] *= rsc[ri];
+        }
+#endif
+        /* natively a warp without survivors packs nothing (pa is then not read); the portable
+         * body's staging holds a barrier, so every warp goes through it (two scratch tiles:
+         * tile kt-1's are read by W V above, in lanes that may run after this warp's) */
 #if !MMA_PTX
         __local mma_t *Pw = Ps + ((kt & 1) * NWARPS + warp) * MT * 16 * MMA_SCRATCH_LD(BN);
 #endif
-        /* natively a warp without survivors packs nothing (its pn is never read); the
-         * portable body's staging holds a barrier, so every warp goes through it */
-        frag_a pn[MT][KB];
 #if MMA_PTX
         if (warp_has_w)
 #endif
@@ -903,49 +924,26 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
             if (warp_live && !masked) { TILE_WEIGHTS }
             UNROLL for (int mt = 0; mt < MT; mt++)
                 UNROLL for (int kk = 0; kk < KB; kk++)
-                    mma_stage_a(&pn[mt][kk], s[mt][2 * kk], s[mt][2 * kk + 1], Pw + mt * 16 * MMA_SCRATCH_LD(BN), kk);
+                    mma_stage_a(&pa[mt][kk], s[mt][2 * kk], s[mt][2 * kk + 1], Pw + mt * 16 * MMA_SCRATCH_LD(BN), kk);
             MMA_STAGE_SYNC();
             UNROLL for (int mt = 0; mt < MT; mt++)
-                UNROLL for (int kk = 0; kk < KB; kk++) mma_staged_a(&pn[mt][kk], Pw + mt * 16 * MMA_SCRATCH_LD(BN), kk);
+                UNROLL for (int kk = 0; kk < KB; kk++) mma_staged_a(&pa[mt][kk], Pw + mt * 16 * MMA_SCRATCH_LD(BN), kk);
         }
-        MMA_COPY_WAIT(1); /* V tile kt-1 (this thread's part); K kt+1 may still be in flight */
-        barrier(CLK_LOCAL_MEM_FENCE); /* ... everyone's part, and this tile's survivor flags */
-        /* V tile kt only when some weight of the block survived */
-        if (wg_any[kt & 1]) {
-            LOAD_V_TILE(kt, kt & 1);
-            vtiles++;
-        }
-        mma_copy_commit();
-#if KSTAGES == 3
-        if (kt + 2 < kt_end) LOAD_K_TILE(kt + 2, kst == 0 ? 2 : kst - 1);
-        mma_copy_commit();
-#endif
-        __local const mma_t *Vt = Vs + ((kt - 1) & 1) * BN * LDV; /* tile kt-1 */
-#endif
-
-#if SPARSE
-        if (warp_had_w) { WV_TILE(Vt) }
-#else
-        if (warp_has_w) { WV_TILE(Vt) }
-#endif
-#if SPARSE
-#if WSCALE
-        UNROLL for (int ri = 0; ri < NR; ri++) {
-            const int mt = ri >> 1, e0 = 2 * (ri & 1);
-            UNROLL for (int n = 0; n < NBV; n++) o[mt][n][e0] *= rsc[ri], o[mt][n][e0 + 1] *= rsc[ri];
-        }
-#endif
-        if (warp_has_w)
-            UNROLL for (int mt = 0; mt < MT; mt++)
-                UNROLL for (int kk = 0; kk < KB; kk++) pa[mt][kk] = pn[mt][kk];
         warp_had_w = warp_has_w;
 #endif
         kst = NEXT_STAGE(kst, KSTAGES);
     }
     MMA_COPY_WAIT(0); /* nothing may land in local memory after the work-group ends */
-#if SPARSE /* the last tile's W V: its V tile was requested in the loop's last iteration */
+#if SPARSE /* the last tile's W V */
+    barrier(CLK_LOCAL_MEM_FENCE); /* its survivor flags; V is free */
+    if (wg_any[(kt_end - 1) & 3]) { /* 0 where the loop ran no tile */
+        LOAD_V_TILE(kt_end - 1, 0);
+        vtiles++;
+    }
+    mma_copy_commit();
+    MMA_COPY_WAIT(0);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (warp_had_w) { WV_TILE(Vs + ((kt_end - 1) & 1) * BN * LDV) }
+    if (warp_had_w) { WV_TILE(Vs) }
 #endif
 
 #if SPLIT

@@ -5,12 +5,15 @@
 # (default tra,softmax).  Reports (text) in $OUT.
 NO_GPU_TXT=1 . bench/gpu-setup.sh
 KINDS=${NCU_KINDS:-tra,softmax}
+# a program cache of these kinds' programs alone
+export TDACL_CACHE_DIR=/tmp/tdacl-ncu-cache
+rm -rf "$TDACL_CACHE_DIR"
 build-gpu/tdacl-bench --device nvidia --suite attention --kinds "$KINDS" --dtype bf16 --T 8192 --no-decode \
     --min-samples 3 --min-ms 0 2>&1 | grep "attention "
 python3 - "$OUT" <<'PY'
-import glob, re, sys
+import glob, os, re, sys
 out = sys.argv[1]
-for f in glob.glob('/tmp/tdacl-cache/*.bin'):
+for f in glob.glob(os.environ['TDACL_CACHE_DIR'] + '/*.bin'):
     data = open(f, 'rb').read()
     head = data[:4096].decode('latin1')
     m = re.search(r'(-DKIND=(\d)[^\x00]*STATS=0[^\x00]*)', head)

@@ -127,8 +127,8 @@ static size_t mma_local_bytes(const tdacl_problem *p, int bn, int nwarps, int mt
     const size_t es = p->tile_bytes == 4 ? 4 : 2, pad = 16 / es;
     const size_t ldk = (size_t)p->d + pad, ldv = (size_t)p->dv + pad;
     size_t k_rows = (size_t)kstages * nv * (size_t)bn;
-    /* V: softmax kinds load it with K; the sparse kinds keep two tiles (one ahead) */
-    size_t bytes = (size_t)(softmax ? kstages : 2) * (size_t)bn * ldv * es + 2 * sizeof(int) +
+    /* V: softmax kinds load it with K; the sparse kinds one tile (a tile late) */
+    size_t bytes = (size_t)(softmax ? kstages : 1) * (size_t)bn * ldv * es + 4 * sizeof(int) +
                    4 * sizeof(unsigned) + (tdacl__kind_threshold(p->kind) ? k_rows * sizeof(float) : 0);
     if (p->mma_regs) {
         if (k_rows < nv * (size_t)bm) k_rows = nv * (size_t)bm; /* Q is staged through the K buffer */
@@ -155,7 +155,7 @@ static int mma_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev,
     const int kstages = P("KSTAGES");
     if (kstages < 1 || kstages > 3) return snprintf(why, n, "KSTAGES=%d is not 1, 2 or 3", kstages), 1;
     if (kstages == 1 && !mma_v_with_k(p->kind))
-        return snprintf(why, n, "KSTAGES=1 is for the softmax kinds (%s keeps two V tiles)", tdacl__kind_name(p->kind)), 1;
+        return snprintf(why, n, "KSTAGES=1 is for the softmax kinds (%s loads K at least one tile ahead)", tdacl__kind_name(p->kind)), 1;
     if (p->d > 128 || p->dv > 128) return snprintf(why, n, "head dims d=%d dv=%d exceed 128", p->d, p->dv), 1;
     return work_group_fits(dev, 32 * nwarps, why, n) ? 0 : 1;
 }
