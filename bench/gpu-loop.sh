@@ -7,8 +7,9 @@
 # (-> test-native.txt), times every kind at bf16, d=64, T=8192 and 16384 on both trees
 # (base.json, new.json, compare.txt) and tra's density sweep at T=8192 (beta 0.5, 0.25, 0:
 # sweep-*.json, compare-sweep.txt), PyTorch SDPA bf16 on the same shapes (anchors.json,
-# vs-fa2.txt), then Nsight Compute on this tree's tra ($NCU_KINDS: profile/); the JSON rows,
-# the native test log and the profile come back in data.tgz.  Each step has a time limit, so
+# vs-fa2.txt), the tile tuning of the kinds in $TUNE_KINDS (mma.tdb, mma-tune.log), then
+# Nsight Compute on this tree's tra ($NCU_KINDS, none to skip: profile/); the JSON rows, the
+# native test log, the tuning and the profile come back in data.tgz.  Each step has a time limit, so
 # that a short lease still returns what finished.  Run from the repository root
 # with the bundle in .gpubundle/ and gpu-env.sh in .gpu/.
 set -o pipefail
@@ -33,7 +34,7 @@ echo "built ($SECONDS s)"
 # packed half way, in case the lease ends first)
 pack() {
     (cd "$OUT" && tar -czf data.tgz --ignore-failed-read base.json new.json sweep-base.json sweep-new.json anchors.json \
-        test-native.txt profile 2>/dev/null)
+        test-native.txt profile mma-tune.log mma.tdb 2>/dev/null)
 }
 native() {
     for part in "$@"; do
@@ -68,10 +69,21 @@ build-gpu/tdacl-bench --load "$OUT/new.json" --compare "$OUT/anchors.json" >"$OU
 grep -E "pytorch" "$OUT/vs-fa2.txt"
 echo "anchored ($SECONDS s)"
 
-mkdir -p "$OUT/profile"
-OUT=$OUT/profile NCU_KINDS=${NCU_KINDS:-tra} timeout 200 bash bench/profile/gpu-ncu-attention.sh >"$OUT/profile/log.txt" 2>&1
-for f in "$OUT"/profile/kind*.source.csv.gz; do
-    python3 bench/profile/sass_breakdown.py "$f" --top 14 | tee "${f%.source.csv.gz}.breakdown.txt"
+# tile tuning of this tree ($TUNE_KINDS, d=64, T=8192, $TUNE_BUDGET s a kind) -> mma.tdb, mma-tune.log
+for kind in ${TUNE_KINDS//,/ }; do
+    timeout $((${TUNE_BUDGET:-30} + 60)) build-gpu/tdacl tune --device nvidia --kernel attention_mma --kinds "$kind" \
+        --dtype bf16 --d 64 --T 8192 --B 4 --H 8 --budget "${TUNE_BUDGET:-30}" --jobs 12 --out "$OUT/mma.tdb" 2>&1 |
+        grep -v "warning generated" >>"$OUT/mma-tune.log"
+    grep -E "^attention_mma|best" "$OUT/mma-tune.log" | tail -3
 done
-pack && (cd "$OUT" && rm -rf base.json new.json sweep-base.json sweep-new.json anchors.json test-native.txt profile)
+[ -n "${TUNE_KINDS:-}" ] && echo "tuned ($SECONDS s)"
+if [ "${NCU_KINDS:-tra}" != none ]; then
+    mkdir -p "$OUT/profile"
+    OUT=$OUT/profile NCU_KINDS=${NCU_KINDS:-tra} timeout 200 bash bench/profile/gpu-ncu-attention.sh >"$OUT/profile/log.txt" 2>&1
+    for f in "$OUT"/profile/kind*.source.csv.gz; do
+        python3 bench/profile/sass_breakdown.py "$f" --top 14 | tee "${f%.source.csv.gz}.breakdown.txt"
+    done
+fi
+pack && (cd "$OUT" && rm -rf base.json new.json sweep-base.json sweep-new.json anchors.json test-native.txt profile \
+    mma-tune.log mma.tdb)
 echo "done ($SECONDS s)"

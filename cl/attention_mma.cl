@@ -272,8 +272,8 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
 #else /* rela, tra, tda (EAGER_ELEM: the weights of a score, counted and flagged in anyb) */
 #if KIND == 3 /* tda: both views through the rectifier, then w1 - lambda w2 */
 #define EAGER_ELEM(MASKED)                                                       \
-    float w1 = rectify(fma(s[mt][n][e], SR_J(sr, ri, j), -tau[ri]), power);      \
-    float w2 = rectify(fma(s2[mt][n][e], SR_J(sr2, ri, BN + j), -tau[ri]), power); \
+    float w1 = rectify(fma(s[mt][n][e], SR_J(sr, ri, 0), -tau[ri]), power);      \
+    float w2 = rectify(fma(s2[mt][n][e], SR_J(sr2, ri, 1), -tau[ri]), power);      \
     if (!VISIBLE_##MASKED) w1 = 0.0f, w2 = 0.0f;                                 \
     const float w = fma(-lc, w2, w1);                                            \
     COUNT(nz1, w1 != 0.0f);                                                      \
@@ -288,7 +288,7 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
 #define WEIGHT_OF(x_) rectify(x_, power)
 #endif
 #define EAGER_ELEM(MASKED)                                                       \
-    float w = WEIGHT_OF(fma(s[mt][n][e], SR_J(sr, ri, j), -tau[ri]));            \
+    float w = WEIGHT_OF(fma(s[mt][n][e], SR_J(sr, ri, 0), -tau[ri]));            \
     if (!VISIBLE_##MASKED) w = 0.0f;                                             \
     COUNT(nz1, w != 0.0f);                                                       \
     anyb |= as_uint(w);                                                          \
@@ -298,16 +298,19 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
 /* unmasked tiles: only the running maximum of s kn - tcut (LAZY_W), the scores kept; masked
  * tiles (the diagonal, the end of the keys) form their weights at once */
 #define SCORE_ELEM(MASKED) LAZY_ELEM_##MASKED
-#define LAZY_ELEM_0 xmax[e] = mma_max_nan(xmax[e], SCORE_CUT(s[mt][n][e], tcut, ri, j));
+#define LAZY_ELEM_0 xmax[e] = mma_max_nan(xmax[e], SCORE_CUT(s[mt][n][e], tcut, ri));
 #define LAZY_ELEM_1 EAGER_ELEM(1)
 #else
 #define SCORE_ELEM(MASKED) EAGER_ELEM(MASKED)
 #endif
 #endif
+/* the inverse norm of key j = 8 n + 2 t + (e & 1) of view vw_, from the registers the loop
+ * fills before Q K^T (knr; n and e are the element loops' variables) */
+#define KN_OF(vw_) ((e & 1) ? knr[vw_][n].y : knr[vw_][n].x)
 #if KNORM
-#define SCORE_CUT(x_, cut_, ri_, j_) fma((x_), kn[j_], -(cut_)[ri_])
+#define SCORE_CUT(x_, cut_, ri_) fma((x_), KN_OF(0), -(cut_)[ri_])
 #else
-#define SCORE_CUT(x_, cut_, ri_, j_) ((x_) - (cut_)[ri_])
+#define SCORE_CUT(x_, cut_, ri_) ((x_) - (cut_)[ri_])
 #endif
 #if LAZY_W /* an unmasked tile's weights, formed where its warp has one (see LAZY_W) */
 #define TILE_WEIGHTS                                                             \
@@ -321,9 +324,9 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
 #define TILE_WEIGHTS
 #endif
 #if KNORM
-#define SR_J(sr_, ri_, j_) ((sr_)[ri_] * kn[j_])
+#define SR_J(sr_, ri_, vw_) ((sr_)[ri_] * KN_OF(vw_))
 #else
-#define SR_J(sr_, ri_, j_) ((sr_)[ri_])
+#define SR_J(sr_, ri_, vw_) ((sr_)[ri_])
 #endif
 #define SCORE_TILE(MASKED)                                                       \
     UNROLL for (int mt = 0; mt < MT; mt++)                                       \
@@ -695,6 +698,13 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         if (kt + KSTAGES - 1 < kt_end) LOAD_K_TILE(kt + KSTAGES - 1, kst == 0 ? KSTAGES - 1 : kst - 1);
         mma_copy_commit();
 #endif
+#if KNORM
+        /* the inverse key norms of this lane's score columns (8 n + 2 t and the next), read
+         * before Q K^T so that the loads' latency hides behind it */
+        float2 knr[NV][NB];
+        UNROLL for (int vw = 0; vw < NV; vw++)
+            UNROLL for (int n = 0; n < NB; n++) knr[vw][n] = vload2(0, kn_s + (kst * NV + vw) * BN + 8 * n + 2 * t);
+#endif
 
         /* S = Q K^T (and S2); each K fragment serves all MT m-tiles.  Every warp computes it,
          * also one whose rows all lie above the tile (not warp_live: its mask then zeroes the
@@ -732,9 +742,6 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         const int masked = !(n0 + BN - 1 <= offset + wrow0 && n0 + BN <= Tk); /* warp-uniform */
 #else
         const int masked = !(wrow0 + 16 * MT <= Tq && n0 + BN - 1 <= offset + wrow0 && n0 + BN <= Tk); /* warp-uniform */
-#endif
-#if KNORM
-        __local const float *kn = kn_s + kst * NV * BN;
 #endif
 #if SOFTMAX
         float tmax[NR];
