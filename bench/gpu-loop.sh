@@ -47,15 +47,15 @@ native() {
 native mma-lazy-weights mma mma-rescale mma-decode
 
 A=(--device nvidia --suite attention --dtype bf16 --d 64 --no-decode --min-samples 5)
-ALL=(--kinds softmax,tra,tda,rela,diff_softmax,topk_theta --T 8192,16384 --beta 1)
-timeout 70 /tmp/base/build/tdacl-bench "${A[@]}" "${ALL[@]}" --json "$OUT/base.json" >/dev/null 2>&1
-timeout 70 build-gpu/tdacl-bench "${A[@]}" "${ALL[@]}" --json "$OUT/new.json" >/dev/null 2>&1
+ALL=(--kinds ${KINDS:-softmax,tra,tda,rela,diff_softmax,topk_theta} --T 8192,16384 --beta 1)
+timeout 90 /tmp/base/build/tdacl-bench "${A[@]}" "${ALL[@]}" --json "$OUT/base.json" >/dev/null 2>&1
+timeout 90 build-gpu/tdacl-bench "${A[@]}" "${ALL[@]}" --json "$OUT/new.json" >/dev/null 2>&1
 build-gpu/tdacl-bench --load "$OUT/new.json" --compare "$OUT/base.json" >"$OUT/compare.txt" 2>&1
 grep -E "prefill" "$OUT/compare.txt" | tail -12
 echo "timed ($SECONDS s)"
-SW=(--kinds tra --T 8192 --beta 0.5,0.25,0)
-timeout 40 /tmp/base/build/tdacl-bench "${A[@]}" "${SW[@]}" --json "$OUT/sweep-base.json" >/dev/null 2>&1
-timeout 40 build-gpu/tdacl-bench "${A[@]}" "${SW[@]}" --json "$OUT/sweep-new.json" >/dev/null 2>&1
+SW=(--kinds ${SWEEP_KINDS:-tra} --T 8192 --beta 0.5,0.25,0)
+timeout 60 /tmp/base/build/tdacl-bench "${A[@]}" "${SW[@]}" --json "$OUT/sweep-base.json" >/dev/null 2>&1
+timeout 60 build-gpu/tdacl-bench "${A[@]}" "${SW[@]}" --json "$OUT/sweep-new.json" >/dev/null 2>&1
 build-gpu/tdacl-bench --load "$OUT/sweep-new.json" --compare "$OUT/sweep-base.json" >"$OUT/compare-sweep.txt" 2>&1
 grep -E "prefill" "$OUT/compare-sweep.txt"
 echo "swept ($SECONDS s)"

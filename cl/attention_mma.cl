@@ -109,16 +109,22 @@
 #define RESCALE_SLACK 8.0f /* softmax kinds: how far (log2 units) a row's maximum may pass its
                               reference before o and the sums are rescaled (weights < 256) */
 #endif
-/* tra (16-bit weights without WSCALE): on a tile no mask touches, a score s only
+/* tra and tda (16-bit weights without WSCALE): on a tile no mask touches, a score s only
  * feeds a running maximum of s kn - tcut (kn the key's inverse norm where normalised, tcut the
  * row's tau / (scale / |q|) less 2^-20 of its size), whose sign is that of the rectifier's
  * argument s (scale / |q|) kn - tau but for rounding, which the 2^-20 covers; only a warp
  * whose maximum is >= 0 (or NaN) forms that tile's weights from the kept scores, just before
  * packing them for W V.  At beta 1 almost no warp does, so a score costs one fma and one max.
- * A negative scale negates Q (exact) so that scale / |q| >= 0.  Not rela, whose weights are
- * about half non-zero, so that nearly every warp forms them anyway (10 % slower lazy on the
- * H200), nor tda (no faster at beta 1). */
-#define LAZY_W (KIND == 2 && !WSCALE)
+ * A negative scale negates Q (exact) so that scale / |q| >= 0.  tda keeps one maximum over
+ * both views' cuts (a weight w1 - lambda w2 is non-zero only where w1 or w2 is).  The host
+ * sets LAZY 1 for beta >= 1 only: below, about every warp has weights in every tile and forms
+ * them anyway (the lazy tda was 8-10 % slower at beta 0.5..0 on the H200, and a per-warp
+ * switch back to forming them at once cost tra 4 % at beta 1).  Not rela, whose weights are
+ * about half non-zero (10 % slower lazy). */
+#ifndef LAZY
+#define LAZY 0 /* 1: LAZY_W where the kind allows it (the host's choice, by beta) */
+#endif
+#define LAZY_W ((KIND == 2 || KIND == 3) && !WSCALE && LAZY)
 
 /* entmax's Newton step: d/dr of r^p for r = max(x, 0) */
 inline float rect_slope(float r, float p)
@@ -212,9 +218,9 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
 /* The weight rule on one score tile, in place: s (and s2) become weights.  MASKED (a literal)
  * adds the causal and key-count mask, which only tiles crossing the warp's diagonal or the
  * end of the keys need.  Softmax kinds leave scaled scores and track the tile's row maxima;
- * tra (LAZY_W) on unmasked tiles leaves the scores as they are and keeps a running maximum of
- * their cut; the other sparse kinds, and tra on masked tiles, form the weights at once and OR
- * their bits into anyb (NaN and every nonzero weight set a bit). */
+ * tra and tda (LAZY_W) on unmasked tiles leave the scores as they are and keep a running
+ * maximum of their cut; the other sparse kinds, and tra and tda on masked tiles, form the
+ * weights at once and OR their bits into anyb (NaN and every nonzero weight set a bit). */
 #define VISIBLE_0 1                              /* unmasked tiles: every key */
 #define VISIBLE_1 (j <= lim[ri] && j < kmax)    /* masked: causal limit and key count */
 #if TOPK /* an infinite or NaN visible score makes the row NaN (docs/spec.md section 1c) */
@@ -298,7 +304,12 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
 /* unmasked tiles: only the running maximum of s kn - tcut (LAZY_W), the scores kept; masked
  * tiles (the diagonal, the end of the keys) form their weights at once */
 #define SCORE_ELEM(MASKED) LAZY_ELEM_##MASKED
-#define LAZY_ELEM_0 xmax[e] = mma_max_nan(xmax[e], SCORE_CUT(s[mt][n][e], tcut, ri));
+#if KIND == 3
+#define LAZY_ELEM_0                                                                                   \
+    xmax[e] = mma_max_nan(xmax[e], mma_max_nan(SCORE_CUT(s[mt][n][e], tcut, ri, 0), SCORE_CUT(s2[mt][n][e], tcut2, ri, 1)));
+#else
+#define LAZY_ELEM_0 xmax[e] = mma_max_nan(xmax[e], SCORE_CUT(s[mt][n][e], tcut, ri, 0));
+#endif
 #define LAZY_ELEM_1 EAGER_ELEM(1)
 #else
 #define SCORE_ELEM(MASKED) EAGER_ELEM(MASKED)
@@ -308,9 +319,9 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
  * fills before Q K^T (knr; n and e are the element loops' variables) */
 #define KN_OF(vw_) ((e & 1) ? knr[vw_][n].y : knr[vw_][n].x)
 #if KNORM
-#define SCORE_CUT(x_, cut_, ri_) fma((x_), KN_OF(0), -(cut_)[ri_])
+#define SCORE_CUT(x_, cut_, ri_, vw_) fma((x_), KN_OF(vw_), -(cut_)[ri_])
 #else
-#define SCORE_CUT(x_, cut_, ri_) ((x_) - (cut_)[ri_])
+#define SCORE_CUT(x_, cut_, ri_, vw_) ((x_) - (cut_)[ri_])
 #endif
 #if LAZY_W /* an unmasked tile's weights, formed where its warp has one (see LAZY_W) */
 #define TILE_WEIGHTS                                                             \
@@ -608,9 +619,16 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #endif
 #if LAZY_W /* see LAZY_W; tau / 0 (a zero scale) gives an infinite or NaN cut, never a missed weight */
     float tcut[NR];
+#if TWO_VIEWS
+    float tcut2[NR];
+#endif
     UNROLL for (int ri = 0; ri < NR; ri++) {
         const float c1 = tau[ri] / sr[ri];
         tcut[ri] = c1 - fabs(c1) * 0x1p-20f;
+#if TWO_VIEWS
+        const float c2 = tau[ri] / sr2[ri];
+        tcut2[ri] = c2 - fabs(c2) * 0x1p-20f;
+#endif
     }
 #endif
     float o[MT][NBV][4];

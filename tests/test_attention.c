@@ -1648,26 +1648,27 @@ static void test_mma_rescale(void **state)
     g_expect_mma = g_expect_mma_decode = 0;
 }
 
-/* tra's weights on the tensor cores, formed on tiles no mask touches only in warps whose cut
- * reaches 0 (LAZY_W): 300 keys, so that most tiles are whole, at beta 2 and at beta 1
- * normalised (about one survivor a warp's tile, just past its threshold: a cut set too high
+/* tra's and tda's weights on the tensor cores, formed on tiles no mask touches only in warps
+ * whose cut reaches 0 (LAZY_W): 300 keys, so that most tiles are whole, at beta 2 and at beta
+ * 1 normalised (about one survivor a warp's tile, just past its threshold: a cut set too high
  * loses it) and at beta 1 on raw dot products (the cut without key norms), outputs and
  * survivor counts against the reference.  Then a NaN in one q row (one key row) must make that
  * row (the rows that see that key) NaN, also where the rest of the warp has no survivor: tra at
- * 300 keys, rela and tda (which form their weights at once) at 70. */
+ * 300 keys, rela (which forms its weights at once) and tda at 70. */
 static void test_mma_lazy_weights(void **state)
 {
     tdacl_device_info info;
     CHECK_OK(ctx_of(state), tdacl_context_get_info(ctx_of(state), &info));
     const char *emu = getenv("TDACL_MMA_EMULATE");
     g_expect_mma = info.nv_cc_major >= 8 || (emu && *emu && strcmp(emu, "0"));
-    for (int i = 0; i < 3; i++) {
-        attn_case c = make_case(TDACL_ATTN_TRA, VAR_TINY_BF16, 300, 300, -1);
+    /* tra, then tda (one running maximum over both views' cuts) */
+    for (int i = 0; i < 6; i++) {
+        attn_case c = make_case(i < 3 ? TDACL_ATTN_TRA : TDACL_ATTN_TDA, VAR_TINY_BF16, 300, 300, -1);
         c.H = 2;
-        apply_pset(&c, &PSETS[i == 0 ? 3 : 4]);
+        apply_pset(&c, &PSETS[i % 3 == 0 ? 3 : 4]);
         /* beta 1 normalised: tau is 3.4 standard deviations of the cosines at 300 keys, so a
          * warp's tile holds about one survivor, just past its threshold */
-        if (i == 2) c.normalize = 1;
+        if (i % 3 == 2) c.normalize = 1;
         check_case(state, &c, TDACL_PATH_PREFILL);
     }
     static const tdacl_attention_kind sparse[3] = {TDACL_ATTN_RELA, TDACL_ATTN_TRA, TDACL_ATTN_TDA};

@@ -381,9 +381,16 @@ tdacl_status tdacl__attention_plan_rows(tdacl_context *ctx, const tdacl_attentio
     const tdacl_attention_call c = {plan, t, NULL, NULL};
     const tdacl_op op = plan->path == TDACL_PATH_DECODE ? TDACL_OP_ATTENTION_DECODE : TDACL_OP_ATTENTION_PREFILL;
     st = tdacl__variant_choose(ctx, op, &c, &plan->row, plan->variant_why, sizeof plan->variant_why);
-    if (!st && plan->row->matrix_units)
-        snprintf(plan->variant_why + strlen(plan->variant_why), sizeof plan->variant_why - strlen(plan->variant_why), " (%s)",
-                 plan->mma.body == TDACL_MMA_PTX ? "native mma.sync" : plan->mma.name);
+    if (!st && plan->row->matrix_units) {
+        const size_t used = strlen(plan->variant_why);
+        const int threshold = d.kind == TDACL_ATTN_TRA || d.kind == TDACL_ATTN_TDA;
+        snprintf(plan->variant_why + used, sizeof plan->variant_why - used, " (%s)%s",
+                 plan->mma.body == TDACL_MMA_PTX ? "native mma.sync" : plan->mma.name,
+                 !threshold                            ? ""
+                 : tdacl__attention_mma_lazy(plan)     ? "; weights formed only in warps that have one (beta >= 1)"
+                 : tdacl__attention_mma_in(plan) == 2  ? "; weights formed at once (f16 weights are rescaled per row)"
+                                                       : "; weights formed at once (beta < 1)");
+    }
     tdacl__log(ctx, TDACL_LOG_DEBUG, "attention %s %s %s d=%d: %s", tdacl__kind_name(d.kind), tdacl_dtype_name(dt),
                tdacl__op_name(op), (int)dd, st ? tdacl_last_error(ctx) : plan->variant_why);
     return st;

@@ -85,6 +85,7 @@ int tdacl__reduce_nt(const tdacl_attention_plan *p);
 /* attention_mma.c */
 int tdacl__attention_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n);
 int tdacl__attention_mma_in(const tdacl_attention_plan *p);
+int tdacl__attention_mma_lazy(const tdacl_attention_plan *p);
 void tdacl__attention_mma_problem(const tdacl_context *ctx, const void *call, tdacl_problem *p);
 void tdacl__attention_mma_call_options(const void *call, tdacl_strbuf *sb);
 int tdacl__attention_decode_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n);

@@ -55,6 +55,15 @@ int tdacl__attention_mma_in(const tdacl_attention_plan *p)
     return p->desc.precision == TDACL_PRECISION_TF32 ? 3 : (int)TDACL_BF16;
 }
 
+/* Whether tra and tda form their weights lazily (cl/attention_mma.cl LAZY_W): at beta >= 1,
+ * where the thresholds leave so few weights that most warps' tiles have none; below it, and for
+ * f16 weights (rescaled per row), they are formed at once. */
+int tdacl__attention_mma_lazy(const tdacl_attention_plan *p)
+{
+    return (p->desc.kind == TDACL_ATTN_TRA || p->desc.kind == TDACL_ATTN_TDA) && p->desc.beta >= 1.0f &&
+           tdacl__attention_mma_in(p) != 2;
+}
+
 /* The decode row (the split form of the same kernel): where the query rows make the matrix
  * units pay.  One query row is a matrix-vector product the FP32 lanes run at the bandwidth
  * bound; the threshold kinds' FP32-lane decode stays at it up to 3 rows (H100, B8 H16
@@ -119,7 +128,7 @@ void tdacl__attention_mma_call_options(const void *callp, tdacl_strbuf *sb)
     tdacl__mma_options(&p->mma, sb);
     /* Top-theta post-softmax: two launches (the host adds TOPK_ROW_STATS for the first) */
     if (p->desc.kind == TDACL_ATTN_TOPK_THETA && p->desc.theta_post) tdacl__sb_printf(sb, " -DTOPK_POST=1");
-    tdacl__sb_printf(sb, " -DKIND=%d -DDT=%d -DODT=%d -DGDT=%d -DD=%d -DDV=%d -DMMA_IN=%d -DPMODE=%d -DSTATS=%d -DKINV=%d%s",
+    tdacl__sb_printf(sb, " -DKIND=%d -DDT=%d -DODT=%d -DGDT=%d -DD=%d -DDV=%d -DMMA_IN=%d -DPMODE=%d -DSTATS=%d -DKINV=%d -DLAZY=%d%s",
                      (int)p->desc.kind, (int)p->dtype, (int)p->odtype, (int)p->gdtype, p->dpad, p->dvpad, tdacl__attention_mma_in(p), pmode,
-                     stats, kinv, p->aligned16 ? " -DALIGNED16" : "");
+                     stats, kinv, tdacl__attention_mma_lazy(p), p->aligned16 ? " -DALIGNED16" : "");
 }
