@@ -10,23 +10,9 @@
 # parts, then PyTorch SDPA bf16 on the same shapes (anchors.json, vs-fa2.txt).  Each step has
 # a time limit, so that a short lease still returns what finished.  Run from the repository
 # root with the bundle in .gpubundle/ and gpu-env.sh in .gpu/.
-set -o pipefail
 BASE=${1:?usage: gpu-lazy.sh BASE_DIR}
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-. .gpu/gpu-env.sh .gpubundle >/dev/null
-export TDACL_CACHE_DIR=/tmp/tdacl-cache
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-J=$(nproc)
-# the base: this tree with the kernel files of BASE (a folder holding cl/*.cl of that commit)
-rm -rf /tmp/base && mkdir -p /tmp/base && tar --exclude=./build-gpu --exclude=./.git -cf - . | tar -xf - -C /tmp/base &&
-    cp "$BASE"/cl/*.cl /tmp/base/cl/ || { echo "no base"; exit 1; }
-(cd /tmp/base && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTDACL_BUILD_TESTS=OFF >/dev/null &&
-    cmake --build build --target tdacl-bench -j"$J" >/dev/null) &
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null &&
-    cmake --build build-gpu --target tdacl-bench test_attention -j"$J" >/dev/null || { echo "build failed"; exit 1; }
-wait
-[ -x /tmp/base/build/tdacl-bench ] || { echo "base build failed"; exit 1; }
+. bench/gpu-setup.sh
+build_with_kernels "$BASE" # the base: this tree with the kernel files of BASE
 echo "built ($SECONDS s)"
 
 # `bash bench/gpu-lazy.sh BASE_DIR again` (after a change to the threshold kinds): the mma part
@@ -45,14 +31,7 @@ if [ "${2:-}" = again ]; then
 fi
 
 # native tests, most telling first; the rest after the timing
-native() {
-    for part in "$@"; do
-        (cd build-gpu/tests && TDACL_LOG=warn timeout 30 ./test_attention --part "$part") >>"$OUT/test-native.txt" 2>&1 ||
-            echo "part $part: FAILED or timed out (status $?)" >>"$OUT/test-native.txt"
-    done
-    grep -E "PASSED|FAILED|ERROR|timed out" "$OUT/test-native.txt" | tail -4
-    echo "tested $* ($SECONDS s)"
-}
+native() { native_limited 30 "$@"; }
 native mma-lazy-weights mma-rescale mma
 
 ARGS=(--device nvidia --suite attention --dtype bf16 --T 8192,16384 --d 64 --no-decode --beta 1 --min-samples 5

@@ -3,31 +3,19 @@
 # zeroing per tile, the sparse kinds' last W V after the loop) on the GPU host, in one call:
 #   bash bench/gpu-loop.sh BASE_DIR
 # BASE_DIR/cl holds the kernel files before the change (`git show REV:cl/FILE`).  Builds this
-# tree and the tree with those kernels, runs three tensor-core test parts natively
-# (-> test-native.txt), times every kind at bf16, d=64, T=8192 and 16384 on both trees
-# (base.json, new.json, compare.txt) and tra's density sweep at T=8192 (beta 0.5, 0.25, 0:
-# sweep-*.json, compare-sweep.txt), PyTorch SDPA bf16 on the same shapes (anchors.json,
+# tree and the tree with those kernels, runs six tensor-core test parts natively
+# (-> test-native.txt), times the kinds in $KINDS (default every kind but entmax) at bf16,
+# d=64, T=8192 and 16384 on both trees (base.json, new.json, compare.txt) and the density
+# sweep of $SWEEP_KINDS (default tra) at T=8192 (beta 0.5, 0.25, 0: sweep-*.json,
+# compare-sweep.txt), PyTorch SDPA bf16 on the same shapes (anchors.json,
 # vs-fa2.txt), the tile tuning of the kinds in $TUNE_KINDS (mma.tdb, mma-tune.log), then
 # Nsight Compute on this tree's tra ($NCU_KINDS, none to skip: profile/); the JSON rows, the
 # native test log, the tuning and the profile come back in data.tgz.  Each step has a time limit, so
 # that a short lease still returns what finished.  Run from the repository root
 # with the bundle in .gpubundle/ and gpu-env.sh in .gpu/.
-set -o pipefail
 BASE=${1:?usage: gpu-loop.sh BASE_DIR}
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-. .gpu/gpu-env.sh .gpubundle >/dev/null
-export TDACL_CACHE_DIR=/tmp/tdacl-cache
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-J=$(nproc)
-rm -rf /tmp/base && mkdir -p /tmp/base && tar --exclude=./build-gpu --exclude=./.git -cf - . | tar -xf - -C /tmp/base &&
-    cp "$BASE"/cl/*.cl /tmp/base/cl/ || { echo "no base"; exit 1; }
-(cd /tmp/base && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTDACL_BUILD_TESTS=OFF >/dev/null &&
-    cmake --build build --target tdacl-bench -j"$J" >/dev/null) &
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null &&
-    cmake --build build-gpu -j"$J" >/dev/null || { echo "build failed"; exit 1; }
-wait
-[ -x /tmp/base/build/tdacl-bench ] || { echo "base build failed"; exit 1; }
+. bench/gpu-setup.sh
+build_with_kernels "$BASE"
 echo "built ($SECONDS s)"
 
 # the device tool brings back 8 files: the tables stay apart, the rest goes in data.tgz (also
@@ -36,14 +24,7 @@ pack() {
     (cd "$OUT" && tar -czf data.tgz --ignore-failed-read base.json new.json sweep-base.json sweep-new.json anchors.json \
         test-native.txt profile mma-tune.log mma.tdb 2>/dev/null)
 }
-native() {
-    for part in "$@"; do
-        (cd build-gpu/tests && TDACL_LOG=warn timeout 40 ./test_attention --part "$part") >>"$OUT/test-native.txt" 2>&1 ||
-            echo "part $part: FAILED or timed out (status $?)" >>"$OUT/test-native.txt"
-    done
-    grep -E "PASSED|FAILED|ERROR|timed out" "$OUT/test-native.txt" | tail -4
-    echo "tested $* ($SECONDS s)"
-}
+native() { native_limited 40 "$@"; }
 native mma-lazy-weights mma mma-rescale mma-decode
 
 A=(--device nvidia --suite attention --dtype bf16 --d 64 --no-decode --min-samples 5)

@@ -17,6 +17,15 @@ build_base() {
         { echo "base build failed"; exit 1; }
 }
 
+# build_with_kernels DIR: a Release build in /tmp/base/build (tdacl-bench) of this tree with the
+# kernel files of DIR/cl (`git show REV:cl/FILE` of the commit to compare against)
+build_with_kernels() {
+    rm -rf /tmp/base && mkdir -p /tmp/base && tar --exclude=./build-gpu --exclude=./.git -cf - . | tar -xf - -C /tmp/base &&
+        cp "$1"/cl/*.cl /tmp/base/cl/ || { echo "no base kernels in $1/cl"; exit 1; }
+    (cd /tmp/base && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTDACL_BUILD_TESTS=OFF >/dev/null &&
+        cmake --build build --target tdacl-bench -j"$(nproc)" >/dev/null) || { echo "base build failed"; exit 1; }
+}
+
 # build_reverted PATCH: a Release build in /tmp/base/build of this tree without PATCH (a change
 # as `git diff` wrote it; for before/after runs of a change not yet committed)
 build_reverted() {
@@ -37,6 +46,19 @@ native_parts() {
         done
     } >"$OUT/test-native.txt"
     grep -E "PASSED|FAILED|ERROR" "$OUT/test-native.txt" | tail -14
+}
+
+# native_limited LIMIT PART...: the named test_attention parts on this GPU, each within LIMIT
+# seconds, appended to $OUT/test-native.txt (a part that fails or runs out says so there)
+native_limited() {
+    local limit=$1
+    shift
+    for part in "$@"; do
+        (cd build-gpu/tests && TDACL_LOG=warn timeout "$limit" ./test_attention --part "$part") >>"$OUT/test-native.txt" 2>&1 ||
+            echo "part $part: FAILED or timed out (status $?)" >>"$OUT/test-native.txt"
+    done
+    grep -E "PASSED|FAILED|ERROR|timed out" "$OUT/test-native.txt" | tail -4
+    echo "tested $* ($SECONDS s)"
 }
 
 # native_model_tests: test_model, test_matmul, test_registry and test_attention --part decode
