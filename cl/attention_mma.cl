@@ -126,6 +126,13 @@
 #endif
 #define LAZY_W ((KIND == 2 || KIND == 3) && !WSCALE && LAZY)
 
+/* LAZY_W's cut of a row: tau / (its score scale), less 2^-20 of its size for rounding */
+inline float lazy_cut(float tau, float sr)
+{
+    const float c = tau / sr;
+    return c - fabs(c) * 0x1p-20f;
+}
+
 /* entmax's Newton step: d/dr of r^p for r = max(x, 0) */
 inline float rect_slope(float r, float p)
 {
@@ -323,29 +330,25 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
 #else
 #define SCORE_CUT(x_, cut_, ri_, vw_) ((x_) - (cut_)[ri_])
 #endif
-#if LAZY_W /* an unmasked tile's weights, formed where its warp has one (see LAZY_W) */
-#define TILE_WEIGHTS                                                             \
-    UNROLL for (int mt = 0; mt < MT; mt++)                                       \
-        UNROLL for (int n = 0; n < NB; n++)                                      \
-            UNROLL for (int e = 0; e < 4; e++) {                                 \
-                const int ri = 2 * mt + (e >> 1), j = 8 * n + 2 * t + (e & 1);   \
-                EAGER_ELEM(0)                                                    \
-            }
-#else
-#define TILE_WEIGHTS
-#endif
 #if KNORM
 #define SR_J(sr_, ri_, vw_) ((sr_)[ri_] * KN_OF(vw_))
 #else
 #define SR_J(sr_, ri_, vw_) ((sr_)[ri_])
 #endif
-#define SCORE_TILE(MASKED)                                                       \
+/* ELEM_ on every score of the tile: element e of n-block n of m-tile mt, row ri, key j */
+#define SCORE_TILE_AS(ELEM_)                                                     \
     UNROLL for (int mt = 0; mt < MT; mt++)                                       \
         UNROLL for (int n = 0; n < NB; n++)                                      \
             UNROLL for (int e = 0; e < 4; e++) {                                 \
                 const int ri = 2 * mt + (e >> 1), j = 8 * n + 2 * t + (e & 1);   \
-                SCORE_ELEM(MASKED)                                               \
+                ELEM_                                                            \
             }
+#define SCORE_TILE(MASKED) SCORE_TILE_AS(SCORE_ELEM(MASKED))
+#if LAZY_W /* an unmasked tile's weights from its kept scores, where its warp has one */
+#define TILE_WEIGHTS SCORE_TILE_AS(EAGER_ELEM(0))
+#else
+#define TILE_WEIGHTS
+#endif
 
 #if SPLIT
 #if TQP != BM
@@ -623,11 +626,9 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     float tcut2[NR];
 #endif
     UNROLL for (int ri = 0; ri < NR; ri++) {
-        const float c1 = tau[ri] / sr[ri];
-        tcut[ri] = c1 - fabs(c1) * 0x1p-20f;
+        tcut[ri] = lazy_cut(tau[ri], sr[ri]);
 #if TWO_VIEWS
-        const float c2 = tau[ri] / sr2[ri];
-        tcut2[ri] = c2 - fabs(c2) * 0x1p-20f;
+        tcut2[ri] = lazy_cut(tau[ri], sr2[ri]);
 #endif
     }
 #endif
