@@ -1654,7 +1654,16 @@ static void test_mma_rescale(void **state)
  * loses it) and at beta 1 on raw dot products (the cut without key norms), outputs and
  * survivor counts against the reference.  Then a NaN in one q row (one key row) must make that
  * row (the rows that see that key) NaN, also where the rest of the warp has no survivor: tra at
- * 300 keys, rela (which forms its weights at once) and tda at 70. */
+ * 300 keys, rela (which forms its weights at once) and tda at 70.  The debug log names the form
+ * the host chose by beta (-DLAZY): lazy at beta >= 1, at once at beta 0.5. */
+static char g_weights_log[512];
+static void capture_weights_log(tdacl_log_level level, const char *message, void *user)
+{
+    (void)level, (void)user;
+    const char *w = strstr(message, "weights formed");
+    if (w) snprintf(g_weights_log, sizeof g_weights_log, "%s", w);
+}
+
 static void test_mma_lazy_weights(void **state)
 {
     tdacl_device_info info;
@@ -1669,7 +1678,22 @@ static void test_mma_lazy_weights(void **state)
         /* beta 1 normalised: tau is 3.4 standard deviations of the cosines at 300 keys, so a
          * warp's tile holds about one survivor, just past its threshold */
         if (i % 3 == 2) c.normalize = 1;
+        g_weights_log[0] = 0;
+        if (i == 0) tdacl_log_set_callback(capture_weights_log, NULL, TDACL_LOG_DEBUG);
         check_case(state, &c, TDACL_PATH_PREFILL);
+        if (i == 0) {
+            tdacl_log_set_callback(NULL, NULL, -1);
+            if (g_expect_mma) assert_non_null(strstr(g_weights_log, "only in warps that have one (beta >= 1)"));
+        }
+    }
+    { /* beta 0.5: the weights are formed at once */
+        attn_case c = make_case(TDACL_ATTN_TRA, VAR_TINY_BF16, 70, 70, -1);
+        apply_pset(&c, &PSETS[1]);
+        g_weights_log[0] = 0;
+        tdacl_log_set_callback(capture_weights_log, NULL, TDACL_LOG_DEBUG);
+        check_case(state, &c, TDACL_PATH_PREFILL);
+        tdacl_log_set_callback(NULL, NULL, -1);
+        if (g_expect_mma) assert_non_null(strstr(g_weights_log, "formed at once (beta < 1)"));
     }
     static const tdacl_attention_kind sparse[3] = {TDACL_ATTN_RELA, TDACL_ATTN_TRA, TDACL_ATTN_TDA};
     for (int ki = 0; ki < 3; ki++)
