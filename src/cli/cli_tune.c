@@ -127,7 +127,9 @@ static void usage(FILE *f)
             "stores a CLBlast tuner result (clblast-utils) as a clblast_* entry, which contexts then\n"
             "apply through CLBlastOverrideParameters.  Kinds: %s.  attention_mma tunes the tensor-core\n"
             "variant (bf16/f16, and tf32: f32 storage at precision tf32, entries keyed dtype=tf32; NVIDIA\n"
-            "sm_80+, or its portable body with TDACL_MMA_EMULATE=1).\n",
+            "sm_80+, or its portable body with TDACL_MMA_EMULATE=1).  --B and --H set the timing shape\n"
+            "(default: B 4, H 8; decode kernels B 8, H 16); decode entries are keyed on its batch x heads\n"
+            "(bh=few up to 32, as in a model's batch-1 step, else bh=many).\n",
             kernels, kinds);
 }
 
@@ -149,7 +151,7 @@ int cmd_tune(int argc, char **argv)
 {
     char kernels[8][24], kinds[8][16], dtypes[4][16];
     int nkernels = 0, nkinds = 0, ndtypes = 0, d = 64, quiet = 0, class_only = 0;
-    long long T = 0, B = 4, H = 8, seed = 1, jobs = 1, N = 3072, K = 768;
+    long long T = 0, B = 0, H = 0, seed = 1, jobs = 1, N = 3072, K = 768;
     double budget = 120;
     tdacl_tune_strategy strategy = TDACL_TUNE_EXHAUSTIVE;
     const char *device = NULL, *out = NULL, *import_clblast = NULL;
@@ -248,8 +250,9 @@ int cmd_tune(int argc, char **argv)
                     job.d = d;
                     /* the tensor-core decode serves 2..16 query rows: tuned at 8 */
                     job.tq = !strcmp(kernels[ki], "attention_decode_mma") ? 8 : 1;
-                    job.B = decode ? 2 * B : B;
-                    job.H = decode ? 2 * H : H;
+                    /* not given: prefill B4 H8, decode B8 H16 (entries keyed bh=many) */
+                    job.B = B ? B : decode ? 8 : 4;
+                    job.H = H ? H : decode ? 16 : 8;
                     job.T = lengths[li];
                     job.strategy = strategy;
                     job.budget_s = budget;

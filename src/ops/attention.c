@@ -372,6 +372,7 @@ tdacl_status tdacl__attention_plan_rows(tdacl_context *ctx, const tdacl_attentio
     plan->problem.d = plan->dpad;
     plan->problem.dv = plan->dvpad;
     plan->problem.t = Tk;
+    plan->problem.bh = B * H;
     plan->problem.tq = (int)(Tq < DECODE_MAX_TQ ? Tq : DECODE_MAX_TQ);
     if (plan->problem.tq < 1) plan->problem.tq = 1;
     plan->aligned16 = aligned16_view(t->q) && aligned16_view(t->k) && aligned16_view(t->v) && aligned16_view(t->q2) &&

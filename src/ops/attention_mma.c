@@ -105,6 +105,7 @@ void tdacl__attention_mma_problem(const tdacl_context *ctx, const void *call, td
     p->native = plan->mma.hardware;
     p->mma_regs = plan->mma.body == TDACL_MMA_PTX;
     p->tile_bytes = tdacl__attention_mma_in(plan) == 3 ? 4 : 2;
+    p->lazy = tdacl__attention_mma_lazy(plan); /* lazy and eager loops want different tiles */
 }
 
 void tdacl__attention_mma_call_options(const void *callp, tdacl_strbuf *sb)

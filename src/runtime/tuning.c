@@ -5,7 +5,7 @@
  * Line format:
  *   KERNEL key=value ... : PARAM=int ...   # optional comment
  * keys: device="name" vendor="name" driver="version" class=arch kind=tra dtype=f32 d=64
- *       dv=64 t=short|long tq=N   (an absent key matches anything) */
+ *       dv=64 t=short|long bh=few|many weights=lazy|eager tq=N   (an absent key matches anything) */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -27,6 +27,8 @@ int tdacl__problem_key_dtype(const tdacl_problem *p)
 }
 
 const char *tdacl__t_bucket(int64_t t) { return t <= 1024 ? "short" : "long"; }
+
+const char *tdacl__bh_bucket(int64_t bh) { return bh <= TDACL_BH_FEW ? "few" : "many"; }
 
 const char *tdacl__tuned_source_name(tdacl_tuned_source s)
 {
@@ -164,7 +166,7 @@ static int parse_int(const char *s, int *out)
 void tdacl__tdb_entry_init(tdacl_tdb_entry *e)
 {
     memset(e, 0, sizeof *e);
-    e->kind = e->dtype = e->adtype = -1;
+    e->kind = e->dtype = e->adtype = e->lazy = -1;
 }
 
 static tdacl_status parse_line(const char *line, tdacl_tdb_entry *e, char *why, size_t wn)
@@ -226,6 +228,12 @@ static tdacl_status parse_line(const char *line, tdacl_tdb_entry *e, char *why, 
         } else if (!strcmp(key, "t")) {
             if (strcmp(val, "short") && strcmp(val, "long")) { snprintf(why, wn, "t=%s is not short or long", val); return TDACL_ERR_FORMAT; }
             snprintf(e->tbucket, sizeof e->tbucket, "%s", val);
+        } else if (!strcmp(key, "bh")) {
+            if (strcmp(val, "few") && strcmp(val, "many")) { snprintf(why, wn, "bh=%s is not few or many", val); return TDACL_ERR_FORMAT; }
+            snprintf(e->bhbucket, sizeof e->bhbucket, "%s", val);
+        } else if (!strcmp(key, "weights")) {
+            if (strcmp(val, "lazy") && strcmp(val, "eager")) { snprintf(why, wn, "weights=%s is not lazy or eager", val); return TDACL_ERR_FORMAT; }
+            e->lazy = !strcmp(val, "lazy");
         } else {
             snprintf(why, wn, "unknown key '%s'", key);
             return TDACL_ERR_FORMAT;
@@ -321,6 +329,8 @@ void tdacl__tdb_format(const tdacl_tdb_entry *e, char *buf, size_t n)
     if (e->d) ADD(" d=%d", e->d);
     if (e->dv) ADD(" dv=%d", e->dv);
     if (e->tbucket[0]) ADD(" t=%s", e->tbucket);
+    if (e->bhbucket[0]) ADD(" bh=%s", e->bhbucket);
+    if (e->lazy >= 0) ADD(" weights=%s", e->lazy ? "lazy" : "eager");
     if (e->tq) ADD(" tq=%d", e->tq);
     ADD(" :");
     for (int i = 0; i < e->nparams; i++) ADD(" %s=%d", e->pname[i], e->pvalue[i]);
@@ -333,7 +343,7 @@ static int same_keys(const tdacl_tdb_entry *a, const tdacl_tdb_entry *b)
     return !strcmp(a->kernel, b->kernel) && !strcmp(a->device, b->device) &&
            !strcmp(a->vendor, b->vendor) && !strcmp(a->driver, b->driver) &&
            !strcmp(a->arch, b->arch) && a->kind == b->kind && a->dtype == b->dtype && a->adtype == b->adtype &&
-           a->d == b->d && a->dv == b->dv && !strcmp(a->tbucket, b->tbucket) && a->tq == b->tq;
+           a->d == b->d && a->dv == b->dv && !strcmp(a->tbucket, b->tbucket) && !strcmp(a->bhbucket, b->bhbucket) && a->lazy == b->lazy && a->tq == b->tq;
 }
 
 static char *read_file(const char *path, size_t *len) { return tdacl__read_regular(path, (size_t)64 << 20, len); }
@@ -474,6 +484,8 @@ static int entry_score(const tdacl_tdb_entry *e, const tdacl_device_info *dev, c
     if (e->d) { if (e->d != p->d) return -1; score += 1; }
     if (e->dv) { if (e->dv != p->dv) return -1; score += 1; }
     if (e->tbucket[0]) { if (strcmp(e->tbucket, tdacl__t_bucket(p->t))) return -1; score += 1; }
+    if (e->bhbucket[0]) { if (!p->bh || strcmp(e->bhbucket, tdacl__bh_bucket(p->bh))) return -1; score += 1; }
+    if (e->lazy >= 0) { if (e->lazy != p->lazy) return -1; score += 1; }
     if (e->tq) { if (e->tq != p->tq) return -1; score += 1; }
     return score;
 }
@@ -542,7 +554,8 @@ static int from_db(tdacl_context *ctx, const tdacl_kernel_space *ks, const tdacl
 static int same_problem(const tdacl_problem *a, const tdacl_problem *b)
 {
     return a->kind == b->kind && a->dtype == b->dtype && a->adtype == b->adtype && a->d == b->d && a->dv == b->dv &&
-           !strcmp(tdacl__t_bucket(a->t), tdacl__t_bucket(b->t)) && a->tq == b->tq && a->native == b->native &&
+           !strcmp(tdacl__t_bucket(a->t), tdacl__t_bucket(b->t)) && !strcmp(tdacl__bh_bucket(a->bh), tdacl__bh_bucket(b->bh)) &&
+           !a->bh == !b->bh && a->lazy == b->lazy && a->tq == b->tq && a->native == b->native &&
            a->mma_regs == b->mma_regs && a->wide16 == b->wide16 && a->tile_bytes == b->tile_bytes;
 }
 

@@ -35,6 +35,8 @@ typedef struct tdacl_problem {
     int wide16;        /* 16-bit rows loaded 16 bytes at a time (the decode kernel's ALIGNED16) */
     int tile_bytes;    /* bytes per element of the matrix-unit variants' local tiles: 2, or 4 (tf32) */
     int adtype;        /* a matmul's activations (a) dtype; 0 (f32) for other kernels */
+    int64_t bh;        /* batch x heads of an attention call; chooses the bh bucket (0: not one) */
+    int lazy;          /* tra/tda on the matrix units form their weights lazily (beta >= 1: LAZY_W) */
 } tdacl_problem;
 
 typedef struct tdacl_param_values {
@@ -93,6 +95,10 @@ int tdacl__params_parse(const tdacl_kernel_space *ks, const char *text, tdacl_pa
 int tdacl__params_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
                         const tdacl_param_values *v, char *why, size_t n);
 const char *tdacl__t_bucket(int64_t t);
+/* "few" (batch x heads <= TDACL_BH_FEW: one sequence's heads, where a decode's key splits
+ * must fill the device) or "many" */
+#define TDACL_BH_FEW 32
+const char *tdacl__bh_bucket(int64_t bh);
 /* The dtype a database entry is keyed on: the storage dtype, or TDACL_KEY_TF32 ("dtype=tf32")
  * for fp32 storage on the matrix units as tf32, whose tiles differ from the 16-bit ones. */
 #define TDACL_KEY_TF32 3
@@ -119,6 +125,8 @@ typedef struct tdacl_tdb_entry {
     int adtype;     /* -1 any: a matmul's activations dtype */
     int d, dv;      /* 0 any */
     char tbucket[8];/* "" any */
+    char bhbucket[8];/* "" any: "few" or "many" (batch x heads, tdacl__bh_bucket) */
+    int lazy;       /* -1 any; "weights=lazy" 1, "weights=eager" 0 (tdacl_problem.lazy) */
     int tq;         /* 0 any */
     int nparams;
     char pname[TDACL_MAX_PARAMS][16];

@@ -614,6 +614,11 @@ void tdacl__tune_entry(const tdacl_context *ctx, const tdacl_tune_job *job, cons
     e->d = gemm ? 0 : res->problem.d;
     e->dv = gemm ? 0 : res->problem.dv;
     snprintf(e->tbucket, sizeof e->tbucket, "%s", tdacl__t_bucket(job->T));
+    /* a decode's key splits depend on how many (batch, head) pairs share the device */
+    if (tdacl__variant_of_space(job->kernel)->op == TDACL_OP_ATTENTION_DECODE)
+        snprintf(e->bhbucket, sizeof e->bhbucket, "%s", tdacl__bh_bucket(job->B * job->H));
+    /* tra/tda's lazy weights (the tuner's beta 1) want other tiles than weights formed at once */
+    if (res->problem.lazy) e->lazy = 1;
     e->nparams = ks->nparams;
     for (int i = 0; i < ks->nparams; i++) {
         snprintf(e->pname[i], sizeof e->pname[i], "%s", ks->params[i].name);
