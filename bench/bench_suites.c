@@ -337,27 +337,33 @@ static tdacl_status gemm_once(void *user, double *ms)
 typedef struct own_gemm_job {
     tdacl_context *ctx;
     tdacl_tensor *a, *w, *bias, *c;
-    int m, n, k;
+    int m, n, k, trans;
     tdacl_precision precision; /* $TDACL_PRECISION=bf16: bf16 weights take the tensor-core GEMM */
 } own_gemm_job;
+
+/* GEMV launches timed together: a decode step issues them back to back, so their cost is the
+ * steady-state time a launch, not one launch's round trip from the host (about 11 us on
+ * NVIDIA's OpenCL, more than reading a 3 MB matrix) */
+#define GEMV_BACK_TO_BACK 20
 
 static tdacl_status own_gemm_once(void *user, double *ms)
 {
     own_gemm_job *j = user;
     if (j->m <= TDACL_GEMV_MAX_ROWS) {
-        /* the GEMV: the wall clock around a drained queue, launch included, as for CLBlast's
-         * calls */
+        /* the GEMV: the wall clock around GEMV_BACK_TO_BACK launches from a drained queue, per launch */
         cl_int err = clFinish(j->ctx->queue);
         double t0 = tdacl__now();
-        tdacl_status st = tdacl__gemm(j->ctx, j->c, j->a, j->w, j->bias, NULL, TDACL_EPI_BIAS, j->m, j->n, j->k, 0,
-                                      j->precision, NULL, NULL, NULL);
+        tdacl_status st = TDACL_SUCCESS;
+        for (int i = 0; !st && i < GEMV_BACK_TO_BACK; i++)
+            st = tdacl__gemm(j->ctx, j->c, j->a, j->w, j->bias, NULL, TDACL_EPI_BIAS, j->m, j->n, j->k, j->trans,
+                             j->precision, NULL, NULL, NULL);
         if (!st && !err) err = clFinish(j->ctx->queue);
         if (!st && err) st = tdacl__fail_cl(j->ctx, err, "clFinish after the GEMV");
-        *ms = (tdacl__now() - t0) * 1e3;
+        *ms = (tdacl__now() - t0) * 1e3 / GEMV_BACK_TO_BACK;
         return st;
     }
     cl_event ev[2] = {NULL, NULL};
-    tdacl_status st = tdacl__gemm(j->ctx, j->c, j->a, j->w, j->bias, NULL, TDACL_EPI_BIAS, j->m, j->n, j->k, 0,
+    tdacl_status st = tdacl__gemm(j->ctx, j->c, j->a, j->w, j->bias, NULL, TDACL_EPI_BIAS, j->m, j->n, j->k, j->trans,
                                   j->precision, NULL, NULL, ev);
     if (!st) st = tdacl__span_ms(j->ctx, ev, ms);
     for (int i = 0; i < 2; i++)
@@ -371,25 +377,27 @@ int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev)
     int gpu = run->devices[dev].info.type == TDACL_DEVICE_GPU;
     /* GPT-2 small projections: qkv (C -> 3C), attention out (C -> C), MLP up (C -> 4C), down;
      * on GPUs also one row (a decode step: the GEMV, read against the bandwidth), with the LM
-     * head's 50257 columns */
-    static const size_t nk[5][2] = {{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}, {50257, 768}};
+     * head's 50257 columns as [K, N] and as the tied head stores them, [N, K] (trans) */
+    static const size_t nk[6][3] = {{2304, 768, 0}, {768, 768, 0}, {3072, 768, 0}, {768, 3072, 0}, {50257, 768, 0},
+                                    {50257, 768, 1}};
     size_t ms_gpu[3] = {1024, 8192, 1}, ms_cpu[2] = {256, 1024};
     int nm = o->quick ? 1 : gpu ? 3 : 2;
     int failures = 0;
     for (int mi = 0; mi < nm; mi++) {
         size_t m = gpu ? ms_gpu[mi] : ms_cpu[mi];
-        const int nshapes = o->quick ? 1 : m == 1 ? 5 : 4;
+        const int nshapes = o->quick ? 1 : m == 1 ? 6 : 4;
         for (int si = 0; si < nshapes; si++) {
-            size_t n = nk[si][0], k = nk[si][1];
+            const size_t n = nk[si][0], k = nk[si][1];
+            const int trans = (int)nk[si][2];
             /* CLBlast SGEMM, then our own GEMM (+bias epilogue) with f32 and bf16 weights (f32 a
              * and c), and all bf16 (a, w and c: "bf16act", the model's bf16 activations; not in
              * --quick: one more program to build on a CPU) */
-            for (int impl = 0; impl < (o->quick ? 3 : 4); impl++) {
+            for (int impl = trans ? 1 : 0; impl < (o->quick ? 3 : 4); impl++) {
                 if (bench_stop_requested() || bench_count_only(run)) continue;
                 bench_row *r = bench_add_row(run);
                 if (!r) return failures + 1;
                 snprintf(r->suite, sizeof r->suite, "gemm");
-                snprintf(r->name, sizeof r->name, "%s", impl ? "gemm_bias" : "sgemm");
+                snprintf(r->name, sizeof r->name, "%s", !impl ? "sgemm" : trans ? "gemm_bias_bt" : "gemm_bias");
                 snprintf(r->impl, sizeof r->impl, "%s", impl ? "tdacl" : "clblast");
                 snprintf(r->device, sizeof r->device, "%s", run->devices[dev].info.name);
                 r->device_index = dev;
@@ -397,7 +405,7 @@ int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev)
                 snprintf(r->dtype, sizeof r->dtype, "%s", impl == 3 ? "bf16act" : tdacl_dtype_name(wdt));
                 r->M = (int64_t)m, r->N = (int64_t)n, r->K = (int64_t)k;
                 bench_progress(run, "%s gemm %s %s %zux%zux%zu", run->devices[dev].info.name, r->impl, r->dtype, m, n, k);
-                int64_t sa[2] = {(int64_t)m, (int64_t)k}, sb[2] = {(int64_t)k, (int64_t)n}, sc[2] = {(int64_t)m, (int64_t)n},
+                int64_t sa[2] = {(int64_t)m, (int64_t)k}, sb[2] = {trans ? (int64_t)n : (int64_t)k, trans ? (int64_t)k : (int64_t)n}, sc[2] = {(int64_t)m, (int64_t)n},
                         sbias[2] = {1, (int64_t)n};
                 tdacl_tensor *ta = NULL, *tb = NULL, *tc = NULL, *tbias = NULL;
                 tdacl_status st = tdacl_tensor_create(ctx, adt, 2, sa, &ta);
@@ -411,9 +419,9 @@ int bench_suite_gemm(bench_run *run, tdacl_context *ctx, int dev)
                     gemm_job j = {ctx, ta->storage->mem, tb->storage->mem, tc->storage->mem, m, n, k};
                     st = tdacl__measure(gemm_once, &j, &o->measure, &r->s);
                 } else if (!st) {
-                    own_gemm_job j = {ctx, ta, tb, tbias, tc, (int)m, (int)n, (int)k, TDACL_PRECISION_EXACT};
+                    own_gemm_job j = {ctx, ta, tb, tbias, tc, (int)m, (int)n, (int)k, trans, TDACL_PRECISION_EXACT};
                     st = tdacl__precision_env(ctx, "tdacl-bench gemm", &j.precision);
-                    const tdacl_matmul_call call = {tc, ta, tb, tbias, NULL, TDACL_EPI_BIAS, (int)m, (int)n, (int)k, 0, NULL,
+                    const tdacl_matmul_call call = {tc, ta, tb, tbias, NULL, TDACL_EPI_BIAS, (int)m, (int)n, (int)k, trans, NULL,
                                                     j.precision, NULL};
                     const tdacl_variant_def *row;
                     tdacl_tuned used;

@@ -10,6 +10,7 @@ static cl_mem mem(const tdacl_tensor *t) { return t ? t->storage->mem : NULL; }
 /* GEMV geometry (cl/layers.cl gemv: GV_COLS columns per work-group of GEMV_WG work-items;
  * 128 columns where a scattered QKV row's RoPE needs whole heads of 128 in a block). */
 #define GEMV_WG 128
+#define GEMV_T_LANES 8 /* work-items per column of the transposed GEMV (cl/layers.cl GVT_LANES) */
 
 static int pow2_at_least(int m)
 {
@@ -68,8 +69,8 @@ static void io_dtype_options(const tdacl_matmul_call *c, tdacl_strbuf *sb)
 void tdacl__gemv_call_options(const void *call, tdacl_strbuf *sb)
 {
     const tdacl_matmul_call *c = call;
-    tdacl__sb_printf(sb, "-DWDT=%d -DGV_M=%d -DGV_WG=%d -DGV_COLS=%d", (int)c->w->dtype, pow2_at_least(c->M), GEMV_WG,
-                     gemv_cols(c));
+    tdacl__sb_printf(sb, "-DWDT=%d -DGV_M=%d -DGV_WG=%d -DGV_COLS=%d -DGVT_LANES=%d", (int)c->w->dtype,
+                     pow2_at_least(c->M), GEMV_WG, gemv_cols(c), GEMV_T_LANES);
     io_dtype_options(c, sb);
     if (gemv_vec(c) > 1) tdacl__sb_printf(sb, " -DGV_VEC=%d", gemv_vec(c));
     if (c->fuse && c->fuse->norm_w) tdacl__sb_printf(sb, " -DGV_NORM=1");
@@ -88,7 +89,7 @@ static tdacl_status launch_gemv_t(tdacl_context *ctx, const tdacl_variant_def *r
         st = tdacl__set_args(ctx, k, "gemv_t", sizeof cm, &cm, sizeof am, &am, sizeof wm, &wm, sizeof bm, &bm, sizeof rm,
                              &rm, sizeof cM, &cM, sizeof cN, &cN, sizeof cK, &cK, sizeof lda, &lda, sizeof ldb, &ldb,
                              sizeof ldc, &ldc, sizeof fl, &fl, (size_t)0);
-    const size_t cols = GEMV_WG / 32; /* cl/layers.cl GVT_COLS */
+    const size_t cols = GEMV_WG / GEMV_T_LANES; /* cl/layers.cl GVT_COLS */
     size_t g[2] = {((size_t)c->N + cols - 1) / cols * GEMV_WG, 1}, l[2] = {GEMV_WG, 1};
     return st ? st : tdacl__launch(ctx, k, 2, g, l, c->ev, "gemv_t");
 }
