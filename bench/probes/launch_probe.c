@@ -1,0 +1,146 @@
+/* Launch-floor and plain-GEMV probe for NVIDIA's OpenCL (decode is ~60 small kernels a token):
+ * per-launch wall time of back-to-back kernels in one in-order queue, with and without
+ * CL_QUEUE_PROFILING_ENABLE, and each kernel's own event time.  Build on the GPU host:
+ *   gcc -O2 -o /tmp/launch_probe bench/probes/launch_probe.c -lOpenCL && /tmp/launch_probe */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *src =
+    "__kernel void empty(__global float *o) { if (get_global_id(0) == 0x7fffffff) o[0] = 1.0f; }\n"
+    /* weights [K, N] bf16 (N contiguous), x [K] f32 -> y [N]; a work-group of 256 takes COLS
+     * columns over all K: CG = COLS/8 column groups of 8 (one 16-byte load), KR = 256/CG rows */
+    "#define CG (COLS / 8)\n#define KR (256 / CG)\n"
+    "__kernel __attribute__((reqd_work_group_size(256,1,1))) void gemv_plain(__global const ushort *w,\n"
+    "    __global const float *x, __global float *y, int K, int N) {\n"
+    "  __local float red[256 * 8];\n"
+    "  const int t = get_local_id(0), cg = t % CG, kr = t / CG, n = get_group_id(0) * COLS + cg * 8;\n"
+    "  float acc[8] = {0,0,0,0,0,0,0,0};\n"
+    "  #pragma unroll 8\n"
+    "  for (int k = kr; k < K; k += KR) {\n"
+    "    uint4 u = *(__global const uint4 *)(w + (long)k * N + n); float a = x[k];\n"
+    "    acc[0] += a * as_float(u.x << 16); acc[1] += a * as_float(u.x & 0xffff0000u);\n"
+    "    acc[2] += a * as_float(u.y << 16); acc[3] += a * as_float(u.y & 0xffff0000u);\n"
+    "    acc[4] += a * as_float(u.z << 16); acc[5] += a * as_float(u.z & 0xffff0000u);\n"
+    "    acc[6] += a * as_float(u.w << 16); acc[7] += a * as_float(u.w & 0xffff0000u); }\n"
+    "  for (int v = 0; v < 8; v++) red[kr * COLS + cg * 8 + v] = acc[v];\n"
+    "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "  for (int s = KR / 2; s > 0; s >>= 1) {\n"
+    "    for (int i = t; i < s * COLS; i += 256) red[i] += red[i + s * COLS];\n"
+    "    barrier(CLK_LOCAL_MEM_FENCE); }\n"
+    "  if (t < COLS) y[get_group_id(0) * COLS + t] = red[t]; }\n";
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+#define CK(e) do { cl_int e_ = (e); if (e_) { printf("error %d at line %d\n", e_, __LINE__); exit(1); } } while (0)
+
+static cl_context cx;
+static cl_device_id dev;
+
+static cl_program build(const char *opts)
+{
+    cl_int err;
+    cl_program p = clCreateProgramWithSource(cx, 1, &src, NULL, &err);
+    CK(err);
+    if (clBuildProgram(p, 1, &dev, opts, NULL, NULL)) {
+        char log[8192];
+        clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
+        printf("build: %s\n", log);
+        exit(1);
+    }
+    return p;
+}
+
+/* wall us per launch over n back-to-back launches; event us (median-ish: mean of END-START) */
+static void time_kernel(const char *name, cl_command_queue q, int prof, cl_kernel k, size_t g, size_t l, int n)
+{
+    for (int i = 0; i < 50; i++) CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, &l, 0, NULL, NULL));
+    CK(clFinish(q));
+    double t0 = now();
+    for (int i = 0; i < n; i++) CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, &l, 0, NULL, NULL));
+    CK(clFinish(q));
+    double wall = (now() - t0) / n * 1e6, ev = 0;
+    if (prof) {
+        cl_event e[64];
+        for (int i = 0; i < 64; i++) CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, &l, 0, NULL, &e[i]));
+        CK(clFinish(q));
+        for (int i = 0; i < 64; i++) {
+            cl_ulong a, b;
+            clGetEventProfilingInfo(e[i], CL_PROFILING_COMMAND_START, 8, &a, NULL);
+            clGetEventProfilingInfo(e[i], CL_PROFILING_COMMAND_END, 8, &b, NULL);
+            ev += (b - a) * 1e-3 / 64;
+            clReleaseEvent(e[i]);
+        }
+    }
+    printf("%-40s %s  wall %7.2f us/launch  event %7.2f us\n", name, prof ? "prof  " : "noprof", wall, ev);
+}
+
+int main(void)
+{
+    cl_platform_id plats[8];
+    cl_uint np;
+    CK(clGetPlatformIDs(8, plats, &np));
+    int found = 0;
+    for (cl_uint i = 0; i < np && !found; i++)
+        found = !clGetDeviceIDs(plats[i], getenv("PROBE_ANY") ? CL_DEVICE_TYPE_ALL : CL_DEVICE_TYPE_GPU, 1, &dev, NULL);
+    if (!found) { printf("no GPU\n"); return 1; }
+    char name[256];
+    clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
+    printf("device %s\n", name);
+    cl_int err;
+    cx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    CK(err);
+    cl_command_queue qp = clCreateCommandQueue(cx, dev, CL_QUEUE_PROFILING_ENABLE, &err);
+    CK(err);
+    cl_command_queue qn = clCreateCommandQueue(cx, dev, 0, &err);
+    CK(err);
+    size_t wbytes = (size_t)3072 * 3072 * 2;
+    cl_mem w = clCreateBuffer(cx, CL_MEM_READ_WRITE, wbytes, NULL, &err);
+    cl_mem x = clCreateBuffer(cx, CL_MEM_READ_WRITE, 3072 * 4, NULL, &err);
+    cl_mem y = clCreateBuffer(cx, CL_MEM_READ_WRITE, 3072 * 4 * 4, NULL, &err);
+    float zero = 0;
+    CK(clEnqueueFillBuffer(qp, w, &zero, 4, 0, wbytes, 0, NULL, NULL));
+    CK(clEnqueueFillBuffer(qp, x, &zero, 4, 0, 3072 * 4, 0, NULL, NULL));
+    CK(clFinish(qp));
+    cl_program p = build("-DCOLS=16");
+    cl_kernel ke = clCreateKernel(p, "empty", &err);
+    CK(clSetKernelArg(ke, 0, sizeof y, &y));
+    for (int prof = 1; prof >= 0; prof--) {
+        cl_command_queue q = prof ? qp : qn;
+        time_kernel("empty 1 x 32", q, prof, ke, 32, 32, 2000);
+        time_kernel("empty 528 x 128", q, prof, ke, 528 * 128, 128, 2000);
+        time_kernel("empty 1056 x 256", q, prof, ke, 1056 * 256, 256, 2000);
+    }
+    const int shapes[5][2] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}, {768, 50304}};
+    for (int cols = 8; cols <= 64; cols *= 2) {
+        char o[64];
+        snprintf(o, sizeof o, "-DCOLS=%d", cols);
+        cl_program pg = build(o);
+        cl_kernel kg = clCreateKernel(pg, "gemv_plain", &err);
+        CK(err);
+        for (int s = 0; s < 4; s++) {
+            cl_int K = shapes[s][0], N = shapes[s][1];
+            CK(clSetKernelArg(kg, 0, sizeof w, &w));
+            CK(clSetKernelArg(kg, 1, sizeof x, &x));
+            CK(clSetKernelArg(kg, 2, sizeof y, &y));
+            CK(clSetKernelArg(kg, 3, 4, &K));
+            CK(clSetKernelArg(kg, 4, 4, &N));
+            char label[96];
+            snprintf(label, sizeof label, "gemv_plain COLS=%d K=%d N=%d (%d WGs)", cols, K, N, N / cols);
+            for (int prof = 1; prof >= 0; prof--)
+                time_kernel(label, prof ? qp : qn, prof, kg, (size_t)N / cols * 256, 256, 1000);
+        }
+        clReleaseKernel(kg);
+        clReleaseProgram(pg);
+    }
+    /* a decode-like chain: 4 GEMVs of a layer, 12 layers, back to back (COLS 16) */
+    return 0;
+}
