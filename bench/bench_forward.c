@@ -54,6 +54,8 @@ typedef struct fwd_job {
     uint64_t launches; /* kernels the last decode step enqueued */
     int32_t *slots;    /* serving rows: batch slots, slot i at its own length (slot_len) */
     int (*slot_len)(int i, int n, int context);
+    double host_ms;    /* decode steps: the host's enqueue time (until the call returned), summed */
+    int host_steps;
 } fwd_job;
 
 /* Serving rows: slot i of n starts at context/2 + i * (context/2) / n tokens, so the step's
@@ -105,6 +107,7 @@ static tdacl_status fwd_once(void *user, double *ms)
         uint64_t before = j->ctx->launches;
         st = tdacl_model_decode(j->model, j->batch, j->tokens);
         j->launches = j->ctx->launches - before;
+        j->host_ms += (tdacl__now() - t0) * 1e3, j->host_steps++;
     } else {
         if ((st = tdacl_finish(j->ctx))) return st;
         t0 = tdacl__now();
@@ -233,7 +236,7 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, const fwd_
         for (int pi = 0; pi < nprefill + ncontexts; pi++) {
             int decode = pi >= nprefill;
             fwd_job j = {ctx, m, decode ? 1 : prefill[pi][1], decode ? 1 : prefill[pi][0],
-                         decode ? contexts[pi - nprefill] : 0, tokens, decode, 0, NULL, NULL};
+                         decode ? contexts[pi - nprefill] : 0, tokens, decode, 0, NULL, NULL, 0, 0};
             if (!decode && o->no_prefill) continue;
             if (j.len > max_ctx || j.context > max_ctx || j.batch > max_batch || bench_stop_requested()) continue;
             bench_row *r = bench_add_row(run);
@@ -265,8 +268,10 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, const fwd_
             if (decode) { /* which decode ran: fused (five kernels a layer) or layer by layer, and why */
                 char why[200], note[sizeof r->note];
                 const int fused = tdacl__model_decode_fused(m, j.batch, why, sizeof why);
-                snprintf(note, sizeof note, "%s%s%s; %llu kernels a step", r->note, r->note[0] ? "; " : "",
-                         fused ? "fused decode" : why, (unsigned long long)j.launches);
+                /* the host's share: a step whose enqueueing takes as long as the step waits on the host */
+                snprintf(note, sizeof note, "%s%s%s; %llu kernels a step; host enqueue %.3f ms a step", r->note,
+                         r->note[0] ? "; " : "", fused ? "fused decode" : why, (unsigned long long)j.launches,
+                         j.host_steps ? j.host_ms / j.host_steps : 0.0);
                 snprintf(r->note, sizeof r->note, "%s", note);
             }
             if (decode && bd->have_peak && bd->peak.bandwidth_gbs > 0) {
@@ -329,7 +334,7 @@ static int slots_rows(bench_run *run, tdacl_context *ctx, int dev, const fwd_mod
             tokens[i] = (int32_t)((s >> 33) % (uint64_t)info.vocab_size);
         }
         for (int i = 0; i < n; i++) slots[i] = n - 1 - i; /* any order: the longest row first */
-        fwd_job j = {ctx, m, n, 1, context, tokens, 1, 0, slots, spread_len};
+        fwd_job j = {ctx, m, n, 1, context, tokens, 1, 0, slots, spread_len, 0, 0};
         r->B = n, r->Tq = 1, r->Tk = context, r->d = info.head_dim, r->H = info.n_head;
         bench_progress(run, "%s forward %s B=%d T=%d..%d", bd->info.name, r->name, n, context / 2, context);
         failed = tdacl__measure(fwd_once, &j, mo, &r->s) != TDACL_SUCCESS;

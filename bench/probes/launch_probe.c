@@ -11,6 +11,24 @@
 
 static const char *src =
     "__kernel void empty(__global float *o) { if (get_global_id(0) == 0x7fffffff) o[0] = 1.0f; }\n"
+    /* as many arguments as the decode step's GEMV: 14 buffers, 19 scalars */
+    "__kernel void many_args(__global float *o, __global float *b1, __global float *b2, __global float *b3,\n"
+    "    __global float *b4, __global float *b5, __global float *b6, __global float *b7, __global float *b8,\n"
+    "    __global float *b9, __global float *b10, __global float *b11, __global float *b12, __global float *b13,\n"
+    "    int i1, int i2, int i3, int i4, int i5, int i6, int i7, int i8, int i9, int i10, int i11, int i12,\n"
+    "    int i13, int i14, int i15, int i16, int i17, int i18, int i19) {\n"
+    "  if (get_global_id(0) == 0x7fffffff) o[0] = b1[i1] + b13[i19]; }\n"
+    /* the same, the 19 scalars in one struct passed by value */
+    "typedef struct { int v[19]; } scalars19;\n"
+    "__kernel void struct_args(__global float *o, __global float *b1, __global float *b2, __global float *b3,\n"
+    "    __global float *b4, __global float *b5, __global float *b6, __global float *b7, __global float *b8,\n"
+    "    __global float *b9, __global float *b10, __global float *b11, __global float *b12, __global float *b13,\n"
+    "    scalars19 sc) {\n"
+    "  if (get_global_id(0) == 0x7fffffff) o[0] = b1[sc.v[0]] + b13[sc.v[18]]; }\n"
+    /* four buffers and the struct */
+    "__kernel void few_args(__global float *o, __global float *b1, __global float *b2, __global float *b3,\n"
+    "    scalars19 sc) {\n"
+    "  if (get_global_id(0) == 0x7fffffff) o[0] = b1[sc.v[0]] + b3[sc.v[18]]; }\n"
     /* weights [K, N] bf16 (N contiguous), x [K] f32 -> y [N]; a work-group of 256 takes COLS
      * columns over all K: CG = COLS/8 column groups of 8 (one 16-byte load), KR = 256/CG rows */
     "#define CG (COLS / 8)\n#define KR (256 / CG)\n"
@@ -66,6 +84,7 @@ static void time_kernel(const char *name, cl_command_queue q, int prof, cl_kerne
     CK(clFinish(q));
     double t0 = now();
     for (int i = 0; i < n; i++) CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, &l, 0, NULL, NULL));
+    double enq = (now() - t0) / n * 1e6; /* the host's own time a launch */
     CK(clFinish(q));
     double wall = (now() - t0) / n * 1e6, ev = 0;
     if (prof) {
@@ -80,7 +99,8 @@ static void time_kernel(const char *name, cl_command_queue q, int prof, cl_kerne
             clReleaseEvent(e[i]);
         }
     }
-    printf("%-40s %s  wall %7.2f us/launch  event %7.2f us\n", name, prof ? "prof  " : "noprof", wall, ev);
+    printf("%-40s %s  wall %7.2f us/launch  enqueue %7.2f us  event %7.2f us\n", name, prof ? "prof  " : "noprof", wall,
+           enq, ev);
 }
 
 int main(void)
@@ -118,6 +138,65 @@ int main(void)
         time_kernel("empty 1 x 32", q, prof, ke, 32, 32, 2000);
         time_kernel("empty 528 x 128", q, prof, ke, 528 * 128, 128, 2000);
         time_kernel("empty 1056 x 256", q, prof, ke, 1056 * 256, 256, 2000);
+    }
+    /* a launch's host cost with the decode GEMV's argument count: enqueue alone, and each of
+     * the 33 arguments set again before every enqueue (as a kernel shared by many call sites) */
+    cl_kernel km = clCreateKernel(p, "many_args", &err);
+    CK(err);
+    for (int i = 0; i < 14; i++) CK(clSetKernelArg(km, i, sizeof y, &y));
+    for (int i = 14; i < 33; i++) CK(clSetKernelArg(km, i, sizeof(cl_int), &(cl_int){0}));
+    time_kernel("many_args 528 x 128 (args set once)", qp, 1, km, 528 * 128, 128, 2000);
+    {
+        size_t g = 528 * 128, l = 128;
+        const int n = 2000;
+        CK(clFinish(qp));
+        double t0 = now();
+        for (int r = 0; r < n; r++) {
+            for (int i = 0; i < 14; i++) CK(clSetKernelArg(km, i, sizeof y, &y));
+            for (int i = 14; i < 33; i++) CK(clSetKernelArg(km, i, sizeof(cl_int), &(cl_int){r}));
+            CK(clEnqueueNDRangeKernel(qp, km, 1, NULL, &g, &l, 0, NULL, NULL));
+        }
+        double enq = (now() - t0) / n * 1e6;
+        CK(clFinish(qp));
+        printf("%-40s prof    wall %7.2f us/launch  enqueue %7.2f us\n", "many_args, 33 args set every launch",
+               (now() - t0) / n * 1e6, enq);
+    }
+    {
+        cl_kernel ks = clCreateKernel(p, "struct_args", &err), kf = clCreateKernel(p, "few_args", &err);
+        CK(err);
+        struct { cl_int v[19]; } sc = {{0}};
+        for (int i = 0; i < 14; i++) CK(clSetKernelArg(ks, i, sizeof y, &y));
+        CK(clSetKernelArg(ks, 14, sizeof sc, &sc));
+        for (int i = 0; i < 4; i++) CK(clSetKernelArg(kf, i, sizeof y, &y));
+        CK(clSetKernelArg(kf, 4, sizeof sc, &sc));
+        time_kernel("struct_args: 14 buffers + 1 struct", qp, 1, ks, 528 * 128, 128, 2000);
+        time_kernel("few_args: 4 buffers + 1 struct", qp, 1, kf, 528 * 128, 128, 2000);
+        size_t g = 528 * 128, l = 128;
+        const int n = 2000;
+        CK(clFinish(qp));
+        double t0 = now();
+        for (int r = 0; r < n; r++) {
+            for (int i = 0; i < 14; i++) CK(clSetKernelArg(ks, i, sizeof y, &y));
+            sc.v[0] = r & 1;
+            CK(clSetKernelArg(ks, 14, sizeof sc, &sc));
+            CK(clEnqueueNDRangeKernel(qp, ks, 1, NULL, &g, &l, 0, NULL, NULL));
+        }
+        double enq = (now() - t0) / n * 1e6;
+        CK(clFinish(qp));
+        printf("%-40s prof    wall %7.2f us/launch  enqueue %7.2f us\n", "struct_args, 15 args set every launch",
+               (now() - t0) / n * 1e6, enq);
+    }
+    {
+        /* two kernel objects in turn (a decode step alternates programs), args set once */
+        size_t g = 528 * 128, l = 128;
+        const int n = 2000;
+        CK(clFinish(qp));
+        double t0 = now();
+        for (int r = 0; r < n; r++) CK(clEnqueueNDRangeKernel(qp, r & 1 ? km : ke, 1, NULL, &g, &l, 0, NULL, NULL));
+        double enq = (now() - t0) / n * 1e6;
+        CK(clFinish(qp));
+        printf("%-40s prof    wall %7.2f us/launch  enqueue %7.2f us\n", "empty and many_args in turn", (now() - t0) / n * 1e6,
+               enq);
     }
     const int shapes[5][2] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}, {768, 50304}};
     for (int cols = 8; cols <= 64; cols *= 2) {
