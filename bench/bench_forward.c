@@ -54,7 +54,7 @@ typedef struct fwd_job {
     uint64_t launches; /* kernels the last decode step enqueued */
     int32_t *slots;    /* serving rows: batch slots, slot i at its own length (slot_len) */
     int (*slot_len)(int i, int n, int context);
-    double host_ms;    /* decode steps: the host's enqueue time (until the call returned), summed */
+    double host_ms;    /* decode steps after the first: the host's enqueue time (until the call returned), summed */
     int host_steps;
 } fwd_job;
 
@@ -107,7 +107,7 @@ static tdacl_status fwd_once(void *user, double *ms)
         uint64_t before = j->ctx->launches;
         st = tdacl_model_decode(j->model, j->batch, j->tokens);
         j->launches = j->ctx->launches - before;
-        j->host_ms += (tdacl__now() - t0) * 1e3, j->host_steps++;
+        if (j->host_steps++) j->host_ms += (tdacl__now() - t0) * 1e3; /* the first step builds programs */
     } else {
         if ((st = tdacl_finish(j->ctx))) return st;
         t0 = tdacl__now();
@@ -271,7 +271,7 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, const fwd_
                 /* the host's share: a step whose enqueueing takes as long as the step waits on the host */
                 snprintf(note, sizeof note, "%s%s%s; %llu kernels a step; host enqueue %.3f ms a step", r->note,
                          r->note[0] ? "; " : "", fused ? "fused decode" : why, (unsigned long long)j.launches,
-                         j.host_steps ? j.host_ms / j.host_steps : 0.0);
+                         j.host_steps > 1 ? j.host_ms / (j.host_steps - 1) : 0.0);
                 snprintf(r->note, sizeof r->note, "%s", note);
             }
             if (decode && bd->have_peak && bd->peak.bandwidth_gbs > 0) {

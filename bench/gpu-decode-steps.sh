@@ -15,26 +15,33 @@ BASE=${1:-$(git rev-parse HEAD~1)}
 build_base "$BASE"
 export TDACL_BENCH_MODELS=/tmp/tdacl-bench-models
 D="--device nvidia --suite forward --kinds softmax,tda --dtype f32,bf16act --no-prefill"
-for i in 1 2 3; do
+for i in $(seq "${REPS:-3}"); do
     /tmp/base/build/tdacl-bench $D --json "$OUT/decode-base-$i.json" >/dev/null 2>&1
     build-gpu/tdacl-bench $D --json "$OUT/decode-new-$i.json" >/dev/null 2>&1
 done
 python3 - "$OUT" >"$OUT/decode.txt" <<'PY'
 import json, statistics, sys, glob
 out = sys.argv[1]
+import re
 def med(v):
-    rows = {}
+    rows, host = {}, {}
     for f in sorted(glob.glob(f"{out}/decode-{v}-*.json")):
         for r in json.load(open(f))["rows"]:
             sh = r["shape"]
-            rows.setdefault((r["name"], r["dtype"], sh["Tk"], sh["B"]), []).append(r["time_ms"]["median"])
-    return {k: statistics.median(x) for k, x in rows.items()}
-b, n = med("base"), med("new")
-print("row (name dtype ctx B): base ms, new ms, new/base (medians of three runs' medians)")
+            key = (r["name"], r["dtype"], sh["Tk"], sh["B"])
+            rows.setdefault(key, []).append(r["time_ms"]["median"])
+            m = re.search(r"host enqueue ([0-9.]+) ms", r.get("note", ""))
+            if m: host.setdefault(key, []).append(float(m.group(1)))
+    return ({k: statistics.median(x) for k, x in rows.items()}, {k: statistics.median(x) for k, x in host.items()})
+(b, bh), (n, nh) = med("base"), med("new")
+print("row (name dtype ctx B): base ms, new ms, new/base (medians of the runs' medians); host enqueue ms a step, base / new")
 for k in sorted(n):
-    if k in b: print(f"{k[0]:22s} {k[1]:8s} ctx {k[2]:5d} B{k[3]:<3d} {b[k]:8.4f} {n[k]:8.4f} {n[k] / b[k]:6.3f}")
+    if k in b:
+        h = f"   host {bh[k]:.3f} / {nh[k]:.3f}" if k in bh and k in nh else ""
+        print(f"{k[0]:22s} {k[1]:8s} ctx {k[2]:5d} B{k[3]:<3d} {b[k]:8.4f} {n[k]:8.4f} {n[k] / b[k]:6.3f}{h}")
 PY
 cat "$OUT/decode.txt"
+[ "${STEPS_ONLY:-0}" = 1 ] && { cd "$OUT" && tar czf data.tgz *.json && rm -f *.json; exit 0; }
 P="--device nvidia --suite forward --kinds softmax,tda --dtype bf16act --no-decode"
 /tmp/base/build/tdacl-bench $P --json "$OUT/prefill-base.json" >/dev/null 2>&1
 build-gpu/tdacl-bench $P --json "$OUT/prefill-new.json" >/dev/null 2>&1
