@@ -1,6 +1,7 @@
 #!/bin/bash
 # The decode step against commit BASE (default: the parent of HEAD) built in the same run, on
-# the GPU host of ../shared/gpu-host:   bash bench/gpu-decode-steps.sh [BASE]
+# the GPU host of ../shared/gpu-host:   bash bench/gpu-decode-steps.sh [BASE | PATCH]
+# (PATCH: a `git diff` of a change not yet committed; the base is this tree without it)
 #   decode.txt     tdacl-bench forward decode rows (softmax, tda; f32, bf16act), base and new
 #                  interleaved three times, each row's median of the three medians (the batch-1
 #                  rows vary by up to 30 % between processes), new / base
@@ -12,7 +13,10 @@
 #   data.tgz       the JSON runs
 . bench/gpu-setup.sh
 BASE=${1:-$(git rev-parse HEAD~1)}
-build_base "$BASE"
+case "$BASE" in
+*.patch) build_reverted "$BASE" ;; # this tree without a change not yet committed
+*) build_base "$BASE" ;;
+esac
 export TDACL_BENCH_MODELS=/tmp/tdacl-bench-models
 D="--device nvidia --suite forward --kinds softmax,tda --dtype f32,bf16act --no-prefill"
 for i in $(seq "${REPS:-3}"); do

@@ -363,14 +363,22 @@ inline int view_of(int n, int4 cols, int C)
 
 inline int col_of(int4 cols, int v) { return v == 0 ? cols.s0 : v == 1 ? cols.s1 : v == 2 ? cols.s2 : cols.s3; }
 
+/* The fusions' arguments only where the options compile them in: on NVIDIA's OpenCL every
+ * pointer argument, NULL or not, adds about 0.3 us to each launch's host time, and a decode
+ * step is host-bound (bench/results/decode-floor-h200/probe-args.txt) */
 __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
     __global void *c, __global const void *a, __global const void *b, __global const float *bias,
     __global const void *res, __global float *part, __global uint *arrivals, int M, int N, int K, int lda, int ldb,
-    int ldc, int flags, int kchunk, int nchunks,
-    __global const float *nw, __global const float *nb, float eps, int rms,
-    __global void *kc, __global void *k2c, __global void *vc, long cache_ld, int pos, int C, int d,
+    int ldc, int flags, int kchunk, int nchunks
+#if GV_NORM
+    , __global const float *nw, __global const float *nb, float eps, int rms
+#endif
+#if GV_SCATTER
+    , __global void *kc, __global void *k2c, __global void *vc, long cache_ld, int pos, int C, int d,
     int4 rope_cols, int4 cache_cols, __global const float *cos_t, __global const float *sin_t,
-    __global const int2 *rowmap)
+    __global const int2 *rowmap
+#endif
+    )
 {
     /* one buffer for the rows' statistics, the K lanes' sums (a row at a time) and the
      * outputs: 4 KB at most, so devices with 32 KB of local memory run it */

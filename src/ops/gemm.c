@@ -134,14 +134,22 @@ tdacl_status tdacl__gemv_launch(tdacl_context *ctx, const tdacl_variant_def *row
     cl_long cache_ld = f->cache_ld;
     cl_int4 rope_cols = {{f->rope_cols[0], f->rope_cols[1], f->rope_cols[2], f->rope_cols[3]}};
     cl_int4 cache_cols = {{f->cache_cols[0], f->cache_cols[1], f->cache_cols[2], f->cache_cols[3]}};
+    /* the fusions' arguments follow only where compiled in (cl/layers.cl gemv) */
     st = tdacl__set_args(ctx, k, "gemv", sizeof cm, &cm, sizeof am, &am, sizeof wm, &wm, sizeof bm, &bm, sizeof rm, &rm,
                          sizeof part, &part, sizeof arrivals, &arrivals, sizeof cM, &cM, sizeof cN, &cN, sizeof cK, &cK,
                          sizeof lda, &lda, sizeof ldb, &ldb, sizeof ldc, &ldc, sizeof fl, &fl, sizeof kc, &kc,
-                         sizeof nc, &nc, sizeof nwm, &nwm, sizeof nbm, &nbm, sizeof eps, &eps, sizeof rms, &rms,
-                         sizeof f->kc, &f->kc, sizeof f->k2c, &f->k2c, sizeof f->vc, &f->vc, sizeof cache_ld, &cache_ld,
-                         sizeof pos, &pos, sizeof C, &C, sizeof d, &d, sizeof rope_cols, &rope_cols,
-                         sizeof cache_cols, &cache_cols, sizeof f->cos_t, &f->cos_t, sizeof f->sin_t, &f->sin_t,
-                         sizeof f->rowmap, &f->rowmap, (size_t)0);
+                         sizeof nc, &nc, (size_t)0);
+    unsigned next = 16;
+    if (!st && f->norm_w) {
+        st = tdacl__set_args_from(ctx, k, "gemv", next, sizeof nwm, &nwm, sizeof nbm, &nbm, sizeof eps, &eps, sizeof rms,
+                                  &rms, (size_t)0);
+        next += 4;
+    }
+    if (!st && f->scatter)
+        st = tdacl__set_args_from(ctx, k, "gemv", next, sizeof f->kc, &f->kc, sizeof f->k2c, &f->k2c, sizeof f->vc, &f->vc,
+                                  sizeof cache_ld, &cache_ld, sizeof pos, &pos, sizeof C, &C, sizeof d, &d,
+                                  sizeof rope_cols, &rope_cols, sizeof cache_cols, &cache_cols, sizeof f->cos_t,
+                                  &f->cos_t, sizeof f->sin_t, &f->sin_t, sizeof f->rowmap, &f->rowmap, (size_t)0);
     size_t g[2] = {(size_t)colblocks * GEMV_WG, (size_t)nchunks}, l[2] = {GEMV_WG, 1};
     return st ? st : tdacl__launch(ctx, k, 2, g, l, c->ev, "gemv");
 }

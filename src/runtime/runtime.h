@@ -183,5 +183,7 @@ tdacl_status tdacl__launch(tdacl_context *ctx, cl_kernel k, cl_uint dims, const 
 
 /* Set kernel args from a list: pairs of (size, pointer); ends at size 0. */
 tdacl_status tdacl__set_args(tdacl_context *ctx, cl_kernel k, const char *what, ...);
+/* The same from argument index `first` on (a kernel whose signature grows with its options). */
+tdacl_status tdacl__set_args_from(tdacl_context *ctx, cl_kernel k, const char *what, unsigned first, ...);
 
 #endif

@@ -58,20 +58,32 @@ tdacl_status tdacl__launch(tdacl_context *ctx, cl_kernel k, cl_uint dims, const 
     return TDACL_SUCCESS;
 }
 
-tdacl_status tdacl__set_args(tdacl_context *ctx, cl_kernel k, const char *what, ...)
+static tdacl_status set_args_va(tdacl_context *ctx, cl_kernel k, const char *what, cl_uint first, va_list ap)
 {
-    va_list ap;
-    va_start(ap, what);
-    for (cl_uint i = 0;; i++) {
+    for (cl_uint i = first;; i++) {
         size_t size = va_arg(ap, size_t);
         if (size == 0) break;
         const void *p = va_arg(ap, const void *);
         cl_int err = clSetKernelArg(k, i, size, p);
-        if (err) {
-            va_end(ap);
-            return tdacl__fail_cl(ctx, err, "clSetKernelArg(%s, arg %u)", what, i);
-        }
+        if (err) return tdacl__fail_cl(ctx, err, "clSetKernelArg(%s, arg %u)", what, i);
     }
-    va_end(ap);
     return TDACL_SUCCESS;
+}
+
+tdacl_status tdacl__set_args(tdacl_context *ctx, cl_kernel k, const char *what, ...)
+{
+    va_list ap;
+    va_start(ap, what);
+    tdacl_status st = set_args_va(ctx, k, what, 0, ap);
+    va_end(ap);
+    return st;
+}
+
+tdacl_status tdacl__set_args_from(tdacl_context *ctx, cl_kernel k, const char *what, unsigned first, ...)
+{
+    va_list ap;
+    va_start(ap, first);
+    tdacl_status st = set_args_va(ctx, k, what, first, ap);
+    va_end(ap);
+    return st;
 }
