@@ -269,9 +269,11 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, const fwd_
                 char why[200], note[sizeof r->note];
                 const int fused = tdacl__model_decode_fused(m, j.batch, why, sizeof why);
                 /* the host's share: a step whose enqueueing takes as long as the step waits on the host */
-                snprintf(note, sizeof note, "%s%s%s; %llu kernels a step; host enqueue %.3f ms a step", r->note,
-                         r->note[0] ? "; " : "", fused ? "fused decode" : why, (unsigned long long)j.launches,
-                         j.host_steps > 1 ? j.host_ms / (j.host_steps - 1) : 0.0);
+                /* and the floor of that many launches at the measured enqueue time (argument-free) */
+                const double floor_ms = bd->have_peak ? (double)j.launches * bd->peak.enqueue_us * 1e-3 : 0.0;
+                snprintf(note, sizeof note, "%s%s%s; %llu kernels a step; host enqueue %.3f ms a step (launch floor %.3f)",
+                         r->note, r->note[0] ? "; " : "", fused ? "fused decode" : why, (unsigned long long)j.launches,
+                         j.host_steps > 1 ? j.host_ms / (j.host_steps - 1) : 0.0, floor_ms);
                 snprintf(r->note, sizeof r->note, "%s", note);
             }
             if (decode && bd->have_peak && bd->peak.bandwidth_gbs > 0) {

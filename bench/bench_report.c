@@ -31,6 +31,8 @@ void bench_print_device(const bench_run *run, int i, FILE *f)
     if (d->have_peak)
         fprintf(f, ": FP32 %.1f GFLOP/s, %.1f GB/s, launch %.1f us", d->peak.fp32_gflops, d->peak.bandwidth_gbs,
                 d->peak.launch_us);
+    if (d->have_peak && d->peak.enqueue_us > 0)
+        fprintf(f, ", enqueue %.2f us + %.2f us a pointer argument", d->peak.enqueue_us, d->peak.enqueue_arg_us);
     if (d->have_peak && d->peak.mma_bf16_gflops > 0) fprintf(f, ", mma.sync bf16 %.1f GFLOP/s", d->peak.mma_bf16_gflops);
     if (d->have_peak && d->peak.mma_tf32_gflops > 0) fprintf(f, ", tf32 %.1f GFLOP/s", d->peak.mma_tf32_gflops);
     fprintf(f, "\n");
@@ -105,6 +107,8 @@ static cJSON *device_json(const bench_device *d)
         cJSON_AddNumberToObject(p, "fp32_gflops", d->peak.fp32_gflops);
         cJSON_AddNumberToObject(p, "bandwidth_gbs", d->peak.bandwidth_gbs);
         cJSON_AddNumberToObject(p, "launch_us", d->peak.launch_us);
+        if (d->peak.enqueue_us > 0) cJSON_AddNumberToObject(p, "enqueue_us", d->peak.enqueue_us);
+        if (d->peak.enqueue_us > 0) cJSON_AddNumberToObject(p, "enqueue_arg_us", d->peak.enqueue_arg_us);
         if (d->peak.mma_bf16_gflops > 0) cJSON_AddNumberToObject(p, "mma_bf16_gflops", d->peak.mma_bf16_gflops);
         if (d->peak.mma_tf32_gflops > 0) cJSON_AddNumberToObject(p, "mma_tf32_gflops", d->peak.mma_tf32_gflops);
     }
@@ -272,6 +276,8 @@ int bench_load_json(const char *path, bench_run *out)
             bd->peak.fp32_gflops = num(pk, "fp32_gflops", 0);
             bd->peak.bandwidth_gbs = num(pk, "bandwidth_gbs", 0);
             bd->peak.launch_us = num(pk, "launch_us", 0);
+            bd->peak.enqueue_us = num(pk, "enqueue_us", 0); /* absent before 2026-11-27 */
+            bd->peak.enqueue_arg_us = num(pk, "enqueue_arg_us", 0);
             bd->peak.mma_bf16_gflops = num(pk, "mma_bf16_gflops", 0);
             bd->peak.mma_tf32_gflops = num(pk, "mma_tf32_gflops", 0);
         }

@@ -27,12 +27,13 @@ int bench_suite_peak(bench_run *run, tdacl_context *ctx, int dev)
     const bench_device *d = &run->devices[dev];
     if (run->planning) return 0; /* measured before the suites: not counted */
     if (!d->have_peak) return 1;
-    static const char *names[5] = {"fp32_fma", "read_bandwidth", "launch_latency", "mma_bf16", "mma_tf32"};
-    static const char *units[5] = {"GFLOP/s", "GB/s", "us", "GFLOP/s", "GFLOP/s"};
-    double vals[5] = {d->peak.fp32_gflops, d->peak.bandwidth_gbs, d->peak.launch_us, d->peak.mma_bf16_gflops,
-                      d->peak.mma_tf32_gflops};
-    for (int i = 0; i < 5; i++) {
-        if (i >= 3 && vals[i] <= 0) continue; /* no matrix units the library drives */
+    static const char *names[7] = {"fp32_fma", "read_bandwidth", "launch_latency", "enqueue", "enqueue_per_pointer_arg",
+                                   "mma_bf16", "mma_tf32"};
+    static const char *units[7] = {"GFLOP/s", "GB/s", "us", "us", "us", "GFLOP/s", "GFLOP/s"};
+    double vals[7] = {d->peak.fp32_gflops, d->peak.bandwidth_gbs, d->peak.launch_us, d->peak.enqueue_us,
+                      d->peak.enqueue_arg_us, d->peak.mma_bf16_gflops, d->peak.mma_tf32_gflops};
+    for (int i = 0; i < 7; i++) {
+        if (i >= 5 && vals[i] <= 0) continue; /* no matrix units the library drives */
         bench_row *r = new_row(run, dev, "peak", names[i]);
         if (!r) return 1;
         r->value = vals[i];

@@ -508,7 +508,9 @@ UNROLL
 #define GVT_LANES 8 /* the host sizes the grid by it (src/ops/gemm.c) */
 #endif
 #define GVT_COLS (GV_WG / GVT_LANES)
-#define GVT_BATCH 6
+#ifndef GVT_BATCH
+#define GVT_BATCH 6 /* a device class may take fewer (src/runtime/program.c) */
+#endif
 
 __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv_t(
     __global void *c, __global const void *a, __global const void *b, __global const float *bias,

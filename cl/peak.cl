@@ -45,3 +45,14 @@ __kernel void empty_kernel(__global float *out)
 {
     if (get_global_id(0) == 0x7fffffff) out[0] = 0.0f;
 }
+
+/* sixteen pointer arguments (the enqueue probe: what each adds to a launch's host time) */
+__kernel void pointers_kernel(__global float *out, __global const float *p1, __global const float *p2,
+                              __global const float *p3, __global const float *p4, __global const float *p5,
+                              __global const float *p6, __global const float *p7, __global const float *p8,
+                              __global const float *p9, __global const float *p10, __global const float *p11,
+                              __global const float *p12, __global const float *p13, __global const float *p14,
+                              __global const float *p15)
+{
+    if (get_global_id(0) == 0x7fffffff) out[0] = p1[0] + p15[0];
+}

@@ -669,6 +669,10 @@ typedef struct tdacl_peak {
     double mma_bf16_gflops;  /* measured bf16 mma.sync rate (f32 accumulation); 0 on devices
                                 whose matrix units the library does not drive */
     double mma_tf32_gflops;  /* measured tf32 mma.sync rate (f32 accumulation); 0 likewise */
+    double enqueue_us;       /* the host's time per launch of back-to-back launches of an empty
+                                kernel with one pointer argument (the floor of a launch-bound step) */
+    double enqueue_arg_us;   /* the host time each further pointer argument of a kernel's
+                                signature adds to every launch of it (NULL or not) */
 } tdacl_peak;
 
 /* Runs short probe kernels (a fraction of a second on a GPU, a few seconds on a CPU). */

@@ -66,6 +66,7 @@ static void make_run(bench_run *run)
     d->info.type = TDACL_DEVICE_CPU;
     d->have_peak = 1;
     d->peak.fp32_gflops = 123.456789012345, d->peak.bandwidth_gbs = 45.25, d->peak.launch_us = 7.1;
+    d->peak.enqueue_us = 4.25, d->peak.enqueue_arg_us = 0.3125;
     snprintf(run->created, sizeof run->created, "2026-11-22T01:02:03Z");
 
     static const char *peaks[3][2] = {{"fp32_fma", "GFLOP/s"}, {"read_bandwidth", "GB/s"}, {"launch_latency", "us"}};
@@ -172,6 +173,8 @@ static void test_json_roundtrip(void **state)
     assert_json_double(d->peak.fp32_gflops, run.devices[0].peak.fp32_gflops);
     assert_json_double(d->peak.bandwidth_gbs, run.devices[0].peak.bandwidth_gbs);
     assert_json_double(d->peak.launch_us, run.devices[0].peak.launch_us);
+    assert_json_double(d->peak.enqueue_us, run.devices[0].peak.enqueue_us);
+    assert_json_double(d->peak.enqueue_arg_us, run.devices[0].peak.enqueue_arg_us);
     assert_int_equal(back.nrows, run.nrows);
     for (int i = 0; i < run.nrows; i++) assert_row_equal(&back.rows[i], &run.rows[i]);
 

@@ -300,6 +300,27 @@ static void test_context_on_selected_device(void **state)
     assert_contains(tdacl_last_error(NULL), ref.name);
 }
 
+/* The peak probes give every figure a positive value; a kernel with sixteen pointer arguments
+ * costs no less to enqueue than one with one (the per-argument figure is never negative), and
+ * PoCL's CPU device has no matrix units the library drives (their rates 0). */
+static void test_measure_peak(void **state)
+{
+    (void)state;
+    tdacl_context_desc desc;
+    tdacl_context_desc_init(&desc);
+    desc.device = "pocl";
+    desc.cache = 0;
+    tdacl_context *ctx = NULL;
+    assert_ok(NULL, tdacl_context_create(&desc, &ctx));
+    tdacl_peak pk;
+    assert_ok(ctx, tdacl_measure_peak(ctx, &pk));
+    assert_true(pk.fp32_gflops > 0 && pk.bandwidth_gbs > 0 && pk.launch_us > 0);
+    assert_true(pk.enqueue_us > 0 && pk.enqueue_us < 1e5);
+    assert_true(pk.enqueue_arg_us >= 0 && pk.enqueue_arg_us < 1e4);
+    assert_true(pk.mma_bf16_gflops == 0 && pk.mma_tf32_gflops == 0);
+    tu_destroy_checked(ctx);
+}
+
 /* The tuning class from a capability record: architectures, not vendor IDs (an Intel GPU by
  * its IP version or, without one, its name; PoCL's CPU device never as its CPU's vendor). */
 static void test_classify(void **state)
@@ -354,6 +375,7 @@ int main(void)
         cmocka_unit_test(test_select_no_match),
         cmocka_unit_test(test_default_and_env),
         cmocka_unit_test(test_context_on_selected_device),
+        cmocka_unit_test(test_measure_peak),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

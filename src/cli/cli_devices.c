@@ -167,6 +167,7 @@ int cmd_devices(int argc, char **argv)
             }
             printf("    measured peak: FP32 %.1f GFLOP/s, read bandwidth %.1f GB/s, launch latency %.1f us", pk.fp32_gflops,
                    pk.bandwidth_gbs, pk.launch_us);
+            printf(", enqueue %.2f us a launch + %.2f us a pointer argument", pk.enqueue_us, pk.enqueue_arg_us);
             if (pk.mma_bf16_gflops > 0) printf(", mma.sync bf16 %.1f GFLOP/s", pk.mma_bf16_gflops);
             if (pk.mma_tf32_gflops > 0) printf(", mma.sync tf32 %.1f GFLOP/s", pk.mma_tf32_gflops);
             printf("\n");

@@ -133,6 +133,50 @@ static tdacl_status launch_latency(tdacl_context *ctx, double *us)
     return TDACL_SUCCESS;
 }
 
+/* The host's time per launch of n launches enqueued back to back (waiting once at the end): on
+ * a GPU whose driver takes longer to enqueue a kernel than the kernel runs, a step of many small
+ * kernels is bound by this, not by the device. */
+static tdacl_status enqueue_time(tdacl_context *ctx, cl_kernel k, double *us)
+{
+    size_t one = 1;
+    const int n = 400;
+    double best = 1e30;
+    tdacl_status st = TDACL_SUCCESS;
+    for (int rep = 0; !st && rep < 3; rep++) {
+        cl_int err = clFinish(ctx->queue);
+        double t0 = tdacl__now();
+        for (int i = 0; !st && i < n; i++) st = tdacl__launch(ctx, k, 1, &one, &one, NULL, "enqueue probe");
+        double t = (tdacl__now() - t0) / n * 1e6;
+        if (!err) err = clFinish(ctx->queue);
+        if (!st && err) st = tdacl__fail_cl(ctx, err, "clFinish");
+        if (t < best) best = t;
+    }
+    *us = best;
+    return st;
+}
+
+/* enqueue_us: an empty kernel with one pointer argument; enqueue_arg_us: what each of fifteen
+ * more pointer arguments (all the same buffer) adds */
+static tdacl_status enqueue_costs(tdacl_context *ctx, double *us, double *arg_us)
+{
+    cl_mem out = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, 4, NULL, NULL);
+    if (!out) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "peak probe: cannot allocate");
+    cl_kernel k1, k16;
+    tdacl_status st = probe_kernel(ctx, "", "empty_kernel", &k1);
+    if (!st) st = probe_kernel(ctx, "", "pointers_kernel", &k16);
+    if (!st) st = tdacl__set_args(ctx, k1, "empty_kernel", sizeof out, &out, (size_t)0);
+    for (cl_uint i = 0; !st && i < 16; i++) {
+        cl_int err = clSetKernelArg(k16, i, sizeof out, &out);
+        if (err) st = tdacl__fail_cl(ctx, err, "clSetKernelArg(pointers_kernel, arg %u)", i);
+    }
+    double t16 = 0;
+    if (!st) st = enqueue_time(ctx, k1, us);
+    if (!st) st = enqueue_time(ctx, k16, &t16);
+    clReleaseMemObject(out);
+    if (!st) *arg_us = t16 > *us ? (t16 - *us) / 15 : 0;
+    return st;
+}
+
 /* mma.sync rate of operand type mma_in (cl/mma.cl MMA_IN: 1 bf16, 3 tf32): four warps per
  * work-group, eight per compute unit's worth of work-groups, MMA_ITERS calibrated to about
  * 20 ms for bf16. */
@@ -171,6 +215,7 @@ tdacl_status tdacl_measure_peak(tdacl_context *ctx, tdacl_peak *peak)
     tdacl_status st = fma_rate(ctx, &peak->fp32_gflops);
     if (!st) st = read_bandwidth(ctx, &peak->bandwidth_gbs);
     if (!st) st = launch_latency(ctx, &peak->launch_us);
+    if (!st) st = enqueue_costs(ctx, &peak->enqueue_us, &peak->enqueue_arg_us);
     if (!st) st = mma_rate(ctx, 1, &peak->mma_bf16_gflops);
     if (!st) st = mma_rate(ctx, 3, &peak->mma_tf32_gflops);
     return st;

@@ -237,6 +237,8 @@ static const struct {
     {"intel-xe-hpg", "attention_decode", "-DEARLY_FETCH=0 -cl-intel-256-GRF-per-thread"},
     /* the DPAS body (experimental): without 256 registers IGC spills kilobytes per thread */
     {"intel-", "attention_mma gemm_mma", "-cl-intel-256-GRF-per-thread"},
+    /* Xe-HPC at SIMD32: six rows of the LM head GEMV in flight per work-item spilled 512-640 bytes */
+    {"intel-xe-hpc", "layers", "-DGVT_BATCH=3"},
     /* RDNA3: two 16-bit key chunks in flight need more than 256 VGPRs in tda decode */
     {"amd-gfx11", "attention_decode", "-DEARLY_FETCH=0"},
     /* CDNA: the split combine in the decode kernel tips diff_softmax's 238 VGPRs into scratch */
