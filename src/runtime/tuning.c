@@ -343,7 +343,8 @@ static int same_keys(const tdacl_tdb_entry *a, const tdacl_tdb_entry *b)
     return !strcmp(a->kernel, b->kernel) && !strcmp(a->device, b->device) &&
            !strcmp(a->vendor, b->vendor) && !strcmp(a->driver, b->driver) &&
            !strcmp(a->arch, b->arch) && a->kind == b->kind && a->dtype == b->dtype && a->adtype == b->adtype &&
-           a->d == b->d && a->dv == b->dv && !strcmp(a->tbucket, b->tbucket) && !strcmp(a->bhbucket, b->bhbucket) && a->lazy == b->lazy && a->tq == b->tq;
+           a->d == b->d && a->dv == b->dv && !strcmp(a->tbucket, b->tbucket) && !strcmp(a->bhbucket, b->bhbucket) &&
+           a->lazy == b->lazy && a->tq == b->tq;
 }
 
 static char *read_file(const char *path, size_t *len) { return tdacl__read_regular(path, (size_t)64 << 20, len); }
