@@ -273,6 +273,18 @@ static void test_default_and_env(void **state)
     unsetenv("TDACL_DEVICE");
 }
 
+/* A context on the device `sel` names (PoCL's), without the program cache; desc keeps its
+ * descriptor for further use. */
+static tdacl_context *pocl_context(const char *sel, tdacl_context_desc *desc)
+{
+    tdacl_context_desc_init(desc);
+    desc->device = sel;
+    desc->cache = 0;
+    tdacl_context *ctx = NULL;
+    assert_ok(NULL, tdacl_context_create(desc, &ctx));
+    return ctx;
+}
+
 static void test_context_on_selected_device(void **state)
 {
     (void)state;
@@ -280,11 +292,7 @@ static void test_context_on_selected_device(void **state)
     tdacl_device_info ref, got;
     assert_ok(NULL, tdacl_device_get_info(want, &ref));
     tdacl_context_desc desc;
-    tdacl_context_desc_init(&desc);
-    desc.device = "pOcL";
-    desc.cache = 0;
-    tdacl_context *ctx = NULL;
-    assert_ok(NULL, tdacl_context_create(&desc, &ctx));
+    tdacl_context *ctx = pocl_context("pOcL", &desc);
     assert_ok(ctx, tdacl_context_get_info(ctx, &got));
     assert_int_equal(got.index, want);
     assert_string_equal(got.name, ref.name);
@@ -307,11 +315,7 @@ static void test_measure_peak(void **state)
 {
     (void)state;
     tdacl_context_desc desc;
-    tdacl_context_desc_init(&desc);
-    desc.device = "pocl";
-    desc.cache = 0;
-    tdacl_context *ctx = NULL;
-    assert_ok(NULL, tdacl_context_create(&desc, &ctx));
+    tdacl_context *ctx = pocl_context("pocl", &desc);
     tdacl_peak pk;
     assert_ok(ctx, tdacl_measure_peak(ctx, &pk));
     assert_true(pk.fp32_gflops > 0 && pk.bandwidth_gbs > 0 && pk.launch_us > 0);
