@@ -139,7 +139,7 @@ tdacl_status tdacl__gemv_launch(tdacl_context *ctx, const tdacl_variant_def *row
                          sizeof part, &part, sizeof arrivals, &arrivals, sizeof cM, &cM, sizeof cN, &cN, sizeof cK, &cK,
                          sizeof lda, &lda, sizeof ldb, &ldb, sizeof ldc, &ldc, sizeof fl, &fl, sizeof kc, &kc,
                          sizeof nc, &nc, (size_t)0);
-    unsigned next = 16;
+    unsigned next = 16; /* the arguments set above */
     if (!st && f->norm_w) {
         st = tdacl__set_args_from(ctx, k, "gemv", next, sizeof nwm, &nwm, sizeof nbm, &nbm, sizeof eps, &eps, sizeof rms,
                                   &rms, (size_t)0);
