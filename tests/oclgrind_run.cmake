@@ -1,5 +1,7 @@
 # Runs a test binary under Oclgrind and fails if Oclgrind reports anything.
-#   cmake -DOCLGRIND=/usr/bin/oclgrind -DTEST=path/to/test -DLOG=out.log [-DARGS="a;b"] -P oclgrind_run.cmake
+#   cmake -DOCLGRIND=/usr/bin/oclgrind -DTEST=path/to/test -DLOG=out.log [-DARGS="a;b"] [-DCHECKS="a;b"] -P oclgrind_run.cmake
+# CHECKS: Oclgrind's optional checks (default --data-races;--uninitialized; out-of-bounds
+# accesses are always checked).
 #
 # Oclgrind exits with the program's status even when it found data races, uninitialised
 # reads or out-of-bounds accesses, so the verdict comes from its log: with --log every
@@ -20,8 +22,11 @@ endforeach()
 set(ENV{TDACL_CACHE} off)
 unset(ENV{TDACL_DEVICE})
 file(REMOVE ${LOG})
+if(NOT DEFINED CHECKS)
+  set(CHECKS --data-races --uninitialized)
+endif()
 execute_process(
-  COMMAND ${OCLGRIND} --data-races --uninitialized --build-options -cl-opt-disable --log ${LOG} ${TEST} ${ARGS}
+  COMMAND ${OCLGRIND} ${CHECKS} --build-options -cl-opt-disable --log ${LOG} ${TEST} ${ARGS}
   RESULT_VARIABLE rc)
 
 set(report "")

@@ -42,6 +42,7 @@
  * DIR/<case> --check --check-tokens $(cat DIR/<case>/tokens.txt) --dump-logits x.npy
  * --no-time` recomputes them in PyTorch.
  */
+#include <fnmatch.h>
 #include <math.h>
 #include <sys/stat.h>
 
@@ -136,6 +137,7 @@ typedef struct model_spec {
     int untied;                  /* add lm_head.weight */
     int prefix;                  /* store names as "transformer.*" */
     double ln_eps;
+    int n_pos;                   /* n_positions; 0: N_POS */
 } model_spec;
 
 #define N_LAYER 2
@@ -145,27 +147,27 @@ typedef struct model_spec {
 
 static const model_spec SPECS[] = {
     {"softmax_learned", TDACL_ATTN_SOFTMAX, TDACL_POSITION_LEARNED, 10000, 1, 2, 64, 97, 0, TDACL_NORM_NONE, 1, 2,
-     {1, 1}, 0, {0.5}, 0, 0, 1e-5},
+     {1, 1}, 0, {0.5}, 0, 0, 1e-5, 0},
     {"softmax_rope", TDACL_ATTN_SOFTMAX, TDACL_POSITION_ROPE, 1000, 1, 4, 128, 256, 1, TDACL_NORM_RMS, 1, 2,
-     {1, 1}, 0, {0.5}, 1, 0, 1e-6},
+     {1, 1}, 0, {0.5}, 1, 0, 1e-6, 0},
     {"rela_learned", TDACL_ATTN_RELA, TDACL_POSITION_LEARNED, 10000, 1, 4, 128, 256, 1, TDACL_NORM_NONE, 1, 2,
-     {1, 1}, 0, {0.5}, 0, 0, 1e-5},
+     {1, 1}, 0, {0.5}, 0, 0, 1e-5, 0},
     {"rela_rope", TDACL_ATTN_RELA, TDACL_POSITION_ROPE, 10000, 1, 2, 64, 97, 0, TDACL_NORM_RMS, 1, 2, {1, 1}, 0,
-     {0.5}, 0, 1, 1e-6},
+     {0.5}, 0, 1, 1e-6, 0},
     {"tra_learned", TDACL_ATTN_TRA, TDACL_POSITION_LEARNED, 10000, 1, 2, 64, 256, 0, TDACL_NORM_RMS, 1, 2,
-     {0.25, 0.5}, 0, {0.5}, 1, 0, 1e-5},
+     {0.25, 0.5}, 0, {0.5}, 1, 0, 1e-5, 0},
     {"tra_rope", TDACL_ATTN_TRA, TDACL_POSITION_ROPE, 1000, 1, 4, 128, 97, 1, TDACL_NORM_NONE, 2, 1, {0.3, 0.2},
-     0, {0.5}, 0, 0, 1e-5},
+     0, {0.5}, 0, 0, 1e-5, 0},
     {"tda_learned", TDACL_ATTN_TDA, TDACL_POSITION_LEARNED, 10000, 1, 2, 64, 97, 1, TDACL_NORM_NONE, 1, 2,
-     {0.2, 0.35}, 2, {0.7, 1.4}, 0, 0, 1e-6},
+     {0.2, 0.35}, 2, {0.7, 1.4}, 0, 0, 1e-6, 0},
     {"tda_rope", TDACL_ATTN_TDA, TDACL_POSITION_ROPE, 1000, 1, 4, 128, 256, 0, TDACL_NORM_RMS, 1, 2, {0.25, 0.15},
-     4, {0.3, 0.8, 1.4, -0.2}, 1, 0, 1e-5},
+     4, {0.3, 0.8, 1.4, -0.2}, 1, 0, 1e-5, 0},
     {"diff_softmax_learned", TDACL_ATTN_DIFF_SOFTMAX, TDACL_POSITION_LEARNED, 10000, 1, 4, 128, 256, 0,
-     TDACL_NORM_RMS, 1, 2, {1, 1}, 4, {0.6, 1.3, -0.3, 0.2}, 0, 0, 1e-5},
+     TDACL_NORM_RMS, 1, 2, {1, 1}, 4, {0.6, 1.3, -0.3, 0.2}, 0, 0, 1e-5, 0},
     {"diff_softmax_rope", TDACL_ATTN_DIFF_SOFTMAX, TDACL_POSITION_ROPE, 500, 1, 2, 64, 97, 1, TDACL_NORM_NONE, 1,
-     2, {1, 1}, 0, {0.45}, 1, 0, 1e-5},
+     2, {1, 1}, 0, {0.45}, 1, 0, 1e-5, 0},
     {"tda_rope_ntk", TDACL_ATTN_TDA, TDACL_POSITION_ROPE, 1000, 4, 2, 64, 256, 1, TDACL_NORM_RMS, 0.5, 1.5,
-     {0.2, 0.3}, 0, {0.7}, 0, 0, 1e-5},
+     {0.2, 0.3}, 0, {0.7}, 0, 0, 1e-5, 0},
 };
 #define N_SPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
 
@@ -196,7 +198,7 @@ static void config_json(const model_spec *s, char *buf, size_t n)
              "\"n_positions\":%d,\"layer_norm_epsilon\":%g,%s"
              "\"attention\":{\"kind\":\"%s\",\"beta\":1,\"kappa\":%g,\"power\":%g,\"head_norm\":\"%s\"},"
              "\"position\":\"%s\",\"rope_theta\":%g%s}",
-             N_LAYER, s->n_head, s->n_embd, s->vocab, N_POS, s->ln_eps, s->rmsnorm ? "\"norm_type\":\"rmsnorm\"," : "",
+             N_LAYER, s->n_head, s->n_embd, s->vocab, s->n_pos ? s->n_pos : N_POS, s->ln_eps, s->rmsnorm ? "\"norm_type\":\"rmsnorm\"," : "",
              kind_name(s->kind), s->kappa, s->power, s->head_norm == TDACL_NORM_RMS ? "rms" : "none",
              s->position == TDACL_POSITION_ROPE ? "rope" : "learned", s->rope_theta, scaling);
 }
@@ -441,7 +443,7 @@ static char *make_checkpoint(const model_spec *s, const char *tag, tdacl_dtype f
     assert_int_equal(c->n_head, NH);
     assert_int_equal(c->n_embd, C);
     assert_int_equal(c->vocab_size, s->vocab);
-    assert_int_equal(c->n_positions, N_POS);
+    assert_int_equal(c->n_positions, s->n_pos ? s->n_pos : N_POS);
     assert_true(fabs(c->layer_norm_epsilon - s->ln_eps) <= 1e-6 * s->ln_eps);
     assert_int_equal(c->norm_type, s->rmsnorm);
     assert_int_equal(c->attn_kind, s->kind);
@@ -1483,6 +1485,113 @@ static void test_decode_head_sizes(void **state)
     }
 }
 
+/* The decode layer in one launch (cl/decode_layer.cl; TDACL_DECODE=persistent takes it off
+ * NVIDIA, with one work-group): softmax models with learned positions, LayerNorm with f32
+ * weights and activations (head size 32) and RMSNorm with bf16 weights and activations (64).
+ * Two sequences of P = 1030 tokens then decode together past 1030 keys: each (row, head)
+ * splits its keys in two (on NVIDIA in eleven), a split walks chunks of 256 keys and the last
+ * combines.  Then slots at positions 1033 and 40 (the short row's last splits are empty).  Every step's logits equal
+ * the reference's rows, one launch a layer runs (the log says so), and a step with
+ * TDACL_DECODE=launches takes five a layer and agrees. */
+static void one_launch_case(int P, int NP, int SHORT, int STEPS, int configs, int five)
+{
+    setenv("TDACL_DECODE", "persistent", 1);
+    for (int c = 2 - configs; c < 2; c++) {
+        model_spec sp = *spec_by_tag("softmax_learned");
+        sp.n_pos = NP;
+        if (c) sp.n_embd = 128, sp.rmsnorm = 1;
+        const tdacl_dtype dt = c ? TDACL_BF16 : TDACL_F32;
+        char tag[32];
+        snprintf(tag, sizeof tag, "one_launch_%d_%d", P, c);
+        char *dir = make_checkpoint(&sp, tag, TDACL_F32, -1);
+        gpt_ref_model ref;
+        load_reference(dir, c, &ref);
+        tdacl_model_desc d;
+        tdacl_model_desc_init(&d);
+        d.path = dir, d.weight_dtype = dt, d.activation_dtype = dt, d.max_batch = 3, d.max_context = NP;
+        tdacl_model *m = NULL;
+        assert_ok(g_ctx, tdacl_model_load(g_ctx, &d, &m));
+        const int V = sp.vocab, T = P + STEPS;
+        rng r = {900 + (uint64_t)c};
+        int32_t *tok = xcalloc((size_t)2 * T, sizeof(int32_t)), *prompt = xcalloc((size_t)2 * P, sizeof(int32_t));
+        random_tokens(&r, V, 2 * T, tok);
+        for (int b = 0; b < 2; b++) memcpy(prompt + b * P, tok + b * T, sizeof(int32_t) * P);
+        double *want = xcalloc((size_t)2 * T * V, sizeof(double));
+        for (int b = 0; b < 2; b++) assert_int_equal(gpt_ref_forward(&ref, T, tok + b * T, want + (size_t)b * T * V, NULL), 0);
+        /* bf16: the bound of bf16_activations_case, from the reference's own rounding */
+        double nmse_b = NMSE_F32, max_b = MAXABS_F32;
+        if (c) {
+            double *fl = xcalloc((size_t)T * V, sizeof(double));
+            ref.round_activations = 1;
+            assert_int_equal(gpt_ref_forward(&ref, T, tok, fl, NULL), 0);
+            ref.round_activations = 0;
+            errs ef = {0};
+            for (size_t i = (size_t)P * V; i < (size_t)T * V; i++) {
+                const float x = (float)fl[i];
+                errs_add(&ef, &x, want + i, NULL, 1);
+            }
+            nmse_b = BF16_ACT_FLOOR_X * errs_nmse(&ef), max_b = BF16_ACT_FLOOR_X * ef.max_err / ef.max_ref;
+            free(fl);
+        }
+        assert_ok(g_ctx, tdacl_model_prefill(m, 2, P, prompt));
+        float step[2 * 256];
+        errs e = {0}, el = {0};
+        for (int t = P; t < T; t++) {
+            const int launches = five && t == T - 1;
+            tu_log lg = {0};
+            if (t == P) tdacl_log_set_callback(tu_log_fn, &lg, TDACL_LOG_DEBUG);
+            if (launches) setenv("TDACL_DECODE", "launches", 1);
+            const int32_t next[2] = {tok[t], tok[T + t]};
+            const uint64_t before = g_ctx->launches;
+            assert_ok(g_ctx, tdacl_model_decode(m, 2, next));
+            const uint64_t n = g_ctx->launches - before;
+            setenv("TDACL_DECODE", "persistent", 1);
+            if (t == P) {
+                tdacl_log_set_callback(NULL, NULL, -1);
+                assert_true(tu_log_find(&lg, TDACL_LOG_DEBUG, "one launch a layer", "decode_layer.persistent", NULL) >= 0);
+                tu_log_clear(&lg);
+            }
+            if (launches ? n <= 5 * N_LAYER : n > N_LAYER + 4)
+                fail_msg("%s: %llu launches for a decode step (%s)", tag, (unsigned long long)n, launches ? "five a layer" : "one a layer");
+            assert_ok(g_ctx, tdacl_model_logits(m, step, (int64_t)2 * V, NULL));
+            for (int b = 0; b < 2; b++) errs_add(launches ? &el : &e, step + (size_t)b * V, want + ((size_t)b * T + t) * V, NULL, (size_t)V);
+        }
+        errs_check(&e, nmse_b, max_b, "one-launch decode vs ref", tag);
+        if (five) errs_check(&el, nmse_b, max_b, "five-launch decode vs ref", tag);
+        /* slots at their own positions: 2 holds SHORT tokens of sequence 1, 0 is at T - 1 */
+        assert_ok(g_ctx, tdacl_model_prefill_slot(m, 2, SHORT, tok + T));
+        const int32_t slots[2] = {0, 2}, next2[2] = {tok[T - 1], tok[T + SHORT]};
+        assert_ok(g_ctx, tdacl_model_prefill_slot(m, 0, T - 1, tok));
+        assert_ok(g_ctx, tdacl_model_decode_slots(m, 2, slots, next2));
+        assert_ok(g_ctx, tdacl_model_logits(m, step, (int64_t)2 * V, NULL));
+        errs es = {0};
+        errs_add(&es, step, want + (size_t)(T - 1) * V, NULL, (size_t)V);
+        errs_add(&es, step + V, want + ((size_t)T + SHORT) * V, NULL, (size_t)V);
+        errs_check(&es, nmse_b, max_b, "one-launch decode_slots vs ref", tag);
+        assert_ok(g_ctx, tdacl_model_destroy(m));
+        gpt_ref_free(&ref);
+        free(tok), free(prompt), free(want), free(dir);
+    }
+    unsetenv("TDACL_DECODE");
+}
+
+static void test_decode_one_launch(void **state)
+{
+    (void)state;
+    one_launch_case(1030, 1100, 40, 4, 2, 1);
+}
+
+/* The bf16 model on 10 tokens, two steps, one launch a layer only, for Oclgrind
+ * (`oclgrind test_model --filter test_decode_one_launch_tiny`: minutes), where the kernel
+ * builds at once; PoCL's work-group compiler takes minutes over its barriers.  Every prefill
+ * has more than 8 rows (the GEMM): Oclgrind reports the split GEMV's cross-group reads
+ * (docs/spec.md section 4.2). */
+static void test_decode_one_launch_tiny(void **state)
+{
+    (void)state;
+    one_launch_case(10, 64, 9, 2, 1, 0);
+}
+
 /* Serving: ten sequences of different lengths in the slots of one model, started one at a
  * time (tdacl_model_prefill_slot) and extended together in steps of every slot in a shuffled
  * order (10 rows: layer by layer), of subsets (up to 8 rows: the fused step with a row map),
@@ -1865,10 +1974,12 @@ int main(int argc, char **argv)
 {
     const char *v = getenv("TDACL_TEST_VERBOSE");
     g_verbose = v && *v && strcmp(v, "0") != 0;
+    const char *skips[8];
+    int nskip = 0;
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--filter") && i + 1 < argc) cmocka_set_test_filter(argv[++i]);
-        else if (!strcmp(argv[i], "--skip") && i + 1 < argc) cmocka_set_skip_filter(argv[++i]);
-    const struct CMUnitTest tests[] = {
+        else if (!strcmp(argv[i], "--skip") && i + 1 < argc && nskip < 8) skips[nskip++] = argv[++i];
+    struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reference_by_hand),
         cmocka_unit_test(test_reference_attention_agrees),
         cmocka_unit_test(test_sample),
@@ -1877,6 +1988,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_decode_launches),
         cmocka_unit_test(test_decode_head_sizes),
         cmocka_unit_test(test_decode_slots),
+        cmocka_unit_test(test_decode_one_launch),
+        cmocka_unit_test(test_decode_one_launch_tiny),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_nonfinite_and_ownership),
         cmocka_unit_test(test_model_softmax_learned),
@@ -1895,7 +2008,14 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bf16_weights),
         cmocka_unit_test(test_bf16_activations),
     };
-    int failed = cmocka_run_group_tests_name("model", tests, group_setup, group_teardown);
+    /* every --skip pattern (fnmatch) drops the tests it matches */
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        int drop = 0;
+        for (int k = 0; k < nskip; k++) drop |= fnmatch(skips[k], tests[i].name, 0) == 0;
+        if (!drop) tests[n++] = tests[i];
+    }
+    int failed = _cmocka_run_group_tests("model", tests, n, group_setup, group_teardown);
     if (g_verbose) printf("largest error / bound: %.3g\n", g_worst_ratio);
     return failed;
 }

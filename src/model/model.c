@@ -395,6 +395,7 @@ tdacl_status tdacl_model_destroy(tdacl_model *m)
         clReleaseEvent(m->drawn_ev);
     }
     free(m->drawn);
+    tdacl__model_decode_release(m);
     if (m->tokens) clReleaseMemObject(m->tokens);
     for (int r = 0; r < ROWMAP_RING; r++)
         if (m->rowmap_ev[r]) clWaitForEvents(1, &m->rowmap_ev[r]), clReleaseEvent(m->rowmap_ev[r]);
@@ -647,13 +648,15 @@ int tdacl__model_decode_fused(const tdacl_model *m, int B, char *why, size_t n)
  *   x   += att @ W_proj + b_proj                                                (GEMV)
  *   hid  = gelu(Norm2(x) @ W_fc + b_fc)                                         (GEMV)
  *   x   += hid @ W_fcproj + b_fcproj                                            (GEMV)
- * then the final norm and the LM head.  x was embedded by the caller. */
+ * then the final norm and the LM head.  x was embedded by the caller.  Where the device and
+ * the model allow it, the five are phases of one launch a layer (model_decode.c). */
 static tdacl_status decode_step(tdacl_model *m, int B, int pos, const tdacl_kv_rows *kv)
 {
     const int C = m->C, two = m->kqkv == 5, rope = m->cfg.position == TDACL_POSITION_ROPE;
     const int64_t cache_ld = (int64_t)m->info.max_context * C;
-    tdacl_status st = TDACL_SUCCESS;
-    for (int l = 0; !st && l < m->info.n_layer; l++) {
+    int one_launch = 0;
+    tdacl_status st = tdacl__model_decode_layers(m, B, pos, kv, &one_launch);
+    for (int l = 0; !st && !one_launch && l < m->info.n_layer; l++) {
         layer *L = &m->layers[l];
         /* views: [q|k|v] or [q1|k1|q2|k2|v] */
         tdacl_gemv_fusion qkv = {.norm_w = L->ln1_w, .norm_b = L->ln1_b, .eps = m->cfg.layer_norm_epsilon,

@@ -64,6 +64,15 @@ struct tdacl_model {
     int drawn_on_device;
     int32_t *drawn;
     cl_event drawn_ev;
+    /* the decode layer in one launch (model_decode.c): its grid barrier's counter and error
+     * word (dl_sync), the residual between its halves, the attention's split partials; the
+     * counter's value on the host; the error word's last read (dl_flag_ev: not yet seen) */
+    cl_mem dl_sync, dl_xmid, dl_scratch;
+    size_t dl_scratch_floats;
+    uint32_t dl_bar;
+    cl_uint dl_flag;
+    cl_event dl_flag_ev;
+    int dl_logged; /* the choice of decode path was logged */
 };
 
 /* The whole stack for B sequences of T new tokens at positions pos0 ... pos0 + T - 1 in cache
@@ -73,6 +82,14 @@ struct tdacl_model {
  * of each sequence. */
 tdacl_status tdacl__model_forward(tdacl_model *m, int B, int T, int pos0, int slot0, const tdacl_kv_rows *kv,
                                   const int32_t *tokens, int last_only);
+/* The layers of a decode step of B <= 8 rows at position pos (or kv's) in one launch each
+ * (src/ops/decode_layer.h), when the model and device allow it; *taken = 0 otherwise, and
+ * nothing ran (the debug log says why, once). */
+tdacl_status tdacl__model_decode_layers(tdacl_model *m, int B, int pos, const tdacl_kv_rows *kv, int *taken);
+/* The decode layer's error word, read back (wait: block until the last read lands): an error
+ * when a grid barrier gave up.  Releases the decode layer's buffers with release. */
+tdacl_status tdacl__model_decode_check(tdacl_model *m, int wait);
+void tdacl__model_decode_release(tdacl_model *m);
 /* A kernel of cl/layers.cl built for the model's weight dtype (and extra options). */
 tdacl_status tdacl__model_layers_kernel(tdacl_model *m, const char *name, const char *extra, cl_kernel *k);
 

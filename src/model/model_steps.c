@@ -199,5 +199,6 @@ tdacl_status tdacl_model_logits(tdacl_model *m, float *logits, int64_t count, in
     if (rows) *rows = m->logit_rows;
     cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->logits->storage->mem, CL_TRUE, 0, (size_t)want * 4, logits, 0,
                                      NULL, NULL);
-    return err ? tdacl__fail_cl(m->ctx, err, "%s: reading the logits", call) : TDACL_SUCCESS;
+    if (err) return tdacl__fail_cl(m->ctx, err, "%s: reading the logits", call);
+    return tdacl__model_decode_check(m, 1); /* the one-launch decode layer's error word */
 }

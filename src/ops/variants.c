@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ops/attention.h"
+#include "ops/decode_layer.h"
 #include "ops/gemm.h"
 #include "ops/peak.h"
 #include "ops/variants.h"
@@ -50,6 +51,9 @@ static const tdacl_variant_def rows[] = {
     {"gemm.simt", TDACL_OP_MATMUL, {"layers", {"common.cl", "epilogue.cl", "layers.cl"}}, &tdacl__gemm_space, 0, tdacl__gemm_simt_supports, tdacl__gemm_problem,
      tdacl__gemm_call_options, tdacl__gemm_launch},
     {"layers", TDACL_OP_LAYERS, {"layers", {"common.cl", "epilogue.cl", "layers.cl"}}, NULL, 0, NULL, NULL, NULL, NULL},
+    /* a decode layer in one launch, where its work-groups can wait for each other */
+    {"decode_layer.persistent", TDACL_OP_DECODE_LAYER, {"decode_layer", {"common.cl", "epilogue.cl", "decode_layer.cl"}},
+     NULL, 0, tdacl__decode_layer_supports, NULL, tdacl__decode_layer_call_options, tdacl__decode_layer_launch},
     /* device probes: the matrix-unit rate first, where there are matrix units */
     {"peak.mma", TDACL_OP_PEAK, {"peak_mma", {"common.cl", "mma.cl", "peak_mma.cl"}}, NULL, 1, tdacl__peak_mma_supports, NULL,
      NULL, NULL},
@@ -57,7 +61,8 @@ static const tdacl_variant_def rows[] = {
 };
 
 static const char *const op_names[TDACL_OP_COUNT] = {"attention prefill", "attention decode", "attention row norms",
-                                                      "matmul", "layer kernels", "device probes"};
+                                                      "matmul", "layer kernels", "decode layer",
+                                                      "device probes"};
 
 const char *tdacl__op_name(tdacl_op op) { return (unsigned)op < TDACL_OP_COUNT ? op_names[op] : "?"; }
 

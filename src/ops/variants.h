@@ -13,6 +13,7 @@ typedef enum tdacl_op {
     TDACL_OP_ATTENTION_PREP, /* row norms of the normalised kinds */
     TDACL_OP_MATMUL,         /* the model's matmuls: GEMM, GEMV for few rows */
     TDACL_OP_LAYERS,         /* layernorm, embeddings, RoPE, KV append, ... */
+    TDACL_OP_DECODE_LAYER,   /* a whole decode layer in one launch */
     TDACL_OP_PEAK,           /* the device probes */
     TDACL_OP_COUNT
 } tdacl_op;

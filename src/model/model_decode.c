@@ -1,0 +1,117 @@
+/* A decode step's layers in one launch each (src/ops/decode_layer.h, cl/decode_layer.cl):
+ * the model's side, its buffers and the grid barrier's bookkeeping. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/kinds.h"
+#include "model/model_impl.h"
+#include "ops/decode_layer.h"
+
+static cl_mem mem(const tdacl_tensor *t) { return t ? t->storage->mem : NULL; }
+
+static tdacl_status buffer(tdacl_model *m, cl_mem *b, size_t bytes, const char *what)
+{
+    if (*b) clReleaseMemObject(*b);
+    cl_int err;
+    *b = clCreateBuffer(m->ctx->cl, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    return *b ? TDACL_SUCCESS : tdacl__fail_cl(m->ctx, err, "model decode layer: %s (%zu bytes)", what, bytes);
+}
+
+/* The barrier counter, error word and per-(row, head) arrival counters, zeroed. */
+static tdacl_status reset_sync(tdacl_model *m)
+{
+    const size_t words = 2 + (size_t)m->info.max_batch * (size_t)m->H;
+    tdacl_status st = m->dl_sync ? TDACL_SUCCESS : buffer(m, &m->dl_sync, words * 4, "barrier counters");
+    if (st) return st;
+    cl_uint *zeros = calloc(words, 4); /* a write, not a fill: Oclgrind counts it as initialising */
+    if (!zeros) return tdacl__fail(m->ctx, TDACL_ERR_OUT_OF_MEMORY, "model decode layer: out of memory");
+    cl_int err = clEnqueueWriteBuffer(m->ctx->queue, m->dl_sync, CL_TRUE, 0, words * 4, zeros, 0, NULL, NULL);
+    free(zeros);
+    m->dl_bar = 0;
+    return err ? tdacl__fail_cl(m->ctx, err, "model decode layer: zeroing the barrier counters") : TDACL_SUCCESS;
+}
+
+tdacl_status tdacl__model_decode_check(tdacl_model *m, int wait)
+{
+    if (!m->dl_flag_ev) return TDACL_SUCCESS;
+    cl_int state = CL_QUEUED;
+    if (!wait) clGetEventInfo(m->dl_flag_ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state, NULL);
+    if (!wait && state > CL_COMPLETE) return TDACL_SUCCESS; /* still on its way */
+    cl_int err = clWaitForEvents(1, &m->dl_flag_ev);
+    clReleaseEvent(m->dl_flag_ev);
+    m->dl_flag_ev = NULL;
+    if (err) return tdacl__fail_cl(m->ctx, err, "model decode layer: reading its error word");
+    if (!m->dl_flag) return TDACL_SUCCESS;
+    m->dl_flag = 0;
+    tdacl_status st = reset_sync(m);
+    return st ? st : tdacl__fail(m->ctx, TDACL_ERR_INTERNAL, "model decode: a grid barrier of the one-launch decode layer "
+                                 "gave up waiting (its work-groups were not all resident); the logits since are NaN. "
+                                 "TDACL_DECODE=launches decodes without it");
+}
+
+void tdacl__model_decode_release(tdacl_model *m)
+{
+    if (m->dl_flag_ev) clWaitForEvents(1, &m->dl_flag_ev), clReleaseEvent(m->dl_flag_ev);
+    cl_mem *bufs[] = {&m->dl_sync, &m->dl_xmid, &m->dl_scratch};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (*bufs[i]) clReleaseMemObject(*bufs[i]), *bufs[i] = NULL;
+}
+
+tdacl_status tdacl__model_decode_layers(tdacl_model *m, int B, int pos, const tdacl_kv_rows *kv, int *taken)
+{
+    *taken = 0;
+    const char *env = getenv("TDACL_DECODE");
+    if (env && !strcmp(env, "launches")) return TDACL_SUCCESS;
+    tdacl_decode_layer_call c;
+    memset(&c, 0, sizeof c);
+    c.kind = m->kind, c.rope = m->cfg.position == TDACL_POSITION_ROPE, c.views = m->kqkv == 5 ? 2 : 1;
+    c.head_norm = m->cfg.head_norm != TDACL_NORM_NONE, c.rms = m->cfg.norm_type == 1;
+    c.wdt = m->wdt, c.adt = m->adt, c.M = B, c.C = m->C, c.H = m->H, c.d = m->d, c.pos = pos;
+    c.cache_ld = (int64_t)m->info.max_context * m->C;
+    c.eps = m->cfg.layer_norm_epsilon, c.scale = 1.0f / sqrtf((float)m->d);
+    c.groups = tdacl__decode_layer_groups(m->ctx);
+    const tdacl_variant_def *row = NULL;
+    char why[600];
+    tdacl_status st = tdacl__variant_choose(m->ctx, TDACL_OP_DECODE_LAYER, &c, &row, why, sizeof why);
+    if (!m->dl_logged) {
+        m->dl_logged = 1;
+        tdacl__log(m->ctx, TDACL_LOG_DEBUG, "model decode step: %s (%s)", st ? "five launches a layer" : "one launch a layer",
+                   why);
+    }
+    if (st) {
+        tdacl__clear_error(m->ctx);
+        return TDACL_SUCCESS;
+    }
+    /* the last step's error word, if it has landed */
+    if ((st = tdacl__model_decode_check(m, 0))) return st;
+    tdacl__decode_layer_splits(c.groups, B, m->H, pos + 1, &c.nsplit, &c.split_len);
+    const size_t floats = tdacl__decode_layer_scratch(B, m->H, m->d, c.nsplit);
+    if (!m->dl_sync) st = reset_sync(m);
+    if (!st && !m->dl_xmid) st = buffer(m, &m->dl_xmid, (size_t)m->info.max_batch * (size_t)m->C * 4, "residual");
+    if (!st && floats > m->dl_scratch_floats) {
+        st = buffer(m, &m->dl_scratch, floats * 4, "attention partials");
+        m->dl_scratch_floats = st ? 0 : floats;
+    }
+    if (st) return st;
+    c.x = mem(m->x), c.xmid = m->dl_xmid, c.qkv = mem(m->qkv), c.att = mem(m->att), c.hid = mem(m->hid);
+    c.scratch = m->dl_scratch, c.sync = m->dl_sync, c.rowmap = kv ? kv->mem : NULL;
+    for (int l = 0; l < m->info.n_layer && !st; l++) {
+        const layer *L = &m->layers[l];
+        c.ln1_w = mem(L->ln1_w), c.ln1_b = mem(L->ln1_b), c.attn_w = mem(L->attn_w), c.attn_b = mem(L->attn_b);
+        c.proj_w = mem(L->proj_w), c.proj_b = mem(L->proj_b), c.ln2_w = mem(L->ln2_w), c.ln2_b = mem(L->ln2_b);
+        c.fc_w = mem(L->fc_w), c.fc_b = mem(L->fc_b), c.fcproj_w = mem(L->fcproj_w), c.fcproj_b = mem(L->fcproj_b);
+        c.kc = mem(L->kcache), c.vc = mem(L->vcache);
+        c.bar_base = m->dl_bar;
+        st = row->launch(m->ctx, row, &c, NULL);
+        m->dl_bar += (uint32_t)(TDACL_DECODE_LAYER_BARRIERS * c.groups);
+    }
+    /* the error word back without waiting, when the last read has landed */
+    if (!st && !m->dl_flag_ev) {
+        cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->dl_sync, CL_FALSE, 4, 4, &m->dl_flag, 0, NULL, &m->dl_flag_ev);
+        if (err) st = tdacl__fail_cl(m->ctx, err, "model decode layer: reading its error word");
+    }
+    if (!st) *taken = 1;
+    return st;
+}

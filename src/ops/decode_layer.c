@@ -1,0 +1,104 @@
+/* The decode layer in one launch (cl/decode_layer.cl) as a registry row. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/kinds.h"
+#include "ops/decode_layer.h"
+
+/* $TDACL_DECODE=persistent: take the row on devices where it is not the default */
+static int forced(void)
+{
+    const char *env = getenv("TDACL_DECODE");
+    return env && !strcmp(env, "persistent");
+}
+
+int tdacl__decode_layer_groups(const tdacl_context *ctx)
+{
+    const tdacl_device_info *i = &ctx->info;
+    return i->type == TDACL_DEVICE_GPU && i->nv_cc_major >= 7 ? (int)i->compute_units : 1;
+}
+
+void tdacl__decode_layer_splits(int groups, int M, int H, int keys, int *nsplit, int *split_len)
+{
+    int n = (groups + M * H - 1) / (M * H);
+    const int by_len = (keys + TDACL_DECODE_LAYER_MAX_SPLIT - 1) / TDACL_DECODE_LAYER_MAX_SPLIT;
+    if (n < by_len) n = by_len;
+    if (n > (keys + 31) / 32) n = (keys + 31) / 32; /* at least 32 keys a split */
+    if (n < 1) n = 1;
+    *split_len = (keys + n - 1) / n;
+    *nsplit = (keys + *split_len - 1) / *split_len;
+}
+
+size_t tdacl__decode_layer_scratch(int M, int H, int d, int nsplit)
+{
+    return (size_t)M * (size_t)H * (size_t)nsplit * (size_t)(d + 2);
+}
+
+int tdacl__decode_layer_supports(const tdacl_context *ctx, const void *callp, char *why, size_t n)
+{
+    const tdacl_decode_layer_call *c = callp;
+    const tdacl_device_info *info = &ctx->info;
+    const int nvidia = info->type == TDACL_DEVICE_GPU && info->nv_cc_major >= 7;
+    if (!nvidia && !forced())
+        return snprintf(why, n, "its grid barriers need every work-group resident at once, which only NVIDIA GPUs "
+                        "(compute capability >= 7.0) promise here; TDACL_DECODE=persistent takes it anyway"), 1;
+    if (c->kind != TDACL_ATTN_SOFTMAX || c->views != 1 || c->head_norm)
+        return snprintf(why, n, "it runs softmax attention with one q/k view and no head norm (the model's is %s%s)",
+                        tdacl__kind_name(c->kind), c->head_norm ? " with a head norm" : ""), 1;
+    if (c->rope) return snprintf(why, n, "it runs learned positions, not RoPE"), 1;
+    if (c->M < 1 || c->M > 8) return snprintf(why, n, "%d rows: it takes 1 to 8", c->M), 1;
+    const int vw = c->adt == TDACL_F32 ? 4 : 8, dg = c->d / vw;
+    if (c->C % 8 || c->C > 8 * TDACL_DECODE_LAYER_WG || c->d % 8 || c->d > 256 || TDACL_DECODE_LAYER_WG % dg ||
+        (dg & (dg - 1)))
+        return snprintf(why, n, "width %d and head size %d: it takes multiples of 8, width <= %d, head size <= 256 "
+                        "with d / %d a power of two", c->C, c->d, 8 * TDACL_DECODE_LAYER_WG, vw), 1;
+    /* measured on the H200 (bench/results/decode-layer-h200): with fp32 activations five
+     * launches a layer are faster (0.90 against 1.05 ms a GPT-2-small token at ctx 1024) */
+    if (c->adt == TDACL_F32 && !forced())
+        return snprintf(why, n, "fp32 activations decode faster in five launches a layer; TDACL_DECODE=persistent "
+                        "takes it anyway"), 1;
+    return 0;
+}
+
+static int pow2_at_least(int m)
+{
+    int p = 1;
+    while (p < m) p *= 2;
+    return p;
+}
+
+void tdacl__decode_layer_call_options(const void *callp, tdacl_strbuf *sb)
+{
+    const tdacl_decode_layer_call *c = callp;
+    tdacl__sb_printf(sb, "-DWDT=%d -DADT=%d -DCDT=%d -DD=%d -DDL_M=%d -DDL_WG=%d", (int)c->wdt, (int)c->adt, (int)c->adt,
+                     c->d, pow2_at_least(c->M), TDACL_DECODE_LAYER_WG);
+}
+
+tdacl_status tdacl__decode_layer_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
+                                        const tdacl_param_values *v)
+{
+    const tdacl_decode_layer_call *c = callp;
+    tdacl_strbuf opts = {0};
+    tdacl__variant_options(row, c, v, &opts);
+    if (opts.oom) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "decode_layer: out of memory");
+    cl_kernel k;
+    tdacl_status st = tdacl__variant_kernel(ctx, row, opts.data, "decode_layer", &k);
+    tdacl__sb_free(&opts);
+    if (st) return st;
+    cl_int M = c->M, C = c->C, H = c->H, pos = c->pos, rms = c->rms, ns = c->nsplit, sl = c->split_len;
+    cl_long cache_ld = c->cache_ld;
+    cl_float eps = c->eps, scale = c->scale;
+    cl_uint base = c->bar_base;
+    st = tdacl__set_args(ctx, k, "decode_layer", sizeof c->x, &c->x, sizeof c->xmid, &c->xmid, sizeof c->qkv, &c->qkv,
+                         sizeof c->att, &c->att, sizeof c->hid, &c->hid, sizeof c->scratch, &c->scratch, sizeof c->sync,
+                         &c->sync, sizeof c->ln1_w, &c->ln1_w, sizeof c->ln1_b, &c->ln1_b, sizeof c->attn_w, &c->attn_w,
+                         sizeof c->attn_b, &c->attn_b, sizeof c->proj_w, &c->proj_w, sizeof c->proj_b, &c->proj_b,
+                         sizeof c->ln2_w, &c->ln2_w, sizeof c->ln2_b, &c->ln2_b, sizeof c->fc_w, &c->fc_w, sizeof c->fc_b,
+                         &c->fc_b, sizeof c->fcproj_w, &c->fcproj_w, sizeof c->fcproj_b, &c->fcproj_b, sizeof c->kc, &c->kc,
+                         sizeof c->vc, &c->vc, sizeof c->rowmap, &c->rowmap, sizeof M, &M, sizeof C, &C, sizeof H, &H,
+                         sizeof pos, &pos, sizeof cache_ld, &cache_ld, sizeof eps, &eps, sizeof rms, &rms, sizeof scale,
+                         &scale, sizeof ns, &ns, sizeof sl, &sl, sizeof base, &base, (size_t)0);
+    size_t g[1] = {(size_t)c->groups * TDACL_DECODE_LAYER_WG}, l[1] = {TDACL_DECODE_LAYER_WG};
+    return st ? st : tdacl__launch(ctx, k, 1, g, l, NULL, "decode_layer");
+}

@@ -1,0 +1,45 @@
+/* A whole decode layer in one launch (cl/decode_layer.cl): the persistent kernel whose
+ * work-groups meet at grid barriers, as the one row of TDACL_OP_DECODE_LAYER. */
+#ifndef TDACL_DECODE_LAYER_H
+#define TDACL_DECODE_LAYER_H
+
+#include "ops/variants.h"
+
+#define TDACL_DECODE_LAYER_WG 256       /* cl/decode_layer.cl DL_WG */
+#define TDACL_DECODE_LAYER_MAX_SPLIT 1024 /* keys of an attention unit at most */
+
+/* One layer of a decode step.  The model fills every field; the row checks the shape. */
+typedef struct tdacl_decode_layer_call {
+    /* what the model is: the kernel runs LayerNorm/RMSNorm, learned positions, softmax
+     * attention with one q/k view and no head norm, GELU */
+    tdacl_attention_kind kind;
+    int rope, views, head_norm, rms;
+    tdacl_dtype wdt, adt;
+    int M, C, H, d;        /* rows (<= 8), width, heads, head size */
+    int pos;               /* the rows' position (rowmap NULL) */
+    int64_t cache_ld;      /* elements from one sequence's cache rows to the next */
+    float eps, scale;
+    int nsplit, split_len; /* attention key splits (tdacl__decode_layer_splits) */
+    int groups;            /* work-groups (tdacl__decode_layer_groups) */
+    uint32_t bar_base;     /* the barrier counter's value at the launch */
+    cl_mem x, xmid, qkv, att, hid, scratch, sync, rowmap;
+    cl_mem ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w, fcproj_b, kc, vc;
+} tdacl_decode_layer_call;
+
+/* Work-groups of a launch: one per compute unit on NVIDIA GPUs (all resident at once), one
+ * elsewhere (where nothing promises that two run at once). */
+int tdacl__decode_layer_groups(const tdacl_context *ctx);
+/* Key splits of M rows of H heads over `keys` keys: about one unit per work-group, at most
+ * TDACL_DECODE_LAYER_MAX_SPLIT keys a split. */
+void tdacl__decode_layer_splits(int groups, int M, int H, int keys, int *nsplit, int *split_len);
+/* Grid barriers a launch passes (the host advances bar_base by this times groups). */
+#define TDACL_DECODE_LAYER_BARRIERS 4
+/* Floats of the attention scratch for nsplit splits of M rows and H heads of size d. */
+size_t tdacl__decode_layer_scratch(int M, int H, int d, int nsplit);
+
+int tdacl__decode_layer_supports(const tdacl_context *ctx, const void *call, char *why, size_t n);
+void tdacl__decode_layer_call_options(const void *call, tdacl_strbuf *sb);
+tdacl_status tdacl__decode_layer_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *call,
+                                        const tdacl_param_values *v);
+
+#endif
