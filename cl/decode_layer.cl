@@ -19,7 +19,7 @@
  *
  * Within a launch no work-group reads an address that another wrote after this one read it
  * (the residual goes through xmid and back), so no stale cache line can be read; a write is
- * made visible by the fence before the barrier's arrival.
+ * made visible by the release (or fence) of the barrier's arrival.
  *
  * Work is split in units each work-group takes in turn (unit u, u + G, ...): a GEMV unit is
  * 8 output columns over the whole K (no cross-group reduction, so the sums are
@@ -37,11 +37,39 @@
 #ifndef DL_CGU_MAX
 #define DL_CGU_MAX 8 /* column groups of 8 a GEMV unit takes at most */
 #endif
+#ifndef DL_CGU_MIN
+#define DL_CGU_MIN 1 /* column groups of 8 a GEMV unit takes at least (wider rows read, fewer units) */
+#endif
 #ifndef DL_PREFETCH
-#define DL_PREFETCH 0 /* NVIDIA: the layer's weights and visible KV rows into L2 first (measured: no gain) */
+/* NVIDIA: the layer's weights and visible KV rows into L2 at the start (measured: no gain;
+ * nor, 4 us slower, each work-group's units of the next step before each barrier) */
+#define DL_PREFETCH 0
+#endif
+#ifndef DL_BAR
+#define DL_BAR 1 /* NVIDIA grid barrier: 0 membar.gl fences; 1 release add, acquire polls (0.8 us a launch faster) */
 #endif
 #ifndef DL_LOADS
-#define DL_LOADS 8 /* weight loads (16 bytes of bf16) in flight per work-item */
+#define DL_LOADS 4 /* weight loads (16 bytes of bf16) in flight per work-item (H200: 4 beat 8 and 12 with DL_PRELOAD) */
+#endif
+#ifndef DL_PHASE
+/* 0: every step, grid barriers between them.  1-5: only that step, the launch's end taking
+ * the barrier's place (decode_layer.phased: the same steps on devices and in tests where
+ * work-groups need not be resident together; five short kernels also build in seconds on
+ * PoCL, where the whole one takes its work-group compiler minutes) */
+#define DL_PHASE 0
+#endif
+#define DL_RUN(step) (DL_PHASE == 0 || DL_PHASE == (step))
+#if DL_PHASE
+#define DL_GRID_SYNC(n) /* the launch boundary */
+#define DL_FAILED 0
+#else
+#define DL_FAILED failed
+#define DL_GRID_SYNC(n) grid_sync(bar, bar_base + (n) * (uint)G, &failed)
+#endif
+#ifndef DL_PRELOAD
+/* 1: a work-group issues its next GEMV unit's first DL_LOADS weight loads before the barrier
+ * (or the norm statistics) ahead of that step, so they arrive while it waits */
+#define DL_PRELOAD 1
 #endif
 #ifndef DL_SKIP
 #define DL_SKIP 0 /* profiling only (wrong results): bit 0 prefetch, 1-5 steps 1-5, 6 grid barriers, 7 norms */
@@ -83,23 +111,65 @@ inline void load8_2(__global const void *p, long i, float *w)
 }
 #define LOAD8(dt, p, i, w) TDACL_CAT(load8_, dt)(p, i, w)
 
+/* ---- 8 weights as loaded (dl_raw) and as fp32: a load issued ahead of its use ---- */
+#if WDT == 0
+typedef float8 dl_raw;
+inline dl_raw dl_raw_load(__global const void *p, long i) { return vload8(0, (__global const float *)p + i); }
+inline void dl_raw_cvt(dl_raw r, float *w)
+{
+    w[0] = r.s0, w[1] = r.s1, w[2] = r.s2, w[3] = r.s3, w[4] = r.s4, w[5] = r.s5, w[6] = r.s6, w[7] = r.s7;
+}
+#else
+typedef uint4 dl_raw;
+inline dl_raw dl_raw_load(__global const void *p, long i) { return *(__global const uint4 *)((__global const ushort *)p + i); }
+inline void dl_raw_cvt(dl_raw u, float *w)
+{
+#if WDT == 1
+    w[0] = as_float(u.x << 16), w[1] = as_float(u.x & 0xffff0000u), w[2] = as_float(u.y << 16);
+    w[3] = as_float(u.y & 0xffff0000u), w[4] = as_float(u.z << 16), w[5] = as_float(u.z & 0xffff0000u);
+    w[6] = as_float(u.w << 16), w[7] = as_float(u.w & 0xffff0000u);
+#else
+    const float8 f = vload_half8(0, (const half *)&u);
+    w[0] = f.s0, w[1] = f.s1, w[2] = f.s2, w[3] = f.s3, w[4] = f.s4, w[5] = f.s5, w[6] = f.s6, w[7] = f.s7;
+#endif
+}
+#endif
+
 /* ---- the grid barrier ----
  * bar[0] counts arrivals over the model's life (wrapping); barrier number `target` is passed
  * when it reaches target.  bar[1] is the error word. */
+#if TDACL_NVIDIA && DL_BAR == 1
+/* the release makes the work-group's stores (ordered before it by the work-group barrier)
+ * visible with the arrival; the acquire that sees the last arrival makes every other
+ * group's visible to the loads after it (the pattern of CUDA's cooperative grid sync) */
+inline void dl_arrive(__global volatile uint *p) { asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p) : "memory"); }
+inline uint dl_poll(__global volatile uint *p)
+{
+    uint v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+#define DL_ARRIVE_FENCE()
+#else
+inline void dl_arrive(__global volatile uint *p) { atomic_inc(p); }
+inline uint dl_poll(__global volatile uint *p) { return *p; }
+#define DL_ARRIVE_FENCE() DL_FENCE()
+#endif
+
 inline void grid_sync(__global volatile uint *bar, uint target, __local int *failed)
 {
     if (DL_SKIP & 64) return;
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     if (get_local_id(0) == 0) {
-        DL_FENCE();
-        atomic_inc(bar);
+        DL_ARRIVE_FENCE();
+        dl_arrive(bar);
         int spins = 0;
-        while ((int)(bar[0] - target) < 0 && !bar[1])
-            if (++spins > DL_SPIN_LIMIT) {
+        while ((int)(dl_poll(bar) - target) < 0)
+            if ((++spins & 255) == 0 && (bar[1] || spins > DL_SPIN_LIMIT)) { /* the error word, now and then */
                 atomic_or(bar + 1, 1u);
                 break;
             }
-        DL_FENCE();
+        DL_ARRIVE_FENCE();
         *failed = bar[1] != 0;
     }
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
@@ -153,15 +223,28 @@ UNROLL
     }
 }
 
+/* The first DL_LOADS weight loads of dl_gemv_unit's work-item (rows k0, k0 + rp, ...) into
+ * pre; 0 where its first round does not take them (a short K, an idle work-item). */
+inline int dl_gemv_preload(__global const void *w, int N, int K, int n0, int cgu, dl_raw *pre)
+{
+    const int tid = get_local_id(0), rp = DL_WG / cgu, n = n0 + 8 * (tid % cgu);
+    const int k = tid < rp * cgu && n < N ? tid / cgu : K;
+    if (k + (DL_LOADS - 1) * rp >= K) return 0;
+UNROLL
+    for (int r = 0; r < DL_LOADS; r++) pre[r] = dl_raw_load(w, (long)(k + r * rp) * N + n);
+    return 1;
+}
+
 /* ---- one GEMV unit: out[m][j] = sum_k A(m, k) W[k][n0 + j], j < 8 cgu, for m < M ----
  * cgu groups of 8 columns (cgu <= DL_CGU_MAX): work-item t takes column group t % cgu and
  * rows k = t / cgu, + rp, ... (rp = DL_WG / cgu rows a pass; DL_LOADS weight loads in flight),
  * then the work-group adds the rp partial sums of each column in two steps.  A(m, k) is
  * the normalized x (norm != 0: (x - mean) / rms * gain + bias) or an activation row of
- * dtype ADT. */
+ * dtype ADT.  preloaded: the first round's weights are in pre (dl_gemv_preload). */
 inline void dl_gemv_unit(__global const void *w, int N, int K, int n0, int cgu, int M, __global const void *a, int lda,
                          int norm, __global const float *x, __global const float *gain, __global const float *nbias,
-                         __local const float *stats, __local float *red, __local float *out)
+                         __local const float *stats, __local float *red, __local float *out, const dl_raw *pre,
+                         int preloaded)
 {
     const int tid = get_local_id(0), rp = DL_WG / cgu, cg = tid % cgu, n = n0 + 8 * cg;
     const int active = tid < rp * cgu && n < N;
@@ -172,11 +255,17 @@ UNROLL
         for (int c = 0; c < 8; c++) acc[m][c] = 0.0f;
 #define DL_A(m, k) (norm ? ((x[(long)(m) * lda + (k)] - stats[m]) * stats[DL_M + (m)] * gain[k] + (nbias ? nbias[k] : 0.0f)) \
                          : LOAD(ADT, a, (long)(m) * lda + (k)))
-    int k = active ? tid / cgu : K;
+    int k = active ? tid / cgu : K, first = preloaded;
     for (; k + (DL_LOADS - 1) * rp < K; k += DL_LOADS * rp) {
         float wv[DL_LOADS][8];
+        if (first) {
 UNROLL
-        for (int r = 0; r < DL_LOADS; r++) LOAD8(WDT, w, (long)(k + r * rp) * N + n, wv[r]);
+            for (int r = 0; r < DL_LOADS; r++) dl_raw_cvt(pre[r], wv[r]);
+            first = 0;
+        } else {
+UNROLL
+            for (int r = 0; r < DL_LOADS; r++) LOAD8(WDT, w, (long)(k + r * rp) * N + n, wv[r]);
+        }
 UNROLL
         for (int m = 0; m < DL_M; m++)
             if (m < M)
@@ -226,7 +315,7 @@ UNROLL
  * columns allow it. */
 inline int dl_cgu(int N, int G)
 {
-    const int groups8 = N / 8, c = (groups8 + G - 1) / G;
+    const int groups8 = N / 8, c = max((groups8 + G - 1) / G, DL_CGU_MIN);
     return c < DL_CGU_MAX ? c : DL_CGU_MAX;
 }
 
@@ -333,9 +422,11 @@ __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
     __global volatile uint *bar = (__global volatile uint *)sync;
     __global uint *arrivals = sync + 2;
     __global float *mlpart = scratch, *opart = scratch + 2 * (long)M * H * nsplit;
+    int cgu, cols, pre_ok = 0;
+    dl_raw pre[DL_LOADS]; /* the next GEMV unit's first weights (DL_PRELOAD) */
     if (tid == 0) failed = 0;
 
-#if TDACL_NVIDIA && DL_PREFETCH && !(DL_SKIP & 1)
+#if TDACL_NVIDIA && DL_PREFETCH && !(DL_SKIP & 1) && DL_PHASE == 0
     /* the layer's weights and the rows' visible K and V into L2, spread over the grid */
     {
         const long wb = WDT == 0 ? 4 : 2, ab = ADT == 0 ? 4 : 2, stride = (long)G * DL_WG * 128;
@@ -355,11 +446,13 @@ __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
     }
 #endif
 
+#if DL_RUN(1)
     /* 1. qkv = Norm1(x) @ W_attn + b_attn; k and v also into the caches */
+    cgu = dl_cgu(C3, G), cols = 8 * cgu;
+    pre_ok = DL_PRELOAD && group < (C3 + cols - 1) / cols && dl_gemv_preload(attn_w, C3, C, group * cols, cgu, pre);
     dl_row_stats(x, M, C, rms, eps, lbuf, stats);
-    int cgu = dl_cgu(C3, G), cols = 8 * cgu;
     for (int u = group; u < ((DL_SKIP & 2) ? 0 : (C3 + cols - 1) / cols); u += G) {
-        dl_gemv_unit(attn_w, C3, C, u * cols, cgu, M, NULL, C, 1, x, ln1_w, ln1_b, stats, lbuf, out);
+        dl_gemv_unit(attn_w, C3, C, u * cols, cgu, M, NULL, C, 1, x, ln1_w, ln1_b, stats, lbuf, out, pre, u == group && pre_ok);
         for (int i = tid; i < M * cols; i += DL_WG) {
             const int m = i / cols, n = u * cols + i % cols;
             if (n >= C3) continue;
@@ -369,11 +462,13 @@ __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
             else STORE(ADT, n < 2 * C ? kc : vc, seq * cache_ld + p * C + (n < 2 * C ? n - C : n - 2 * C), val);
         }
     }
-    grid_sync(bar, bar_base + (uint)G, &failed);
+#endif
+    DL_GRID_SYNC(1u);
 
+#if DL_RUN(2)
     /* 2. attention: (row, head, split) units; the last split of a (row, head) combines */
     const int units = M * H * nsplit;
-    const int units2 = (DL_SKIP & 4) || failed ? 0 : units;
+    const int units2 = (DL_SKIP & 4) || DL_FAILED ? 0 : units;
     for (int u = group; u < units2; u += G) {
         const int m = u / (H * nsplit), h = (u / nsplit) % H, s = u % nsplit;
         const long seq = rowmap ? rowmap[m].x : m;
@@ -402,45 +497,64 @@ __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
             }
         }
     }
-    grid_sync(bar, bar_base + 2u * (uint)G, &failed);
+#endif
+#if DL_RUN(3)
+    cgu = dl_cgu(C, G), cols = 8 * cgu;
+    pre_ok = DL_PRELOAD && group < (C + cols - 1) / cols && dl_gemv_preload(proj_w, C, C, group * cols, cgu, pre);
+#endif
+    DL_GRID_SYNC(2u);
 
+#if DL_RUN(3)
     /* 3. xmid = x + att @ W_proj + b_proj */
     cgu = dl_cgu(C, G), cols = 8 * cgu;
-    const int units3 = (DL_SKIP & 8) || failed ? 0 : (C + cols - 1) / cols;
+    const int units3 = (DL_SKIP & 8) || DL_FAILED ? 0 : (C + cols - 1) / cols;
     for (int u = group; u < units3; u += G) {
-        dl_gemv_unit(proj_w, C, C, u * cols, cgu, M, att, C, 0, NULL, NULL, NULL, stats, lbuf, out);
+        dl_gemv_unit(proj_w, C, C, u * cols, cgu, M, att, C, 0, NULL, NULL, NULL, stats, lbuf, out, pre, u == group && pre_ok);
         for (int i = tid; i < M * cols; i += DL_WG) {
             const int m = i / cols, n = u * cols + i % cols;
             if (n < C) xmid[(long)m * C + n] = x[(long)m * C + n] + out[m * 8 * DL_CGU_MAX + i % cols] + proj_b[n];
         }
     }
-    grid_sync(bar, bar_base + 3u * (uint)G, &failed);
+#endif
+#if DL_RUN(4)
+    cgu = dl_cgu(C4, G), cols = 8 * cgu;
+    pre_ok = DL_PRELOAD && group < (C4 + cols - 1) / cols && dl_gemv_preload(fc_w, C4, C, group * cols, cgu, pre);
+#endif
+    DL_GRID_SYNC(3u);
 
+#if DL_RUN(4)
     /* 4. hid = gelu(Norm2(xmid) @ W_fc + b_fc) */
     dl_row_stats(xmid, M, C, rms, eps, lbuf, stats);
     cgu = dl_cgu(C4, G), cols = 8 * cgu;
-    const int units4 = (DL_SKIP & 16) || failed ? 0 : (C4 + cols - 1) / cols;
+    const int units4 = (DL_SKIP & 16) || DL_FAILED ? 0 : (C4 + cols - 1) / cols;
     for (int u = group; u < units4; u += G) {
-        dl_gemv_unit(fc_w, C4, C, u * cols, cgu, M, NULL, C, 1, xmid, ln2_w, ln2_b, stats, lbuf, out);
+        dl_gemv_unit(fc_w, C4, C, u * cols, cgu, M, NULL, C, 1, xmid, ln2_w, ln2_b, stats, lbuf, out, pre, u == group && pre_ok);
         for (int i = tid; i < M * cols; i += DL_WG) {
             const int m = i / cols, n = u * cols + i % cols;
             if (n < C4) STORE(ADT, hid, (long)m * C4 + n, gelu_tanh(out[m * 8 * DL_CGU_MAX + i % cols] + fc_b[n]));
         }
     }
-    grid_sync(bar, bar_base + 4u * (uint)G, &failed);
+#endif
+#if DL_RUN(5)
+    cgu = dl_cgu(C, G), cols = 8 * cgu;
+    pre_ok = DL_PRELOAD && group < (C + cols - 1) / cols && dl_gemv_preload(fcproj_w, C, C4, group * cols, cgu, pre);
+#endif
+    DL_GRID_SYNC(4u);
 
+#if DL_RUN(5)
     /* 5. x = xmid + hid @ W_fcproj + b_fcproj (unit u's columns: written in step 3 by
      * this work-group) */
     cgu = dl_cgu(C, G), cols = 8 * cgu;
-    const int units5 = (DL_SKIP & 32) || failed ? 0 : (C + cols - 1) / cols;
+    const int units5 = (DL_SKIP & 32) || DL_FAILED ? 0 : (C + cols - 1) / cols;
     for (int u = group; u < units5; u += G) {
-        dl_gemv_unit(fcproj_w, C, C4, u * cols, cgu, M, hid, C4, 0, NULL, NULL, NULL, stats, lbuf, out);
+        dl_gemv_unit(fcproj_w, C, C4, u * cols, cgu, M, hid, C4, 0, NULL, NULL, NULL, stats, lbuf, out, pre, u == group && pre_ok);
         for (int i = tid; i < M * cols; i += DL_WG) {
             const int m = i / cols, n = u * cols + i % cols;
             if (n < C) x[(long)m * C + n] = xmid[(long)m * C + n] + out[m * 8 * DL_CGU_MAX + i % cols] + fcproj_b[n];
         }
     }
+#endif
     /* a failed barrier leaves nothing trustworthy: x becomes NaN (the host also reads bar[1]) */
-    if (failed)
+    if (DL_FAILED)
         for (long i = (long)group * DL_WG + tid; i < (long)M * C; i += (long)G * DL_WG) x[i] = NAN;
 }

@@ -71,19 +71,22 @@ tdacl_status tdacl__model_decode_layers(tdacl_model *m, int B, int pos, const td
     c.wdt = m->wdt, c.adt = m->adt, c.M = B, c.C = m->C, c.H = m->H, c.d = m->d, c.pos = pos;
     c.cache_ld = (int64_t)m->info.max_context * m->C;
     c.eps = m->cfg.layer_norm_epsilon, c.scale = 1.0f / sqrtf((float)m->d);
-    c.groups = tdacl__decode_layer_groups(m->ctx);
     const tdacl_variant_def *row = NULL;
     char why[600];
     tdacl_status st = tdacl__variant_choose(m->ctx, TDACL_OP_DECODE_LAYER, &c, &row, why, sizeof why);
-    if (!m->dl_logged) {
-        m->dl_logged = 1;
-        tdacl__log(m->ctx, TDACL_LOG_DEBUG, "model decode step: %s (%s)", st ? "five launches a layer" : "one launch a layer",
-                   why);
-    }
     if (st) {
+        if (!m->dl_logged)
+            tdacl__log(m->ctx, TDACL_LOG_DEBUG, "model decode step: five launches a layer (%s)", why);
+        m->dl_logged = 1;
         tdacl__clear_error(m->ctx);
         return TDACL_SUCCESS;
     }
+    const int barriers = tdacl__decode_layer_barriers(row);
+    if (!m->dl_logged)
+        tdacl__log(m->ctx, TDACL_LOG_DEBUG, "model decode step: %s (%s)",
+                   barriers ? "one launch a layer" : "the one-launch layer's five steps in a launch each", why);
+    m->dl_logged = 1;
+    c.groups = tdacl__decode_layer_groups(m->ctx, row);
     /* the last step's error word, if it has landed */
     if ((st = tdacl__model_decode_check(m, 0))) return st;
     tdacl__decode_layer_splits(c.groups, B, m->H, pos + 1, &c.nsplit, &c.split_len);
@@ -105,7 +108,7 @@ tdacl_status tdacl__model_decode_layers(tdacl_model *m, int B, int pos, const td
         c.kc = mem(L->kcache), c.vc = mem(L->vcache);
         c.bar_base = m->dl_bar;
         st = row->launch(m->ctx, row, &c, NULL);
-        m->dl_bar += (uint32_t)(TDACL_DECODE_LAYER_BARRIERS * c.groups);
+        m->dl_bar += (uint32_t)(barriers * c.groups);
     }
     /* the error word back without waiting, when the last read has landed */
     if (!st && !m->dl_flag_ev) {

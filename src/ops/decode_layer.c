@@ -6,18 +6,24 @@
 #include "base/kinds.h"
 #include "ops/decode_layer.h"
 
-/* $TDACL_DECODE=persistent: take the row on devices where it is not the default */
-static int forced(void)
+/* $TDACL_DECODE names a row to take where it is not the default */
+static int forced(const char *what)
 {
     const char *env = getenv("TDACL_DECODE");
-    return env && !strcmp(env, "persistent");
+    return env && !strcmp(env, what);
 }
 
-int tdacl__decode_layer_groups(const tdacl_context *ctx)
+static int is_phased(const tdacl_variant_def *row) { return row->launch == tdacl__decode_layer_phased_launch; }
+
+int tdacl__decode_layer_groups(const tdacl_context *ctx, const tdacl_variant_def *row)
 {
     const tdacl_device_info *i = &ctx->info;
-    return i->type == TDACL_DEVICE_GPU && i->nv_cc_major >= 7 ? (int)i->compute_units : 1;
+    const int cus = i->compute_units > 0 ? (int)i->compute_units : 1;
+    if (is_phased(row)) return cus; /* nothing waits for another work-group */
+    return i->type == TDACL_DEVICE_GPU && i->nv_cc_major >= 7 ? cus : 1;
 }
+
+int tdacl__decode_layer_barriers(const tdacl_variant_def *row) { return is_phased(row) ? 0 : 4; }
 
 void tdacl__decode_layer_splits(int groups, int M, int H, int keys, int *nsplit, int *split_len)
 {
@@ -35,14 +41,9 @@ size_t tdacl__decode_layer_scratch(int M, int H, int d, int nsplit)
     return (size_t)M * (size_t)H * (size_t)nsplit * (size_t)(d + 2);
 }
 
-int tdacl__decode_layer_supports(const tdacl_context *ctx, const void *callp, char *why, size_t n)
+/* What the kernel's steps take, whichever way they are launched. */
+static int shape_supports(const tdacl_decode_layer_call *c, int forced_row, char *why, size_t n)
 {
-    const tdacl_decode_layer_call *c = callp;
-    const tdacl_device_info *info = &ctx->info;
-    const int nvidia = info->type == TDACL_DEVICE_GPU && info->nv_cc_major >= 7;
-    if (!nvidia && !forced())
-        return snprintf(why, n, "its grid barriers need every work-group resident at once, which only NVIDIA GPUs "
-                        "(compute capability >= 7.0) promise here; TDACL_DECODE=persistent takes it anyway"), 1;
     if (c->kind != TDACL_ATTN_SOFTMAX || c->views != 1 || c->head_norm)
         return snprintf(why, n, "it runs softmax attention with one q/k view and no head norm (the model's is %s%s)",
                         tdacl__kind_name(c->kind), c->head_norm ? " with a head norm" : ""), 1;
@@ -55,10 +56,32 @@ int tdacl__decode_layer_supports(const tdacl_context *ctx, const void *callp, ch
                         "with d / %d a power of two", c->C, c->d, 8 * TDACL_DECODE_LAYER_WG, vw), 1;
     /* measured on the H200 (bench/results/decode-layer-h200): with fp32 activations five
      * launches a layer are faster (0.90 against 1.05 ms a GPT-2-small token at ctx 1024) */
-    if (c->adt == TDACL_F32 && !forced())
+    if (c->adt == TDACL_F32 && !forced_row)
         return snprintf(why, n, "fp32 activations decode faster in five launches a layer; TDACL_DECODE=persistent "
                         "takes it anyway"), 1;
     return 0;
+}
+
+int tdacl__decode_layer_supports(const tdacl_context *ctx, const void *callp, char *why, size_t n)
+{
+    const tdacl_device_info *info = &ctx->info;
+    const int nvidia = info->type == TDACL_DEVICE_GPU && info->nv_cc_major >= 7;
+    if (forced("phased")) return snprintf(why, n, "TDACL_DECODE=phased asks for decode_layer.phased"), 1;
+    if (!nvidia && !forced("persistent"))
+        return snprintf(why, n, "its grid barriers need every work-group resident at once, which only NVIDIA GPUs "
+                        "(compute capability >= 7.0) promise here; TDACL_DECODE=persistent takes it anyway"), 1;
+    return shape_supports(callp, forced("persistent"), why, n);
+}
+
+int tdacl__decode_layer_phased_supports(const tdacl_context *ctx, const void *callp, char *why, size_t n)
+{
+    (void)ctx;
+    /* five launches of its own are no faster than the five fused kernels of model.c: it is
+     * the persistent kernel's portable body, for tests (CI runs it on PoCL and Oclgrind) */
+    if (!forced("phased"))
+        return snprintf(why, n, "the persistent kernel's steps in five launches run only on request "
+                        "(TDACL_DECODE=phased; tests)"), 1;
+    return shape_supports(callp, 1, why, n);
 }
 
 static int pow2_at_least(int m)
@@ -75,30 +98,53 @@ void tdacl__decode_layer_call_options(const void *callp, tdacl_strbuf *sb)
                      c->d, pow2_at_least(c->M), TDACL_DECODE_LAYER_WG);
 }
 
-tdacl_status tdacl__decode_layer_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
-                                        const tdacl_param_values *v)
+/* The kernel built for step `phase` (0: every step) with the call's arguments set. */
+static tdacl_status kernel_for(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_decode_layer_call *c,
+                               const tdacl_param_values *v, int phase, cl_kernel *k)
 {
-    const tdacl_decode_layer_call *c = callp;
     tdacl_strbuf opts = {0};
     tdacl__variant_options(row, c, v, &opts);
+    if (phase) tdacl__sb_printf(&opts, " -DDL_PHASE=%d", phase);
     if (opts.oom) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "decode_layer: out of memory");
-    cl_kernel k;
-    tdacl_status st = tdacl__variant_kernel(ctx, row, opts.data, "decode_layer", &k);
+    tdacl_status st = tdacl__variant_kernel(ctx, row, opts.data, "decode_layer", k);
     tdacl__sb_free(&opts);
     if (st) return st;
     cl_int M = c->M, C = c->C, H = c->H, pos = c->pos, rms = c->rms, ns = c->nsplit, sl = c->split_len;
     cl_long cache_ld = c->cache_ld;
     cl_float eps = c->eps, scale = c->scale;
     cl_uint base = c->bar_base;
-    st = tdacl__set_args(ctx, k, "decode_layer", sizeof c->x, &c->x, sizeof c->xmid, &c->xmid, sizeof c->qkv, &c->qkv,
-                         sizeof c->att, &c->att, sizeof c->hid, &c->hid, sizeof c->scratch, &c->scratch, sizeof c->sync,
-                         &c->sync, sizeof c->ln1_w, &c->ln1_w, sizeof c->ln1_b, &c->ln1_b, sizeof c->attn_w, &c->attn_w,
-                         sizeof c->attn_b, &c->attn_b, sizeof c->proj_w, &c->proj_w, sizeof c->proj_b, &c->proj_b,
-                         sizeof c->ln2_w, &c->ln2_w, sizeof c->ln2_b, &c->ln2_b, sizeof c->fc_w, &c->fc_w, sizeof c->fc_b,
-                         &c->fc_b, sizeof c->fcproj_w, &c->fcproj_w, sizeof c->fcproj_b, &c->fcproj_b, sizeof c->kc, &c->kc,
-                         sizeof c->vc, &c->vc, sizeof c->rowmap, &c->rowmap, sizeof M, &M, sizeof C, &C, sizeof H, &H,
-                         sizeof pos, &pos, sizeof cache_ld, &cache_ld, sizeof eps, &eps, sizeof rms, &rms, sizeof scale,
-                         &scale, sizeof ns, &ns, sizeof sl, &sl, sizeof base, &base, (size_t)0);
+    return tdacl__set_args(ctx, *k, "decode_layer", sizeof c->x, &c->x, sizeof c->xmid, &c->xmid, sizeof c->qkv, &c->qkv,
+                           sizeof c->att, &c->att, sizeof c->hid, &c->hid, sizeof c->scratch, &c->scratch, sizeof c->sync,
+                           &c->sync, sizeof c->ln1_w, &c->ln1_w, sizeof c->ln1_b, &c->ln1_b, sizeof c->attn_w, &c->attn_w,
+                           sizeof c->attn_b, &c->attn_b, sizeof c->proj_w, &c->proj_w, sizeof c->proj_b, &c->proj_b,
+                           sizeof c->ln2_w, &c->ln2_w, sizeof c->ln2_b, &c->ln2_b, sizeof c->fc_w, &c->fc_w, sizeof c->fc_b,
+                           &c->fc_b, sizeof c->fcproj_w, &c->fcproj_w, sizeof c->fcproj_b, &c->fcproj_b, sizeof c->kc,
+                           &c->kc, sizeof c->vc, &c->vc, sizeof c->rowmap, &c->rowmap, sizeof M, &M, sizeof C, &C,
+                           sizeof H, &H, sizeof pos, &pos, sizeof cache_ld, &cache_ld, sizeof eps, &eps, sizeof rms,
+                           &rms, sizeof scale, &scale, sizeof ns, &ns, sizeof sl, &sl, sizeof base, &base, (size_t)0);
+}
+
+static tdacl_status launch_steps(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_decode_layer_call *c,
+                                 const tdacl_param_values *v, int first, int last)
+{
+    tdacl_status st = TDACL_SUCCESS;
     size_t g[1] = {(size_t)c->groups * TDACL_DECODE_LAYER_WG}, l[1] = {TDACL_DECODE_LAYER_WG};
-    return st ? st : tdacl__launch(ctx, k, 1, g, l, NULL, "decode_layer");
+    for (int phase = first; phase <= last && !st; phase++) {
+        cl_kernel k;
+        st = kernel_for(ctx, row, c, v, phase, &k);
+        if (!st) st = tdacl__launch(ctx, k, 1, g, l, NULL, "decode_layer");
+    }
+    return st;
+}
+
+tdacl_status tdacl__decode_layer_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
+                                        const tdacl_param_values *v)
+{
+    return launch_steps(ctx, row, callp, v, 0, 0);
+}
+
+tdacl_status tdacl__decode_layer_phased_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
+                                               const tdacl_param_values *v)
+{
+    return launch_steps(ctx, row, callp, v, 1, 5);
 }

@@ -1,5 +1,6 @@
 /* A whole decode layer in one launch (cl/decode_layer.cl): the persistent kernel whose
- * work-groups meet at grid barriers, as the one row of TDACL_OP_DECODE_LAYER. */
+ * work-groups meet at grid barriers (decode_layer.persistent), and its steps in a launch
+ * each (decode_layer.phased: the portable body tests run), the rows of TDACL_OP_DECODE_LAYER. */
 #ifndef TDACL_DECODE_LAYER_H
 #define TDACL_DECODE_LAYER_H
 
@@ -26,14 +27,15 @@ typedef struct tdacl_decode_layer_call {
     cl_mem ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w, fcproj_b, kc, vc;
 } tdacl_decode_layer_call;
 
-/* Work-groups of a launch: one per compute unit on NVIDIA GPUs (all resident at once), one
- * elsewhere (where nothing promises that two run at once). */
-int tdacl__decode_layer_groups(const tdacl_context *ctx);
+/* Work-groups of a launch of `row`: the persistent kernel's, one per compute unit on NVIDIA
+ * GPUs (all resident at once) and one elsewhere (where nothing promises that two run at
+ * once); the phased steps', one per compute unit. */
+int tdacl__decode_layer_groups(const tdacl_context *ctx, const tdacl_variant_def *row);
 /* Key splits of M rows of H heads over `keys` keys: about one unit per work-group, at most
  * TDACL_DECODE_LAYER_MAX_SPLIT keys a split. */
 void tdacl__decode_layer_splits(int groups, int M, int H, int keys, int *nsplit, int *split_len);
-/* Grid barriers a launch passes (the host advances bar_base by this times groups). */
-#define TDACL_DECODE_LAYER_BARRIERS 4
+/* Grid barriers a launch of `row` passes (the host advances bar_base by this times groups). */
+int tdacl__decode_layer_barriers(const tdacl_variant_def *row);
 /* Floats of the attention scratch for nsplit splits of M rows and H heads of size d. */
 size_t tdacl__decode_layer_scratch(int M, int H, int d, int nsplit);
 
@@ -41,5 +43,8 @@ int tdacl__decode_layer_supports(const tdacl_context *ctx, const void *call, cha
 void tdacl__decode_layer_call_options(const void *call, tdacl_strbuf *sb);
 tdacl_status tdacl__decode_layer_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *call,
                                         const tdacl_param_values *v);
+int tdacl__decode_layer_phased_supports(const tdacl_context *ctx, const void *call, char *why, size_t n);
+tdacl_status tdacl__decode_layer_phased_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *call,
+                                               const tdacl_param_values *v);
 
 #endif

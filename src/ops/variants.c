@@ -54,6 +54,10 @@ static const tdacl_variant_def rows[] = {
     /* a decode layer in one launch, where its work-groups can wait for each other */
     {"decode_layer.persistent", TDACL_OP_DECODE_LAYER, {"decode_layer", {"common.cl", "epilogue.cl", "decode_layer.cl"}},
      NULL, 0, tdacl__decode_layer_supports, NULL, tdacl__decode_layer_call_options, tdacl__decode_layer_launch},
+    /* ... and its steps in a launch each, on request: the portable body tests run */
+    {"decode_layer.phased", TDACL_OP_DECODE_LAYER, {"decode_layer", {"common.cl", "epilogue.cl", "decode_layer.cl"}},
+     NULL, 0, tdacl__decode_layer_phased_supports, NULL, tdacl__decode_layer_call_options,
+     tdacl__decode_layer_phased_launch},
     /* device probes: the matrix-unit rate first, where there are matrix units */
     {"peak.mma", TDACL_OP_PEAK, {"peak_mma", {"common.cl", "mma.cl", "peak_mma.cl"}}, NULL, 1, tdacl__peak_mma_supports, NULL,
      NULL, NULL},
