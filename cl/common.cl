@@ -48,6 +48,32 @@ inline void st_2(__global void *p, long i, float v) { vstore_half_rte(v, (size_t
 #define LOAD(dt, p, i) TDACL_CAT(ld_, dt)(p, i)
 #define STORE(dt, p, i, v) TDACL_CAT(st_, dt)(p, i, v)
 
+/* Eight bf16 of one 16-byte load as fp32. */
+inline void bf16x8_to_f32(uint4 u, float *w)
+{
+    w[0] = as_float(u.x << 16), w[1] = as_float(u.x & 0xffff0000u), w[2] = as_float(u.y << 16);
+    w[3] = as_float(u.y & 0xffff0000u), w[4] = as_float(u.z << 16), w[5] = as_float(u.z & 0xffff0000u);
+    w[6] = as_float(u.w << 16), w[7] = as_float(u.w & 0xffff0000u);
+}
+
+/* ld8_<dtype>(p, i, w): the 8 elements from index i (a multiple of 8, so 16-bit types are
+ * one aligned 16-byte load) as fp32. */
+inline void ld8_0(__global const void *p, long i, float *w)
+{
+    const float4 lo = vload4(0, (__global const float *)p + i), hi = vload4(1, (__global const float *)p + i);
+    w[0] = lo.s0, w[1] = lo.s1, w[2] = lo.s2, w[3] = lo.s3, w[4] = hi.s0, w[5] = hi.s1, w[6] = hi.s2, w[7] = hi.s3;
+}
+inline void ld8_1(__global const void *p, long i, float *w)
+{
+    bf16x8_to_f32(*(__global const uint4 *)((__global const ushort *)p + i), w);
+}
+inline void ld8_2(__global const void *p, long i, float *w)
+{
+    const float8 f = vload_half8(0, (__global const half *)p + i);
+    w[0] = f.s0, w[1] = f.s1, w[2] = f.s2, w[3] = f.s3, w[4] = f.s4, w[5] = f.s5, w[6] = f.s6, w[7] = f.s7;
+}
+#define LOAD8(dt, p, i, w) TDACL_CAT(ld8_, dt)(p, i, w)
+
 /* sum_{i < n} p[i * stride], read as volatile (partials other work-groups of the same launch
  * wrote: the one-launch split reductions) eight loads at a time: a volatile load is not
  * moved past the previous one's use, so one at a time would wait out n memory round trips. */

@@ -91,26 +91,6 @@
 #define DL_PREFETCH_L2(p)
 #endif
 
-/* ---- 8 consecutive elements (index i a multiple of 8) as fp32 ---- */
-inline void load8_0(__global const void *p, long i, float *w)
-{
-    const float4 lo = vload4(0, (__global const float *)p + i), hi = vload4(1, (__global const float *)p + i);
-    w[0] = lo.s0, w[1] = lo.s1, w[2] = lo.s2, w[3] = lo.s3, w[4] = hi.s0, w[5] = hi.s1, w[6] = hi.s2, w[7] = hi.s3;
-}
-inline void load8_1(__global const void *p, long i, float *w)
-{
-    const uint4 u = *(__global const uint4 *)((__global const ushort *)p + i);
-    w[0] = as_float(u.x << 16), w[1] = as_float(u.x & 0xffff0000u), w[2] = as_float(u.y << 16);
-    w[3] = as_float(u.y & 0xffff0000u), w[4] = as_float(u.z << 16), w[5] = as_float(u.z & 0xffff0000u);
-    w[6] = as_float(u.w << 16), w[7] = as_float(u.w & 0xffff0000u);
-}
-inline void load8_2(__global const void *p, long i, float *w)
-{
-    const float8 f = vload_half8(0, (__global const half *)p + i);
-    w[0] = f.s0, w[1] = f.s1, w[2] = f.s2, w[3] = f.s3, w[4] = f.s4, w[5] = f.s5, w[6] = f.s6, w[7] = f.s7;
-}
-#define LOAD8(dt, p, i, w) TDACL_CAT(load8_, dt)(p, i, w)
-
 /* ---- 8 weights as loaded (dl_raw) and as fp32: a load issued ahead of its use ---- */
 #if WDT == 0
 typedef float8 dl_raw;
@@ -125,9 +105,7 @@ inline dl_raw dl_raw_load(__global const void *p, long i) { return *(__global co
 inline void dl_raw_cvt(dl_raw u, float *w)
 {
 #if WDT == 1
-    w[0] = as_float(u.x << 16), w[1] = as_float(u.x & 0xffff0000u), w[2] = as_float(u.y << 16);
-    w[3] = as_float(u.y & 0xffff0000u), w[4] = as_float(u.z << 16), w[5] = as_float(u.z & 0xffff0000u);
-    w[6] = as_float(u.w << 16), w[7] = as_float(u.w & 0xffff0000u);
+    bf16x8_to_f32(u, w);
 #else
     const float8 f = vload_half8(0, (const half *)&u);
     w[0] = f.s0, w[1] = f.s1, w[2] = f.s2, w[3] = f.s3, w[4] = f.s4, w[5] = f.s5, w[6] = f.s6, w[7] = f.s7;

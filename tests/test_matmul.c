@@ -198,6 +198,10 @@ static void test_matmul_values(void **state)
         {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 1, 0, TDACL_PRECISION_EXACT, 0,
          TDACL_BF16, TDACL_BF16},
         {65, 64, 64, 1, TDACL_BF16, 7, 0, 8, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_F32},
+        /* the GEMV on [N, K] with f16 weights and a, a's rows padded to 144; bf16 with a's
+         * row stride 75 */
+        {3, 45, 136, 1, TDACL_F16, TDACL_EPILOGUE_BIAS, 0, 8, TDACL_PRECISION_EXACT, 0, TDACL_F16, TDACL_F32},
+        {2, 40, 72, 1, TDACL_BF16, 7, 0, 3, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_F32},
         {77, 67, 129, 0, TDACL_BF16, 7, 0, 0, TDACL_PRECISION_BF16, 0, TDACL_F16, TDACL_F32},
         {40, 50, 70, 0, TDACL_F32, 7, 0, 0, TDACL_PRECISION_TF32, 0, TDACL_BF16, TDACL_BF16},
     };
