@@ -74,7 +74,9 @@
 #ifndef DL_SKIP
 #define DL_SKIP 0 /* profiling only (wrong results): bit 0 prefetch, 1-5 steps 1-5, 6 grid barriers, 7 norms */
 #endif
-#define DL_SPIN_LIMIT (1 << 23)
+#ifndef DL_SPIN_LIMIT
+#define DL_SPIN_LIMIT (1 << 23) /* polls before a grid barrier gives up (tests set fewer) */
+#endif
 #define DL_VW (ADT == 0 ? 4 : 8) /* cache elements per vector load in the attention */
 #define DL_DG (D / DL_VW)        /* vector groups of a head row */
 #define DL_KP (DL_WG / DL_DG)    /* key partitions of the W.V accumulation */

@@ -1485,6 +1485,24 @@ static void test_decode_head_sizes(void **state)
     }
 }
 
+/* bf16 activations: the bound of bf16_activations_case on rows [P, T) of one sequence (want:
+ * the exact reference's logits), from the reference's own rounding to bf16. */
+static void bf16_act_bounds(gpt_ref_model *ref, const int32_t *tok, int P, int T, int V, const double *want,
+                            double *nmse_b, double *max_b)
+{
+    double *fl = xcalloc((size_t)T * V, sizeof(double));
+    ref->round_activations = 1;
+    assert_int_equal(gpt_ref_forward(ref, T, tok, fl, NULL), 0);
+    ref->round_activations = 0;
+    errs ef = {0};
+    for (size_t i = (size_t)P * V; i < (size_t)T * V; i++) {
+        const float x = (float)fl[i];
+        errs_add(&ef, &x, want + i, NULL, 1);
+    }
+    *nmse_b = BF16_ACT_FLOOR_X * errs_nmse(&ef), *max_b = BF16_ACT_FLOOR_X * ef.max_err / ef.max_ref;
+    free(fl);
+}
+
 /* The decode layer in one launch (cl/decode_layer.cl; TDACL_DECODE=persistent takes it off
  * NVIDIA, with one work-group): softmax models with learned positions, LayerNorm with f32
  * weights and activations (head size 32) and RMSNorm with bf16 weights and activations (64).
@@ -1519,21 +1537,8 @@ static void one_launch_case(const char *mode, int P, int NP, int SHORT, int STEP
         for (int b = 0; b < 2; b++) memcpy(prompt + b * P, tok + b * T, sizeof(int32_t) * P);
         double *want = xcalloc((size_t)2 * T * V, sizeof(double));
         for (int b = 0; b < 2; b++) assert_int_equal(gpt_ref_forward(&ref, T, tok + b * T, want + (size_t)b * T * V, NULL), 0);
-        /* bf16: the bound of bf16_activations_case, from the reference's own rounding */
         double nmse_b = NMSE_F32, max_b = MAXABS_F32;
-        if (c) {
-            double *fl = xcalloc((size_t)T * V, sizeof(double));
-            ref.round_activations = 1;
-            assert_int_equal(gpt_ref_forward(&ref, T, tok, fl, NULL), 0);
-            ref.round_activations = 0;
-            errs ef = {0};
-            for (size_t i = (size_t)P * V; i < (size_t)T * V; i++) {
-                const float x = (float)fl[i];
-                errs_add(&ef, &x, want + i, NULL, 1);
-            }
-            nmse_b = BF16_ACT_FLOOR_X * errs_nmse(&ef), max_b = BF16_ACT_FLOOR_X * ef.max_err / ef.max_ref;
-            free(fl);
-        }
+        if (c) bf16_act_bounds(&ref, tok, P, T, V, want, &nmse_b, &max_b);
         /* the choice is logged once, at the model's first step (a one-token prefill's own) */
         tu_log lg = {0};
         tdacl_log_set_callback(tu_log_fn, &lg, TDACL_LOG_DEBUG);
@@ -1591,8 +1596,8 @@ static void test_decode_one_launch(void **state)
 }
 
 /* The same kernel's steps in a launch each (decode_layer.phased, TDACL_DECODE=phased): its
- * portable body, which CI runs on PoCL (one work-group a compute unit) and Oclgrind; only the
- * grid barrier is left to the native run of test_decode_one_launch. */
+ * portable body, which CI runs on PoCL (one work-group a compute unit, so on more than one
+ * the key splits' combine across work-groups) and Oclgrind. */
 static void test_decode_phased(void **state)
 {
     (void)state;
@@ -1608,15 +1613,80 @@ static void test_decode_phased_tiny(void **state)
     one_launch_case("phased", 1, 64, 0, 3, 1, 0);
 }
 
-/* The bf16 model on 10 tokens, two steps, one launch a layer only, for Oclgrind
- * (`oclgrind test_model --filter test_decode_one_launch_tiny`: minutes), where the kernel
- * builds at once; PoCL's work-group compiler takes minutes over its barriers.  Every prefill
- * has more than 8 rows (the GEMM): Oclgrind reports the split GEMV's cross-group reads
- * (docs/spec.md section 4.2). */
+/* The whole one-launch kernel (one work-group) from a one-token prompt, three steps, under
+ * Oclgrind in CI, where it builds at once (PoCL's work-group compiler takes minutes): no
+ * slots, for the reason of test_decode_phased_tiny. */
 static void test_decode_one_launch_tiny(void **state)
 {
     (void)state;
-    one_launch_case("persistent", 10, 64, 9, 2, 1, 0);
+    one_launch_case("persistent", 1, 64, 0, 3, 1, 0);
+}
+
+/* A grid barrier that cannot complete gives up instead of hanging: more work-groups than run
+ * at once (TDACL_DECODE_GROUPS = 64 per compute unit, plus 64) and barriers that poll 2048
+ * times (-DDL_SPIN_LIMIT, through a context of its own) make the step's error word fire; the
+ * logits read then fails naming it, and after a new prefill the model decodes the reference's
+ * logits again.  Oclgrind runs it in CI (its data-race check off: a failed launch's
+ * work-groups read and write x unordered by design); the GPU host natively. */
+static void test_decode_one_launch_gives_up(void **state)
+{
+    (void)state;
+    model_spec sp = *spec_by_tag("softmax_learned");
+    sp.n_embd = 128, sp.rmsnorm = 1;
+    char *dir = make_checkpoint(&sp, "gives_up", TDACL_F32, -1);
+    gpt_ref_model ref;
+    load_reference(dir, 1, &ref);
+    const char *was = getenv("TDACL_BUILD_OPTIONS");
+    char *saved = was ? strdup(was) : NULL;
+    setenv("TDACL_BUILD_OPTIONS", "-DDL_SPIN_LIMIT=2048", 1); /* read when a context is made */
+    tdacl_context_desc cd;
+    tdacl_context_desc_init(&cd);
+    tdacl_context *c2 = NULL;
+    assert_ok(NULL, tdacl_context_create(&cd, &c2));
+    if (saved) setenv("TDACL_BUILD_OPTIONS", saved, 1);
+    else unsetenv("TDACL_BUILD_OPTIONS");
+    free(saved);
+    tdacl_device_info info;
+    assert_ok(c2, tdacl_context_get_info(c2, &info));
+    char groups[32];
+    snprintf(groups, sizeof groups, "%u", 64u * (info.compute_units + 1u));
+    tdacl_model_desc d;
+    tdacl_model_desc_init(&d);
+    d.path = dir, d.weight_dtype = TDACL_BF16, d.activation_dtype = TDACL_BF16, d.max_batch = 1, d.max_context = 16;
+    tdacl_model *m = NULL;
+    assert_ok(c2, tdacl_model_load(c2, &d, &m));
+    enum { T = 3 };
+    const int V = sp.vocab;
+    int32_t tok[T];
+    rng r = {4242};
+    random_tokens(&r, V, T, tok);
+    float step[256];
+    setenv("TDACL_DECODE", "persistent", 1);
+    assert_ok(c2, tdacl_model_prefill(m, 1, 1, tok)); /* itself a step */
+    setenv("TDACL_DECODE_GROUPS", groups, 1);
+    assert_ok(c2, tdacl_model_decode(m, 1, tok + 1)); /* the error lands later */
+    EXPECT_FAIL(tdacl_model_logits(m, step, V, NULL), TDACL_ERR_INTERNAL, "gave up waiting");
+    setenv("TDACL_DECODE_GROUPS", "0", 1);
+    EXPECT_FAIL(tdacl_model_decode(m, 1, tok + 1), TDACL_ERR_INVALID_ARGUMENT, "TDACL_DECODE_GROUPS=0");
+    unsetenv("TDACL_DECODE_GROUPS");
+    /* a new prefill, then steps with the default work-groups: the reference's rows */
+    double *want = xcalloc((size_t)T * V, sizeof(double));
+    assert_int_equal(gpt_ref_forward(&ref, T, tok, want, NULL), 0);
+    double nmse_b, max_b;
+    bf16_act_bounds(&ref, tok, 1, T, V, want, &nmse_b, &max_b);
+    assert_ok(c2, tdacl_model_prefill(m, 1, 1, tok));
+    errs e = {0};
+    for (int t = 1; t < T; t++) {
+        assert_ok(c2, tdacl_model_decode(m, 1, tok + t));
+        assert_ok(c2, tdacl_model_logits(m, step, V, NULL));
+        errs_add(&e, step, want + (size_t)t * V, NULL, (size_t)V);
+    }
+    errs_check(&e, nmse_b, max_b, "decode after a barrier gave up", "gives_up");
+    unsetenv("TDACL_DECODE");
+    assert_ok(c2, tdacl_model_destroy(m));
+    assert_ok(NULL, tdacl_context_destroy(c2));
+    gpt_ref_free(&ref);
+    free(want), free(dir);
 }
 
 /* Serving: ten sequences of different lengths in the slots of one model, started one at a
@@ -2019,6 +2089,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_decode_one_launch_tiny),
         cmocka_unit_test(test_decode_phased),
         cmocka_unit_test(test_decode_phased_tiny),
+        cmocka_unit_test(test_decode_one_launch_gives_up),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_nonfinite_and_ownership),
         cmocka_unit_test(test_model_softmax_learned),

@@ -86,7 +86,7 @@ tdacl_status tdacl__model_decode_layers(tdacl_model *m, int B, int pos, const td
         tdacl__log(m->ctx, TDACL_LOG_DEBUG, "model decode step: %s (%s)",
                    barriers ? "one launch a layer" : "the one-launch layer's five steps in a launch each", why);
     m->dl_logged = 1;
-    c.groups = tdacl__decode_layer_groups(m->ctx, row);
+    if ((st = tdacl__decode_layer_groups(m->ctx, row, &c.groups))) return st;
     /* the last step's error word, if it has landed */
     if ((st = tdacl__model_decode_check(m, 0))) return st;
     tdacl__decode_layer_splits(c.groups, B, m->H, pos + 1, &c.nsplit, &c.split_len);

@@ -15,12 +15,24 @@ static int forced(const char *what)
 
 static int is_phased(const tdacl_variant_def *row) { return row->launch == tdacl__decode_layer_phased_launch; }
 
-int tdacl__decode_layer_groups(const tdacl_context *ctx, const tdacl_variant_def *row)
+tdacl_status tdacl__decode_layer_groups(tdacl_context *ctx, const tdacl_variant_def *row, int *groups)
 {
     const tdacl_device_info *i = &ctx->info;
     const int cus = i->compute_units > 0 ? (int)i->compute_units : 1;
-    if (is_phased(row)) return cus; /* nothing waits for another work-group */
-    return i->type == TDACL_DEVICE_GPU && i->nv_cc_major >= 7 ? cus : 1;
+    const char *env = getenv("TDACL_DECODE_GROUPS");
+    if (env && *env) { /* another count (trying a device; tests make a barrier give up) */
+        char *end;
+        const long v = strtol(env, &end, 10);
+        if (*end || v < 1 || v > 65536)
+            return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "TDACL_DECODE_GROUPS=%s is not a work-group count 1..65536",
+                               env);
+        *groups = (int)v;
+    } else if (is_phased(row)) {
+        *groups = cus; /* nothing waits for another work-group */
+    } else {
+        *groups = i->type == TDACL_DEVICE_GPU && i->nv_cc_major >= 7 ? cus : 1;
+    }
+    return TDACL_SUCCESS;
 }
 
 int tdacl__decode_layer_barriers(const tdacl_variant_def *row) { return is_phased(row) ? 0 : 4; }

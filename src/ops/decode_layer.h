@@ -29,8 +29,8 @@ typedef struct tdacl_decode_layer_call {
 
 /* Work-groups of a launch of `row`: the persistent kernel's, one per compute unit on NVIDIA
  * GPUs (all resident at once) and one elsewhere (where nothing promises that two run at
- * once); the phased steps', one per compute unit. */
-int tdacl__decode_layer_groups(const tdacl_context *ctx, const tdacl_variant_def *row);
+ * once); the phased steps', one per compute unit; $TDACL_DECODE_GROUPS (1..65536) instead. */
+tdacl_status tdacl__decode_layer_groups(tdacl_context *ctx, const tdacl_variant_def *row, int *groups);
 /* Key splits of M rows of H heads over `keys` keys: about one unit per work-group, at most
  * TDACL_DECODE_LAYER_MAX_SPLIT keys a split. */
 void tdacl__decode_layer_splits(int groups, int M, int H, int keys, int *nsplit, int *split_len);
