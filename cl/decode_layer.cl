@@ -299,6 +299,13 @@ inline int dl_cgu(int N, int G)
     return c < DL_CGU_MAX ? c : DL_CGU_MAX;
 }
 
+/* A GEMV step over N columns of K rows, in the kernel: the column groups of its units (cgu,
+ * cols) and, with DL_PRELOAD, the first weight loads of this work-group's first unit (pre,
+ * pre_ok), issued before the barrier or norm statistics ahead of the step */
+#define DL_GEMV_STEP(w, N, K)                                                                      \
+    (cgu = dl_cgu(N, G), cols = 8 * cgu,                                                           \
+     pre_ok = DL_PRELOAD && group < ((N) + cols - 1) / cols && dl_gemv_preload(w, N, K, group * cols, cgu, pre))
+
 /* the max or sum over the work-group (every work-item gets it): 256 -> 32 -> 1 */
 inline float dl_reduce(float v, int is_max, __local float *red)
 {
@@ -428,8 +435,7 @@ __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
 
 #if DL_RUN(1)
     /* 1. qkv = Norm1(x) @ W_attn + b_attn; k and v also into the caches */
-    cgu = dl_cgu(C3, G), cols = 8 * cgu;
-    pre_ok = DL_PRELOAD && group < (C3 + cols - 1) / cols && dl_gemv_preload(attn_w, C3, C, group * cols, cgu, pre);
+    DL_GEMV_STEP(attn_w, C3, C);
     dl_row_stats(x, M, C, rms, eps, lbuf, stats);
     for (int u = group; u < ((DL_SKIP & 2) ? 0 : (C3 + cols - 1) / cols); u += G) {
         dl_gemv_unit(attn_w, C3, C, u * cols, cgu, M, NULL, C, 1, x, ln1_w, ln1_b, stats, lbuf, out, pre, u == group && pre_ok);
@@ -479,14 +485,12 @@ __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
     }
 #endif
 #if DL_RUN(3)
-    cgu = dl_cgu(C, G), cols = 8 * cgu;
-    pre_ok = DL_PRELOAD && group < (C + cols - 1) / cols && dl_gemv_preload(proj_w, C, C, group * cols, cgu, pre);
+    DL_GEMV_STEP(proj_w, C, C);
 #endif
     DL_GRID_SYNC(2u);
 
 #if DL_RUN(3)
     /* 3. xmid = x + att @ W_proj + b_proj */
-    cgu = dl_cgu(C, G), cols = 8 * cgu;
     const int units3 = (DL_SKIP & 8) || DL_FAILED ? 0 : (C + cols - 1) / cols;
     for (int u = group; u < units3; u += G) {
         dl_gemv_unit(proj_w, C, C, u * cols, cgu, M, att, C, 0, NULL, NULL, NULL, stats, lbuf, out, pre, u == group && pre_ok);
@@ -497,15 +501,13 @@ __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
     }
 #endif
 #if DL_RUN(4)
-    cgu = dl_cgu(C4, G), cols = 8 * cgu;
-    pre_ok = DL_PRELOAD && group < (C4 + cols - 1) / cols && dl_gemv_preload(fc_w, C4, C, group * cols, cgu, pre);
+    DL_GEMV_STEP(fc_w, C4, C);
 #endif
     DL_GRID_SYNC(3u);
 
 #if DL_RUN(4)
     /* 4. hid = gelu(Norm2(xmid) @ W_fc + b_fc) */
     dl_row_stats(xmid, M, C, rms, eps, lbuf, stats);
-    cgu = dl_cgu(C4, G), cols = 8 * cgu;
     const int units4 = (DL_SKIP & 16) || DL_FAILED ? 0 : (C4 + cols - 1) / cols;
     for (int u = group; u < units4; u += G) {
         dl_gemv_unit(fc_w, C4, C, u * cols, cgu, M, NULL, C, 1, xmid, ln2_w, ln2_b, stats, lbuf, out, pre, u == group && pre_ok);
@@ -516,15 +518,13 @@ __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
     }
 #endif
 #if DL_RUN(5)
-    cgu = dl_cgu(C, G), cols = 8 * cgu;
-    pre_ok = DL_PRELOAD && group < (C + cols - 1) / cols && dl_gemv_preload(fcproj_w, C, C4, group * cols, cgu, pre);
+    DL_GEMV_STEP(fcproj_w, C, C4);
 #endif
     DL_GRID_SYNC(4u);
 
 #if DL_RUN(5)
     /* 5. x = xmid + hid @ W_fcproj + b_fcproj (unit u's columns: written in step 3 by
      * this work-group) */
-    cgu = dl_cgu(C, G), cols = 8 * cgu;
     const int units5 = (DL_SKIP & 32) || DL_FAILED ? 0 : (C + cols - 1) / cols;
     for (int u = group; u < units5; u += G) {
         dl_gemv_unit(fcproj_w, C, C4, u * cols, cgu, M, hid, C4, 0, NULL, NULL, NULL, stats, lbuf, out, pre, u == group && pre_ok);
