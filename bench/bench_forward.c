@@ -60,6 +60,17 @@ typedef struct fwd_job {
 
 /* Serving rows: slot i of n starts at context/2 + i * (context/2) / n tokens, so the step's
  * sequences sit at n positions spread over the second half of the nominal context. */
+/* A fused decode step's launches a layer for the row's note; the decode-layer row that runs
+ * it, if one does, in the row's variant column (TDACL_LOG=debug says why not). */
+static const char *fused_decode(tdacl_model *m, int batch, bench_row *r)
+{
+    char why[600];
+    int launches;
+    const char *layer = tdacl__model_decode_layer_choice(m, batch, &launches, why, sizeof why);
+    if (layer) snprintf(r->variant, sizeof r->variant, "%s", layer);
+    return launches == 1 ? "fused decode, one launch a layer" : "fused decode, five launches a layer";
+}
+
 static int spread_len(int i, int n, int context) { return context / 2 + (int)((int64_t)i * (context / 2) / n); }
 
 /* One decode step of every slot at its own position (tdacl_model_decode_slots); the slots
@@ -265,14 +276,15 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, const fwd_
             bench_finish_row(run, r);
             r->value = tokens_run / (r->s.median * 1e-3);
             snprintf(r->unit, sizeof r->unit, "tokens/s");
-            if (decode) { /* which decode ran: fused (five kernels a layer) or layer by layer, and why */
+            if (decode) { /* which decode ran: fused (one launch a layer, or five) or layer by layer, and why */
                 char why[200], note[sizeof r->note];
                 const int fused = tdacl__model_decode_fused(m, j.batch, why, sizeof why);
+                const char *fusedw = fused_decode(m, j.batch, r);
                 /* the host's share: a step whose enqueueing takes as long as the step waits on the host */
                 /* and the floor of that many launches at the measured enqueue time (argument-free) */
                 const double floor_ms = bd->have_peak ? (double)j.launches * bd->peak.enqueue_us * 1e-3 : 0.0;
                 snprintf(note, sizeof note, "%s%s%s; %llu kernels a step; host enqueue %.3f ms a step (launch floor %.3f)",
-                         r->note, r->note[0] ? "; " : "", fused ? "fused decode" : why, (unsigned long long)j.launches,
+                         r->note, r->note[0] ? "; " : "", fused ? fusedw : why, (unsigned long long)j.launches,
                          j.host_steps > 1 ? j.host_ms / (j.host_steps - 1) : 0.0, floor_ms);
                 snprintf(r->note, sizeof r->note, "%s", note);
             }
@@ -348,9 +360,10 @@ static int slots_rows(bench_run *run, tdacl_context *ctx, int dev, const fwd_mod
             snprintf(r->unit, sizeof r->unit, "tokens/s");
             char why[200];
             const int fused = tdacl__model_decode_fused(m, n, why, sizeof why);
+            const char *fusedw = fused ? fused_decode(m, n, r) : "";
             snprintf(r->note, sizeof r->note, "%s%s%d sequences at positions %d..%d; %s; %llu kernels a step",
                      fm->note, fm->note[0] ? "; " : "", n, context / 2,
-                     spread_len(n - 1, n, context), fused ? "fused decode" : why, (unsigned long long)j.launches);
+                     spread_len(n - 1, n, context), fused ? fusedw : why, (unsigned long long)j.launches);
         }
     }
     if (failed) {

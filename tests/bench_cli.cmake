@@ -5,7 +5,8 @@
 #     "forward:name:dtype"); every
 #     timed row with a positive median, enough samples and no failure note; as many CSV
 #     rows; and the file loaded back (--load) and compared with itself: every timed row
-#     matched, no regression.  The run's wall time is printed.
+#     matched, no regression.  The run's wall time is printed.  -DMATCH="regex|regex": the
+#     JSON text must match each (a row's note or variant).
 #   cmake -DBENCH=exe -DMODE=fail -DARGS="a|b" -DEXPECT_RC=n -DEXPECT_ERR=regex -P bench_cli.cmake
 #     wants exit EXPECT_RC, stderr matching EXPECT_ERR, and no measuring first.
 cmake_minimum_required(VERSION 3.19) # string(JSON)
@@ -77,6 +78,12 @@ if(NOT rc EQUAL 0)
 endif()
 
 file(READ ${json_path} json)
+string(REPLACE "|" ";" match "${MATCH}")
+foreach(re IN LISTS match)
+  if(NOT json MATCHES "${re}")
+    message(FATAL_ERROR "${json_path} does not match '${re}'")
+  endif()
+endforeach()
 string(JSON schema GET "${json}" schema)
 if(NOT schema STREQUAL "tdacl-bench/1")
   message(FATAL_ERROR "schema is '${schema}'")

@@ -12,5 +12,8 @@ tdacl_status tdacl__model_prefill(tdacl_model *m, int batch, int len, const int3
 const char *tdacl__sample_kernel(float temperature, int top_k, int vocab);
 /* 1 when a decode step of `batch` sequences runs fused (five kernels a layer); 0 with why. */
 int tdacl__model_decode_fused(const tdacl_model *m, int batch, char *why, size_t n);
+/* The decode-layer row (e.g. "decode_layer.persistent") a fused step of `batch` rows takes, or
+ * NULL for the five fused kernels, with why; *launches: launches a layer. */
+const char *tdacl__model_decode_layer_choice(tdacl_model *m, int batch, int *launches, char *why, size_t n);
 
 #endif

@@ -59,18 +59,40 @@ void tdacl__model_decode_release(tdacl_model *m)
         if (*bufs[i]) clReleaseMemObject(*bufs[i]), *bufs[i] = NULL;
 }
 
+/* The shape of a step of B rows at position pos (the buffers come later). */
+static void call_shape(const tdacl_model *m, int B, int pos, tdacl_decode_layer_call *c)
+{
+    memset(c, 0, sizeof *c);
+    c->kind = m->kind, c->rope = m->cfg.position == TDACL_POSITION_ROPE, c->views = m->kqkv == 5 ? 2 : 1;
+    c->head_norm = m->cfg.head_norm != TDACL_NORM_NONE, c->rms = m->cfg.norm_type == 1;
+    c->wdt = m->wdt, c->adt = m->adt, c->M = B, c->C = m->C, c->H = m->H, c->d = m->d, c->pos = pos;
+    c->cache_ld = (int64_t)m->info.max_context * m->C;
+    c->eps = m->cfg.layer_norm_epsilon, c->scale = 1.0f / sqrtf((float)m->d);
+}
+
+const char *tdacl__model_decode_layer_choice(tdacl_model *m, int B, int *launches, char *why, size_t n)
+{
+    *launches = 5;
+    const char *env = getenv("TDACL_DECODE");
+    if (env && !strcmp(env, "launches")) return snprintf(why, n, "TDACL_DECODE=launches"), NULL;
+    tdacl_decode_layer_call c;
+    call_shape(m, B, 0, &c);
+    const tdacl_variant_def *row = NULL;
+    if (!tdacl__variant_choose(m->ctx, TDACL_OP_DECODE_LAYER, &c, &row, why, n)) {
+        *launches = tdacl__decode_layer_barriers(row) ? 1 : 5;
+        return row->name;
+    }
+    tdacl__clear_error(m->ctx);
+    return NULL;
+}
+
 tdacl_status tdacl__model_decode_layers(tdacl_model *m, int B, int pos, const tdacl_kv_rows *kv, int *taken)
 {
     *taken = 0;
     const char *env = getenv("TDACL_DECODE");
     if (env && !strcmp(env, "launches")) return TDACL_SUCCESS;
     tdacl_decode_layer_call c;
-    memset(&c, 0, sizeof c);
-    c.kind = m->kind, c.rope = m->cfg.position == TDACL_POSITION_ROPE, c.views = m->kqkv == 5 ? 2 : 1;
-    c.head_norm = m->cfg.head_norm != TDACL_NORM_NONE, c.rms = m->cfg.norm_type == 1;
-    c.wdt = m->wdt, c.adt = m->adt, c.M = B, c.C = m->C, c.H = m->H, c.d = m->d, c.pos = pos;
-    c.cache_ld = (int64_t)m->info.max_context * m->C;
-    c.eps = m->cfg.layer_norm_epsilon, c.scale = 1.0f / sqrtf((float)m->d);
+    call_shape(m, B, pos, &c);
     const tdacl_variant_def *row = NULL;
     char why[600];
     tdacl_status st = tdacl__variant_choose(m->ctx, TDACL_OP_DECODE_LAYER, &c, &row, why, sizeof why);
