@@ -24,20 +24,11 @@ for i in $(seq "${REPS:-3}"); do
     build-gpu/tdacl-bench $D --json "$OUT/decode-new-$i.json" >/dev/null 2>&1
 done
 python3 - "$OUT" >"$OUT/decode.txt" <<'PY'
-import json, statistics, sys, glob
+import sys
+sys.path.insert(0, "bench")
+from decode_medians import medians as med
 out = sys.argv[1]
-import re
-def med(v):
-    rows, host = {}, {}
-    for f in sorted(glob.glob(f"{out}/decode-{v}-*.json")):
-        for r in json.load(open(f))["rows"]:
-            sh = r["shape"]
-            key = (r["name"], r["dtype"], sh["Tk"], sh["B"])
-            rows.setdefault(key, []).append(r["time_ms"]["median"])
-            m = re.search(r"host enqueue ([0-9.]+) ms", r.get("note", ""))
-            if m: host.setdefault(key, []).append(float(m.group(1)))
-    return ({k: statistics.median(x) for k, x in rows.items()}, {k: statistics.median(x) for k, x in host.items()})
-(b, bh), (n, nh) = med("base"), med("new")
+(b, bh), (n, nh) = med(out, "base"), med(out, "new")
 print("row (name dtype ctx B): base ms, new ms, new/base (medians of the runs' medians); host enqueue ms a step, base / new")
 for k in sorted(n):
     if k in b:
