@@ -498,18 +498,20 @@ static tdacl_status rope(tdacl_model *m, int rows, int T, int pos0, const tdacl_
     /* q1, k1 (, q2, k2) columns of [q|k|v] or [q1|k1|q2|k2|v] */
     cl_int4 cols = {{0, C, 2 * C, 3 * C}};
     cl_int nviews = m->kqkv == 5 ? 4 : 2, ld = m->kqkv * C, cT = T, p0 = pos0, r = rows, H = m->H, d = m->d;
+    /* four pairs a work-item where every 4-wide access is aligned: the view columns are
+     * multiples of C, head columns of d */
+    cl_int vec = (d / 2) % 4 == 0 && ld % 4 == 0 && C % 4 == 0 ? 4 : 1;
     cl_mem q = mem(m->qkv), rm = rowmap_of(kv);
     st = tdacl__set_args(m->ctx, k, "rope", sizeof q, &q, sizeof ld, &ld, sizeof cT, &cT, sizeof p0, &p0,
                          sizeof r, &r, sizeof H, &H, sizeof d, &d, sizeof cols, &cols, sizeof nviews, &nviews,
                          sizeof m->rope_cos, &m->rope_cos, sizeof m->rope_sin, &m->rope_sin, sizeof rm, &rm,
-                         (size_t)0);
-    /* d/2 pairs of 256 / (d/2) heads a work-group (the kernel skips heads past H * nviews) */
-    size_t l[3] = {(size_t)(m->d / 2), 1, 1};
-    if (l[0] > 64) l[0] = 64;
-    l[1] = 256 / l[0];
-    size_t g[3] = {(size_t)(m->d / 2 + l[0] - 1) / l[0] * l[0], ((size_t)(m->H * nviews) + l[1] - 1) / l[1] * l[1],
-                   (size_t)rows};
-    return st ? st : tdacl__launch(m->ctx, k, 3, g, l, NULL, "rope");
+                         sizeof vec, &vec, (size_t)0);
+    /* d/2/vec work-items a head and view, a row's in work-groups of 128 (the kernel skips
+     * work-items past the row's) */
+    const size_t per_row = (size_t)(m->H * nviews) * (size_t)(m->d / 2 / vec);
+    size_t l[2] = {per_row < 128 ? per_row : 128, 1}, g[2] = {(per_row + 127) / 128 * 128, (size_t)rows};
+    if (per_row < 128) g[0] = per_row;
+    return st ? st : tdacl__launch(m->ctx, k, 2, g, l, NULL, "rope");
 }
 
 /* The k (k2) and v columns of the rows of B sequences of T tokens into the caches: slots

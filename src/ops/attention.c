@@ -490,24 +490,39 @@ static tdacl_status add_event_ms(tdacl_context *ctx, cl_event ev, double *total)
     return st;
 }
 
-static tdacl_status inv_norms(tdacl_context *ctx, const tdacl_attention_plan *p, const tdacl_tensor *x,
-                              int64_t T, cl_mem out, cl_event *ev)
+/* Inverse norms of the rows of n <= 4 views x[i] (rows[i] rows each) into out[i], one launch
+ * (cl/attention_prep.cl). */
+static tdacl_status inv_norms(tdacl_context *ctx, const tdacl_attention_plan *p, int n, const tdacl_tensor *const x[4],
+                              const int64_t rows[4], const cl_mem out[4], cl_event *ev)
 {
     char opts[32];
     snprintf(opts, sizeof opts, "-DDT=%d", (int)p->dtype);
     cl_kernel k;
     tdacl_status st = tdacl__variant_kernel(ctx, tdacl__variant_of_op(TDACL_OP_ATTENTION_PREP), opts, "row_inv_norm", &k);
     if (st) return st;
-    cl_mem xm = mem_of(x);
-    cl_long4 xs = strides4(x);
-    cl_long xo = off_of(x), cT = T;
-    cl_int H = (cl_int)p->H, d = p->d;
-    st = tdacl__set_args(ctx, k, "row_inv_norm", sizeof xm, &xm, sizeof xs, &xs, sizeof xo, &xo, sizeof H, &H,
-                         sizeof cT, &cT, sizeof d, &d, sizeof out, &out, (size_t)0);
+    cl_mem xm[4], om[4];
+    cl_long4 xs[4], xo, rn;
+    cl_int wide = 0, H = (cl_int)p->H, d = p->d;
+    int64_t most = 0;
+    for (int i = 0; i < 4; i++) {
+        const int j = i < n ? i : 0; /* slots past n repeat view 0 with no rows */
+        xm[i] = mem_of(x[j]), om[i] = out[j], xs[i] = strides4(x[j]);
+        xo.s[i] = off_of(x[j]), rn.s[i] = i < n ? rows[j] : 0;
+        /* rows of 8-element chunks: contiguous, every row starting on a multiple of 8 */
+        if (i < n && xs[i].s[3] == 1 && d % 8 == 0 && xo.s[i] % 8 == 0 && xs[i].s[0] % 8 == 0 && xs[i].s[1] % 8 == 0 &&
+            xs[i].s[2] % 8 == 0)
+            wide |= 1 << i;
+        if (i < n && rows[j] > most) most = rows[j];
+    }
+    st = tdacl__set_args(ctx, k, "row_inv_norm", sizeof xm[0], &xm[0], sizeof xm[1], &xm[1], sizeof xm[2], &xm[2],
+                         sizeof xm[3], &xm[3], sizeof xs[0], &xs[0], sizeof xs[1], &xs[1], sizeof xs[2], &xs[2],
+                         sizeof xs[3], &xs[3], sizeof xo, &xo, sizeof rn, &rn, sizeof wide, &wide, sizeof H, &H,
+                         sizeof d, &d, sizeof om[0], &om[0], sizeof om[1], &om[1], sizeof om[2], &om[2],
+                         sizeof om[3], &om[3], (size_t)0);
     if (st) return st;
-    /* 64 work-items per work-group, 8 per row (cl/attention_prep.cl) */
-    size_t global[2] = {(size_t)((T + 7) / 8) * 64, (size_t)(p->B * p->H)}, local[2] = {64, 1};
-    return tdacl__launch(ctx, k, 2, global, local, ev, "row_inv_norm");
+    /* 256 work-items per work-group, 8 per row; dimension 2 the view */
+    size_t global[3] = {(size_t)((most + 31) / 32) * 256, (size_t)(p->B * p->H), (size_t)n}, local[3] = {256, 1, 1};
+    return tdacl__launch(ctx, k, 3, global, local, ev, "row_inv_norm");
 }
 
 void tdacl__attention_decode_call_options(const void *call, tdacl_strbuf *sb)
@@ -579,10 +594,10 @@ static tdacl_status zeroed_stats(tdacl_context *ctx, size_t groups, cl_mem *mem)
     return err ? tdacl__fail_cl(ctx, err, "clEnqueueFillBuffer(stats)") : TDACL_SUCCESS;
 }
 
-/* Inverse norms of q, k (and q2, k2) for the normalised kinds, into sub-buffers subs[0..3]
- * (q, k, q2, k2) of one scratch allocation; nothing for the others, and for the keys only
- * with `keys` (the tensor-core decode computes them from its tiles).  The caller releases
- * the sub-buffers and the events. */
+/* Inverse norms of q, k (and q2, k2) for the normalised kinds, into subs[0..3] (q, k, q2,
+ * k2: a scratch buffer each, which the context keeps); nothing for the others, and for the
+ * keys only with `keys` (the tensor-core decode computes them from its tiles).  The caller
+ * releases the events. */
 static tdacl_status prepare_norms(tdacl_context *ctx, const tdacl_attention_plan *p, const tdacl_attention_tensors *t,
                                   int keys, cl_mem subs[4], cl_event evs[4])
 {
@@ -591,26 +606,19 @@ static tdacl_status prepare_norms(tdacl_context *ctx, const tdacl_attention_plan
     const int64_t bh = p->B * p->H;
     const size_t nq = (size_t)(bh * p->Tq), nk = (size_t)(bh * p->Tk);
     const int nviews = tdacl__kind_views(d->kind);
-    /* offsets stay aligned to the device's base alignment by rounding each region up */
-    size_t align = ctx->info.mem_base_align_bits ? ctx->info.mem_base_align_bits / 8 : 128;
-    size_t sizes[4] = {4 * nq, keys ? 4 * nk : 0, 4 * nq, keys ? 4 * nk : 0}, off = 0, need = 0;
-    for (int i = 0; i < 2 * nviews; i++) need += (sizes[i] + align - 1) / align * align;
-    cl_mem norms = NULL;
-    tdacl_status st = tdacl__scratch(ctx, TDACL_SCRATCH_NORMS, need, &norms);
-    if (st) return st;
-    for (int i = 0; i < 2 * nviews; i++) {
-        if (!sizes[i]) continue;
-        cl_buffer_region reg = {off, sizes[i] ? sizes[i] : 4};
-        cl_int err;
-        subs[i] = clCreateSubBuffer(norms, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &reg, &err);
-        if (!subs[i]) return tdacl__fail_cl(ctx, err, "clCreateSubBuffer(norms)");
-        off += (sizes[i] + align - 1) / align * align;
-    }
-    const tdacl_tensor *src[4] = {t->q, t->k, t->q2, t->k2};
-    int64_t rows[4] = {p->Tq, p->Tk, p->Tq, p->Tk};
+    const size_t sizes[4] = {4 * nq, keys ? 4 * nk : 0, 4 * nq, keys ? 4 * nk : 0};
+    tdacl_status st = TDACL_SUCCESS;
     for (int i = 0; i < 2 * nviews && !st; i++)
-        if (subs[i]) st = inv_norms(ctx, p, src[i], rows[i], subs[i], &evs[i]);
-    return st;
+        if (sizes[i]) st = tdacl__scratch(ctx, TDACL_SCRATCH_NORMS + i, sizes[i], &subs[i]);
+    if (st) return st;
+    const tdacl_tensor *src[4] = {t->q, t->k, t->q2, t->k2}, *x[4];
+    const int64_t all_rows[4] = {p->Tq, p->Tk, p->Tq, p->Tk};
+    int64_t rows[4];
+    cl_mem out[4];
+    int n = 0;
+    for (int i = 0; i < 2 * nviews; i++)
+        if (subs[i]) x[n] = src[i], rows[n] = all_rows[i], out[n] = subs[i], n++;
+    return n ? inv_norms(ctx, p, n, x, rows, out, &evs[0]) : TDACL_SUCCESS;
 }
 
 /* The argument list the prefill kernels share (attention_fwd, attention_mma_fwd, and the
@@ -955,7 +963,6 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
             tdacl_status s2 = add_event_ms(ctx, evs[i], call->ms);
             if (!st) st = s2;
         }
-        if (subs[i]) clReleaseMemObject(subs[i]);
     }
     for (int i = 0; i < 4; i++) {
         if (!kevs[i]) continue;
@@ -1167,8 +1174,6 @@ tdacl_status tdacl__attention_decode_mma_launch(tdacl_context *ctx, const tdacl_
         tdacl_status s2 = add_event_ms(ctx, all[i], call->ms);
         if (!st) st = s2;
     }
-    for (int i = 0; i < 4; i++)
-        if (subs[i]) clReleaseMemObject(subs[i]);
     if (!st && call->stats) {
         call->stats->tiles_visited = split_tiles(kend, nsplit, split_len, bn) * (uint64_t)bh;
         if (want) st = read_stats(ctx, p, stats_mem, slots, call->stats);

@@ -88,7 +88,10 @@ void tdacl__programs_release(tdacl_context *ctx);
 /* ---- context ---- */
 
 typedef struct tdacl_program_entry tdacl_program_entry;
-enum { TDACL_SCRATCH_STATS, TDACL_SCRATCH_NORMS, TDACL_SCRATCH_PARTIAL, TDACL_SCRATCH_ML,
+/* the inverse norms of q, k, q2, k2 have a buffer each (TDACL_SCRATCH_NORMS + view): sub-buffers
+ * of one, made and released every call, made NVIDIA's OpenCL wait (bench/results/prefill-h200/) */
+enum { TDACL_SCRATCH_STATS, TDACL_SCRATCH_NORMS, TDACL_SCRATCH_NORMS_LAST = TDACL_SCRATCH_NORMS + 3,
+       TDACL_SCRATCH_PARTIAL, TDACL_SCRATCH_ML,
        TDACL_SCRATCH_MODEL, TDACL_SCRATCH_GEMV, TDACL_SCRATCH_ARRIVALS, TDACL_SCRATCH_SLOTS };
 struct tdacl_tuning_db;
 
