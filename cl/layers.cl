@@ -102,7 +102,11 @@ __kernel __attribute__((reqd_work_group_size(NORM_WG, 1, 1))) void norm_rows(
  * [pos][d/2] (computed in double so long positions keep their precision).  A work-item turns
  * `vec` consecutive pairs: 4 where d/2, ld and the view columns are multiples of 4 (one 4-wide
  * load of each half, of cos and of sin: element by element the kernel ran at a third of the
- * bandwidth on the H200), else 1. */
+ * bandwidth on the H200), else 1.  With inv_norms (a prefill from position 0 of a normalised
+ * kind) it also writes each turned row's 1 / max(||x||, 1e-12) over the values as stored, view
+ * v's (q1, k1, q2, k2) at inv_v[(seq * H + h) * T + t], the attention's own layout, so the
+ * attention skips its norm pass; a work-group then holds whole heads (the host's local size is
+ * a multiple of d/2/vec). */
 inline float4 ld4_0(__global const void *p, long i) { return *(__global const float4 *)((__global const float *)p + i); }
 inline float4 ld4_1(__global const void *p, long i)
 {
@@ -117,29 +121,54 @@ inline void st4_1(__global void *p, long i, float4 v)
         (uint2)((uint)f32_to_bf16(v.x) | (uint)f32_to_bf16(v.y) << 16, (uint)f32_to_bf16(v.z) | (uint)f32_to_bf16(v.w) << 16);
 }
 inline void st4_2(__global void *p, long i, float4 v) { vstore_half4_rte(v, 0, (__global half *)p + i); }
+#define ROPE_WG 128 /* the largest local size the host uses */
 __kernel void rope(__global void *qkv, int ld, int T, int pos0, int rows, int H, int d, int4 view_cols,
                    int nviews, __global const float *cos_t, __global const float *sin_t,
-                   __global const int2 *rowmap, int vec)
+                   __global const int2 *rowmap, int vec, __global float *inv_0, __global float *inv_1,
+                   __global float *inv_2, __global float *inv_3)
 {
+    __global float *const inv_norms = inv_0; /* NULL: no norms */
+    __local float part[ROPE_WG];
     /* dimension 0 runs over (head and view, group of vec pairs), dimension 1 over rows */
     const int hd = d / 2, per_head = hd / vec, i = get_global_id(0), row = get_global_id(1);
-    const int hv = i / per_head, m = (i - hv * per_head) * vec;
-    if (hv >= H * nviews || row >= rows) return;
+    const int hv = i / per_head, m = (i - hv * per_head) * vec, live = hv < H * nviews && row < rows;
     const int v = hv / H, h = hv - (hv / H) * H;
-    const int col = (v == 0 ? view_cols.s0 : v == 1 ? view_cols.s1 : v == 2 ? view_cols.s2 : view_cols.s3) + h * d;
-    const long pos = row_pos(rowmap, row, T, pos0);
-    const long at = (long)row * ld + col;
-    if (vec == 4) { /* the host checked the alignment (see above) */
-        const float4 c = *(__global const float4 *)(cos_t + pos * hd + m), s = *(__global const float4 *)(sin_t + pos * hd + m);
-        const float4 x1 = TDACL_CAT(ld4_, ADT)(qkv, at + m), x2 = TDACL_CAT(ld4_, ADT)(qkv, at + m + hd);
-        TDACL_CAT(st4_, ADT)(qkv, at + m, x1 * c - x2 * s);
-        TDACL_CAT(st4_, ADT)(qkv, at + m + hd, x2 * c + x1 * s);
-        return;
+    float ss = 0.0f;
+    if (live) {
+        const int col = (v == 0 ? view_cols.s0 : v == 1 ? view_cols.s1 : v == 2 ? view_cols.s2 : view_cols.s3) + h * d;
+        const long pos = row_pos(rowmap, row, T, pos0);
+        const long at = (long)row * ld + col;
+        if (vec == 4) { /* the host checked the alignment (see above) */
+            const float4 c = *(__global const float4 *)(cos_t + pos * hd + m), s = *(__global const float4 *)(sin_t + pos * hd + m);
+            const float4 x1 = TDACL_CAT(ld4_, ADT)(qkv, at + m), x2 = TDACL_CAT(ld4_, ADT)(qkv, at + m + hd);
+            TDACL_CAT(st4_, ADT)(qkv, at + m, x1 * c - x2 * s);
+            TDACL_CAT(st4_, ADT)(qkv, at + m + hd, x2 * c + x1 * s);
+            if (inv_norms) { /* as stored: this work-item's own writes, read back */
+                const float4 y1 = TDACL_CAT(ld4_, ADT)(qkv, at + m), y2 = TDACL_CAT(ld4_, ADT)(qkv, at + m + hd);
+                ss = dot(y1, y1) + dot(y2, y2);
+            }
+        } else {
+            const float c = cos_t[pos * hd + m], s = sin_t[pos * hd + m];
+            const float x1 = LOAD(ADT, qkv, at + m), x2 = LOAD(ADT, qkv, at + m + hd);
+            STORE(ADT, qkv, at + m, x1 * c - x2 * s);
+            STORE(ADT, qkv, at + m + hd, x2 * c + x1 * s);
+            if (inv_norms) {
+                const float y1 = LOAD(ADT, qkv, at + m), y2 = LOAD(ADT, qkv, at + m + hd);
+                ss = y1 * y1 + y2 * y2;
+            }
+        }
     }
-    const float c = cos_t[pos * hd + m], s = sin_t[pos * hd + m];
-    const float x1 = LOAD(ADT, qkv, at + m), x2 = LOAD(ADT, qkv, at + m + hd);
-    STORE(ADT, qkv, at + m, x1 * c - x2 * s);
-    STORE(ADT, qkv, at + m + hd, x2 * c + x1 * s);
+    if (inv_norms) { /* the same for the whole launch */
+        const int lid = get_local_id(0);
+        part[lid] = ss;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (live && m == 0) { /* the head's first work-item sums its per_head partials */
+            float sum = 0.0f;
+            for (int j = 0; j < per_head; j++) sum += part[lid + j];
+            __global float *out = v == 0 ? inv_0 : v == 1 ? inv_1 : v == 2 ? inv_2 : inv_3;
+            out[((long)(row / T) * H + h) * T + row % T] = 1.0f / fmax(sqrt(sum), 1e-12f);
+        }
+    }
 }
 
 /* ---- KV append: the C columns of row r of qkv that start at cols.s0 (k), cols.s1 (k2, -1:

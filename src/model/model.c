@@ -386,7 +386,8 @@ tdacl_status tdacl_model_destroy(tdacl_model *m)
     }
     free(m->layers);
     tdacl_tensor **globals[] = {&m->wte, &m->wpe, &m->lnf_w, &m->lnf_b, &m->lm_head, &m->x, &m->xn,
-                                &m->qkv, &m->att, &m->hid, &m->last, &m->logits};
+                                &m->qkv, &m->att, &m->hid, &m->last, &m->logits, &m->inv_norm[0],
+                                &m->inv_norm[1], &m->inv_norm[2], &m->inv_norm[3]};
     for (size_t k = 0; k < TDACL_ARRAY_LEN(globals); k++) free_tensor(globals[k]);
     if (m->rope_cos) clReleaseMemObject(m->rope_cos);
     if (m->rope_sin) clReleaseMemObject(m->rope_sin);
@@ -489,7 +490,10 @@ static tdacl_status linear(tdacl_model *m, tdacl_tensor *c, const tdacl_tensor *
     return st ? st : tdacl__gemm(m->ctx, c, a, w, bias, res, flags, M, N, K, trans, precision, NULL, NULL, NULL);
 }
 
-static tdacl_status rope(tdacl_model *m, int rows, int T, int pos0, const tdacl_kv_rows *kv)
+/* RoPE on the q and k views of qkv.  *normed (may be NULL: never): whether it also wrote the
+ * views' inverse norms into m->inv_norm for the attention, which it does for a prefill from
+ * position 0 of a normalised kind (tra, tda: the keys are then exactly the rows turned here). */
+static tdacl_status rope(tdacl_model *m, int rows, int T, int pos0, const tdacl_kv_rows *kv, int *normed)
 {
     cl_kernel k;
     tdacl_status st = tdacl__model_layers_kernel(m, "rope", NULL, &k);
@@ -501,17 +505,25 @@ static tdacl_status rope(tdacl_model *m, int rows, int T, int pos0, const tdacl_
     /* four pairs a work-item where every 4-wide access is aligned: the view columns are
      * multiples of C, head columns of d */
     cl_int vec = (d / 2) % 4 == 0 && ld % 4 == 0 && C % 4 == 0 ? 4 : 1;
-    cl_mem q = mem(m->qkv), rm = rowmap_of(kv);
+    const size_t per_head = (size_t)(d / 2 / vec), per_row = (size_t)(m->H * nviews) * per_head;
+    const int norms = normed && !kv && pos0 == 0 && per_head <= 128 &&
+                      (m->kind == TDACL_ATTN_TRA || m->kind == TDACL_ATTN_TDA);
+    for (int v = 0; norms && v < nviews && !st; v++) st = ensure(m, &m->inv_norm[v], TDACL_F32, (int64_t)rows * H, 1);
+    if (st) return st;
+    cl_mem q = mem(m->qkv), rm = rowmap_of(kv), inv[4] = {NULL, NULL, NULL, NULL};
+    for (int v = 0; norms && v < 4; v++) inv[v] = mem(m->inv_norm[v < nviews ? v : 0]);
     st = tdacl__set_args(m->ctx, k, "rope", sizeof q, &q, sizeof ld, &ld, sizeof cT, &cT, sizeof p0, &p0,
                          sizeof r, &r, sizeof H, &H, sizeof d, &d, sizeof cols, &cols, sizeof nviews, &nviews,
                          sizeof m->rope_cos, &m->rope_cos, sizeof m->rope_sin, &m->rope_sin, sizeof rm, &rm,
-                         sizeof vec, &vec, (size_t)0);
-    /* d/2/vec work-items a head and view, a row's in work-groups of 128 (the kernel skips
-     * work-items past the row's) */
-    const size_t per_row = (size_t)(m->H * nviews) * (size_t)(m->d / 2 / vec);
-    size_t l[2] = {per_row < 128 ? per_row : 128, 1}, g[2] = {(per_row + 127) / 128 * 128, (size_t)rows};
-    if (per_row < 128) g[0] = per_row;
-    return st ? st : tdacl__launch(m->ctx, k, 2, g, l, NULL, "rope");
+                         sizeof vec, &vec, sizeof inv[0], &inv[0], sizeof inv[1], &inv[1], sizeof inv[2], &inv[2],
+                         sizeof inv[3], &inv[3], (size_t)0);
+    /* d/2/vec work-items a head and view, a row's in work-groups of whole heads, at most 128
+     * work-items (cl/layers.cl ROPE_WG; the kernel skips work-items past the row's) */
+    const size_t wg = per_head <= 128 ? per_head * (128 / per_head) : 128;
+    size_t l[2] = {per_row < wg ? per_row : wg, 1}, g[2] = {(per_row + l[0] - 1) / l[0] * l[0], (size_t)rows};
+    if (!st) st = tdacl__launch(m->ctx, k, 2, g, l, NULL, "rope");
+    if (!st && normed) *normed = norms;
+    return st;
 }
 
 /* The k (k2) and v columns of the rows of B sequences of T tokens into the caches: slots
@@ -559,7 +571,8 @@ static tdacl_status v_sum_add(tdacl_model *m, const layer *L, int B, int T, int 
 
 /* The attention call of layer l over views of the caches (the model's kind and its
  * per-layer tensors). */
-static tdacl_status attend(tdacl_model *m, const layer *L, tdacl_attention_tensors *t, int pos0, const tdacl_kv_rows *kv)
+static tdacl_status attend(tdacl_model *m, const layer *L, tdacl_attention_tensors *t, int pos0, const tdacl_kv_rows *kv,
+                           tdacl_tensor *const *inv_norm)
 {
     tdacl_attention_desc desc;
     tdacl_attention_desc_init(&desc);
@@ -574,7 +587,9 @@ static tdacl_status attend(tdacl_model *m, const layer *L, tdacl_attention_tenso
         desc.theta_post = m->theta_post, desc.sdc = m->sdc, desc.sdc_gamma = m->sdc_gamma, desc.vmc = m->vmc;
         t->thresholds = L->thresholds, t->sdc_log_mass = L->log_mass;
     }
-    return tdacl__attention_rows(m->ctx, &desc, t, kv);
+    if (!inv_norm) return tdacl__attention_rows(m->ctx, &desc, t, kv, NULL);
+    const cl_mem norms[4] = {mem(inv_norm[0]), mem(inv_norm[1]), mem(inv_norm[2]), mem(inv_norm[3])};
+    return tdacl__attention_rows(m->ctx, &desc, t, kv, norms);
 }
 
 /* The attention block of layer l for B sequences of T new tokens at positions pos0.., in
@@ -582,7 +597,7 @@ static tdacl_status attend(tdacl_model *m, const layer *L, tdacl_attention_tenso
  * the largest.  append: copy the new k (k2) and v rows into the caches first (the fused
  * decode's QKV GEMV wrote them already). */
 static tdacl_status attention_block(tdacl_model *m, int l, int B, int T, int pos0, int slot0, const tdacl_kv_rows *kv,
-                                    int append)
+                                    int append, int normed)
 {
     layer *L = &m->layers[l];
     const int C = m->C, ld = m->kqkv * C, two = m->kqkv == 5;
@@ -620,7 +635,7 @@ static tdacl_status attention_block(tdacl_model *m, int l, int B, int T, int pos
         }
         if (!st) {
             tdacl_attention_tensors t = {q, k, v, q2, k2, L->head_norm, o, L->lambdas, NULL, NULL, NULL, vsum};
-            st = attend(m, L, &t, pos, rows);
+            st = attend(m, L, &t, pos, rows, normed ? m->inv_norm : NULL);
         }
         tdacl_tensor *views[] = {q, q2, k, k2, v, o, vsum};
         for (size_t i = 0; i < TDACL_ARRAY_LEN(views); i++) tdacl_tensor_destroy(views[i]);
@@ -672,7 +687,7 @@ static tdacl_status decode_step(tdacl_model *m, int B, int pos, const tdacl_kv_r
         tdacl_gemv_fusion ln2 = {.norm_w = L->ln2_w, .norm_b = L->ln2_b, .eps = m->cfg.layer_norm_epsilon,
                                  .rms = m->cfg.norm_type == 1};
         st = tdacl__gemv_fused(m->ctx, m->qkv, m->x, L->attn_w, L->attn_b, NULL, EPI_BIAS, B, m->kqkv * C, C, &qkv);
-        if (!st) st = attention_block(m, l, B, 1, pos, 0, kv, 0);
+        if (!st) st = attention_block(m, l, B, 1, pos, 0, kv, 0, 0);
         if (!st) st = linear(m, m->x, m->att, L->proj_w, L->proj_b, m->x, EPI_BIAS | EPI_RESIDUAL, B, C, C, 0);
         if (!st)
             st = tdacl__gemv_fused(m->ctx, m->hid, m->x, L->fc_w, L->fc_b, NULL, EPI_BIAS | EPI_GELU, B, 4 * C, C, &ln2);
@@ -711,8 +726,9 @@ tdacl_status tdacl__model_forward(tdacl_model *m, int B, int T, int pos0, int sl
         layer *L = &m->layers[l];
         st = norm(m, m->xn, m->x, L->ln1_w, L->ln1_b, rows);
         if (!st) st = linear(m, m->qkv, m->xn, L->attn_w, L->attn_b, NULL, EPI_BIAS, rows, m->kqkv * C, C, 0);
-        if (!st && m->cfg.position == TDACL_POSITION_ROPE) st = rope(m, rows, T, pos0, kv);
-        if (!st) st = attention_block(m, l, B, T, pos0, slot0, kv, 1);
+        int normed = 0; /* RoPE wrote the attention's inverse norms */
+        if (!st && m->cfg.position == TDACL_POSITION_ROPE) st = rope(m, rows, T, pos0, kv, &normed);
+        if (!st) st = attention_block(m, l, B, T, pos0, slot0, kv, 1, normed);
         if (!st) st = linear(m, m->x, m->att, L->proj_w, L->proj_b, m->x, EPI_BIAS | EPI_RESIDUAL, rows, C, C, 0);
         if (!st) st = norm(m, m->xn, m->x, L->ln2_w, L->ln2_b, rows);
         if (!st) st = linear(m, m->hid, m->xn, L->fc_w, L->fc_b, NULL, EPI_BIAS | EPI_GELU, rows, 4 * C, C, 0);

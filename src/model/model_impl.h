@@ -46,6 +46,7 @@ struct tdacl_model {
     /* activations, grown on demand to `rows` rows */
     int64_t rows_cap;
     tdacl_tensor *x, *xn, *qkv, *att, *hid, *last, *logits;
+    tdacl_tensor *inv_norm[4]; /* a prefill's inverse norms of q, k (q2, k2) rows from RoPE, [rows * H] each */
     int64_t logits_cap;
     cl_mem tokens;
     int64_t tokens_cap;

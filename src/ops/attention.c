@@ -603,6 +603,10 @@ static tdacl_status prepare_norms(tdacl_context *ctx, const tdacl_attention_plan
 {
     const tdacl_attention_desc *d = &p->desc;
     if (!(d->normalize && tdacl__kind_threshold(d->kind))) return TDACL_SUCCESS;
+    if (p->given_norms[0]) { /* the caller's (tdacl__attention_rows) */
+        for (int i = 0; i < 2 * tdacl__kind_views(d->kind); i++) subs[i] = keys || !(i & 1) ? p->given_norms[i] : NULL;
+        return TDACL_SUCCESS;
+    }
     const int64_t bh = p->B * p->H;
     const size_t nq = (size_t)(bh * p->Tq), nk = (size_t)(bh * p->Tk);
     const int nviews = tdacl__kind_views(d->kind);
@@ -1224,9 +1228,15 @@ tdacl_status tdacl_attention(tdacl_context *ctx, const tdacl_attention_desc *des
 }
 
 tdacl_status tdacl__attention_rows(tdacl_context *ctx, const tdacl_attention_desc *desc,
-                                   const tdacl_attention_tensors *tensors, const tdacl_kv_rows *rows)
+                                   const tdacl_attention_tensors *tensors, const tdacl_kv_rows *rows,
+                                   const cl_mem *norms)
 {
     tdacl_attention_plan plan;
     tdacl_status st = tdacl__attention_plan_rows(ctx, desc, tensors, rows, &plan);
-    return st ? st : tdacl__attention_run(ctx, &plan, tensors, NULL, NULL, NULL);
+    if (st) return st;
+    if (norms && plan.Tq != plan.Tk)
+        return tdacl__fail(ctx, TDACL_ERR_INTERNAL, "attention: given inverse norms need Tq = Tk (got %lld, %lld)",
+                           (long long)plan.Tq, (long long)plan.Tk);
+    for (int i = 0; norms && i < 4; i++) plan.given_norms[i] = norms[i];
+    return tdacl__attention_run(ctx, &plan, tensors, NULL, NULL, NULL);
 }

@@ -19,6 +19,7 @@ typedef struct tdacl_attention_plan {
     const tdacl_variant_def *row; /* the variant that runs the call */
     char variant_why[320];
     const struct tdacl_kv_rows *kv_rows; /* per-sequence key ranges, or NULL */
+    cl_mem given_norms[4]; /* inverse norms of q, k, q2, k2 the caller computed (or NULL) */
 } tdacl_attention_plan;
 
 /* Per-sequence key ranges of a decode (a model's sequences at their own positions, in KV
@@ -46,9 +47,12 @@ tdacl_status tdacl__attention_plan_rows(tdacl_context *ctx, const tdacl_attentio
                                         const tdacl_attention_tensors *t, const tdacl_kv_rows *rows,
                                         tdacl_attention_plan *plan);
 
-/* tdacl_attention with per-sequence key ranges (rows may be NULL), without statistics. */
+/* tdacl_attention with per-sequence key ranges (rows may be NULL), without statistics.
+ * norms (may be NULL): the inverse norms of q, k, q2, k2 rows ([B, H, T] fp32 each, Tq = Tk)
+ * already computed (a model's RoPE pass), so the normalised kinds skip theirs. */
 tdacl_status tdacl__attention_rows(tdacl_context *ctx, const tdacl_attention_desc *desc,
-                                   const tdacl_attention_tensors *tensors, const tdacl_kv_rows *rows);
+                                   const tdacl_attention_tensors *tensors, const tdacl_kv_rows *rows,
+                                   const cl_mem *norms);
 
 /* Runs a planned call on plan->row.  `force` overrides the tuned parameters (tuner); NULL
  * uses the lookup.  `used` (may be NULL) receives the parameters and where they came from. */
