@@ -106,7 +106,8 @@ __kernel __attribute__((reqd_work_group_size(NORM_WG, 1, 1))) void norm_rows(
  * kind) it also writes each turned row's 1 / max(||x||, 1e-12) over the values as stored, view
  * v's (q1, k1, q2, k2) at inv_v[(seq * H + h) * T + t], the attention's own layout, so the
  * attention skips its norm pass; a work-group then holds whole heads (the host's local size is
- * a multiple of d/2/vec). */
+ * a multiple of d/2/vec).  With kc (k2c), the turned k (k2) rows also go straight into the
+ * caches, as kv_append would copy them, which then copies v only. */
 inline float4 ld4_0(__global const void *p, long i) { return *(__global const float4 *)((__global const float *)p + i); }
 inline float4 ld4_1(__global const void *p, long i)
 {
@@ -122,10 +123,13 @@ inline void st4_1(__global void *p, long i, float4 v)
 }
 inline void st4_2(__global void *p, long i, float4 v) { vstore_half4_rte(v, 0, (__global half *)p + i); }
 #define ROPE_WG 128 /* the largest local size the host uses */
+/* where column c of this row's key goes in a cache [slots, ctx, H d] (kv_append's addressing) */
+#define ROPE_CACHE_AT(c) ((rowmap ? (long)rowmap[row].x : (long)(slot0 + row / T)) * cache_ld + pos * (H * d) + (c))
 __kernel void rope(__global void *qkv, int ld, int T, int pos0, int rows, int H, int d, int4 view_cols,
                    int nviews, __global const float *cos_t, __global const float *sin_t,
                    __global const int2 *rowmap, int vec, __global float *inv_0, __global float *inv_1,
-                   __global float *inv_2, __global float *inv_3)
+                   __global float *inv_2, __global float *inv_3, __global void *kc, __global void *k2c,
+                   long cache_ld, int slot0)
 {
     __global float *const inv_norms = inv_0; /* NULL: no norms */
     __local float part[ROPE_WG];
@@ -143,6 +147,11 @@ __kernel void rope(__global void *qkv, int ld, int T, int pos0, int rows, int H,
             const float4 x1 = TDACL_CAT(ld4_, ADT)(qkv, at + m), x2 = TDACL_CAT(ld4_, ADT)(qkv, at + m + hd);
             TDACL_CAT(st4_, ADT)(qkv, at + m, x1 * c - x2 * s);
             TDACL_CAT(st4_, ADT)(qkv, at + m + hd, x2 * c + x1 * s);
+            if (kc && (v & 1)) { /* the same values into the cache (the same rounding: the same bits) */
+                const long to = ROPE_CACHE_AT(h * d);
+                TDACL_CAT(st4_, ADT)(v == 1 ? kc : k2c, to + m, x1 * c - x2 * s);
+                TDACL_CAT(st4_, ADT)(v == 1 ? kc : k2c, to + m + hd, x2 * c + x1 * s);
+            }
             if (inv_norms) { /* as stored: this work-item's own writes, read back */
                 const float4 y1 = TDACL_CAT(ld4_, ADT)(qkv, at + m), y2 = TDACL_CAT(ld4_, ADT)(qkv, at + m + hd);
                 ss = dot(y1, y1) + dot(y2, y2);
@@ -152,6 +161,11 @@ __kernel void rope(__global void *qkv, int ld, int T, int pos0, int rows, int H,
             const float x1 = LOAD(ADT, qkv, at + m), x2 = LOAD(ADT, qkv, at + m + hd);
             STORE(ADT, qkv, at + m, x1 * c - x2 * s);
             STORE(ADT, qkv, at + m + hd, x2 * c + x1 * s);
+            if (kc && (v & 1)) {
+                const long to = ROPE_CACHE_AT(h * d);
+                STORE(ADT, v == 1 ? kc : k2c, to + m, x1 * c - x2 * s);
+                STORE(ADT, v == 1 ? kc : k2c, to + m + hd, x2 * c + x1 * s);
+            }
             if (inv_norms) {
                 const float y1 = LOAD(ADT, qkv, at + m), y2 = LOAD(ADT, qkv, at + m + hd);
                 ss = y1 * y1 + y2 * y2;

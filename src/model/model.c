@@ -490,10 +490,13 @@ static tdacl_status linear(tdacl_model *m, tdacl_tensor *c, const tdacl_tensor *
     return st ? st : tdacl__gemm(m->ctx, c, a, w, bias, res, flags, M, N, K, trans, precision, NULL, NULL, NULL);
 }
 
-/* RoPE on the q and k views of qkv.  *normed (may be NULL: never): whether it also wrote the
- * views' inverse norms into m->inv_norm for the attention, which it does for a prefill from
- * position 0 of a normalised kind (tra, tda: the keys are then exactly the rows turned here). */
-static tdacl_status rope(tdacl_model *m, int rows, int T, int pos0, const tdacl_kv_rows *kv, int *normed)
+/* RoPE on the q and k views of qkv, the turned k (k2) rows also into layer L's caches (slots
+ * slot0.. at positions pos0.., or through the row map), so that kv_append copies v only.
+ * *normed: whether it also wrote the views' inverse norms into m->inv_norm for the attention,
+ * which it does for a prefill from position 0 of a normalised kind (tra, tda: the keys are
+ * then exactly the rows turned here). */
+static tdacl_status rope(tdacl_model *m, const layer *L, int rows, int T, int pos0, int slot0, const tdacl_kv_rows *kv,
+                         int *normed)
 {
     cl_kernel k;
     tdacl_status st = tdacl__model_layers_kernel(m, "rope", NULL, &k);
@@ -506,36 +509,42 @@ static tdacl_status rope(tdacl_model *m, int rows, int T, int pos0, const tdacl_
      * multiples of C, head columns of d */
     cl_int vec = (d / 2) % 4 == 0 && ld % 4 == 0 && C % 4 == 0 ? 4 : 1;
     const size_t per_head = (size_t)(d / 2 / vec), per_row = (size_t)(m->H * nviews) * per_head;
-    const int norms = normed && !kv && pos0 == 0 && per_head <= 128 &&
+    const int norms = !kv && pos0 == 0 && per_head <= 128 &&
                       (m->kind == TDACL_ATTN_TRA || m->kind == TDACL_ATTN_TDA);
     for (int v = 0; norms && v < nviews && !st; v++) st = ensure(m, &m->inv_norm[v], TDACL_F32, (int64_t)rows * H, 1);
     if (st) return st;
     cl_mem q = mem(m->qkv), rm = rowmap_of(kv), inv[4] = {NULL, NULL, NULL, NULL};
+    cl_mem kc = mem(L->kcache), k2c = mem(L->k2cache);
+    cl_long cache_ld = (cl_long)m->info.max_context * C;
+    cl_int s0 = slot0;
     for (int v = 0; norms && v < 4; v++) inv[v] = mem(m->inv_norm[v < nviews ? v : 0]);
     st = tdacl__set_args(m->ctx, k, "rope", sizeof q, &q, sizeof ld, &ld, sizeof cT, &cT, sizeof p0, &p0,
                          sizeof r, &r, sizeof H, &H, sizeof d, &d, sizeof cols, &cols, sizeof nviews, &nviews,
                          sizeof m->rope_cos, &m->rope_cos, sizeof m->rope_sin, &m->rope_sin, sizeof rm, &rm,
                          sizeof vec, &vec, sizeof inv[0], &inv[0], sizeof inv[1], &inv[1], sizeof inv[2], &inv[2],
-                         sizeof inv[3], &inv[3], (size_t)0);
+                         sizeof inv[3], &inv[3], sizeof kc, &kc, sizeof k2c, &k2c, sizeof cache_ld, &cache_ld,
+                         sizeof s0, &s0, (size_t)0);
     /* d/2/vec work-items a head and view, a row's in work-groups of whole heads, at most 128
      * work-items (cl/layers.cl ROPE_WG; the kernel skips work-items past the row's) */
     const size_t wg = per_head <= 128 ? per_head * (128 / per_head) : 128;
     size_t l[2] = {per_row < wg ? per_row : wg, 1}, g[2] = {(per_row + l[0] - 1) / l[0] * l[0], (size_t)rows};
     if (!st) st = tdacl__launch(m->ctx, k, 2, g, l, NULL, "rope");
-    if (!st && normed) *normed = norms;
+    if (!st) *normed = norms;
     return st;
 }
 
 /* The k (k2) and v columns of the rows of B sequences of T tokens into the caches: slots
  * slot0.., positions pos0..; or through a decode step's row map. */
-static tdacl_status kv_append(tdacl_model *m, const layer *L, int B, int T, int pos0, int slot0, const tdacl_kv_rows *kv)
+static tdacl_status kv_append(tdacl_model *m, const layer *L, int B, int T, int pos0, int slot0, const tdacl_kv_rows *kv,
+                               int v_only)
 {
     cl_kernel k;
     tdacl_status st = tdacl__model_layers_kernel(m, "kv_append", NULL, &k);
     if (st) return st;
     const int C = m->C, two = m->kqkv == 5;
     cl_int ld = m->kqkv * C, r = B * T, cC = C, cT = T, p0 = pos0, s0 = slot0;
-    cl_int4 cols = {{C, two ? 3 * C : -1, two ? 4 * C : 2 * C, -1}};
+    /* v_only: RoPE wrote the keys (rope) */
+    cl_int4 cols = {{v_only ? -1 : C, two && !v_only ? 3 * C : -1, two ? 4 * C : 2 * C, -1}};
     cl_mem q = mem(m->qkv), kc = mem(L->kcache), k2c = mem(L->k2cache), vc = mem(L->vcache), rm = rowmap_of(kv);
     cl_long cache_ld = (cl_long)m->info.max_context * C;
     st = tdacl__set_args(m->ctx, k, "kv_append", sizeof q, &q, sizeof ld, &ld, sizeof r, &r, sizeof cC, &cC,
@@ -603,7 +612,8 @@ static tdacl_status attention_block(tdacl_model *m, int l, int B, int T, int pos
     const int C = m->C, ld = m->kqkv * C, two = m->kqkv == 5;
     const int Tk = pos0 + T;
     /* new k (and k2) and v rows into the caches */
-    tdacl_status st = append ? kv_append(m, L, B, T, pos0, slot0, kv) : TDACL_SUCCESS;
+    const int v_only = m->cfg.position == TDACL_POSITION_ROPE; /* RoPE wrote the keys (rope) */
+    tdacl_status st = append ? kv_append(m, L, B, T, pos0, slot0, kv, v_only) : TDACL_SUCCESS;
     if (!st && L->v_sum) st = v_sum_add(m, L, B, T, pos0, slot0, kv);
     if (st) return st;
     if (m->hook && !kv && (st = m->hook(m, l, B, T, m->hook_user))) return st;
@@ -727,7 +737,7 @@ tdacl_status tdacl__model_forward(tdacl_model *m, int B, int T, int pos0, int sl
         st = norm(m, m->xn, m->x, L->ln1_w, L->ln1_b, rows);
         if (!st) st = linear(m, m->qkv, m->xn, L->attn_w, L->attn_b, NULL, EPI_BIAS, rows, m->kqkv * C, C, 0);
         int normed = 0; /* RoPE wrote the attention's inverse norms */
-        if (!st && m->cfg.position == TDACL_POSITION_ROPE) st = rope(m, rows, T, pos0, kv, &normed);
+        if (!st && m->cfg.position == TDACL_POSITION_ROPE) st = rope(m, L, rows, T, pos0, slot0, kv, &normed);
         if (!st) st = attention_block(m, l, B, T, pos0, slot0, kv, 1, normed);
         if (!st) st = linear(m, m->x, m->att, L->proj_w, L->proj_b, m->x, EPI_BIAS | EPI_RESIDUAL, rows, C, C, 0);
         if (!st) st = norm(m, m->xn, m->x, L->ln2_w, L->ln2_b, rows);
