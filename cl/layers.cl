@@ -145,12 +145,13 @@ __kernel void rope(__global void *qkv, int ld, int T, int pos0, int rows, int H,
         if (vec == 4) { /* the host checked the alignment (see above) */
             const float4 c = *(__global const float4 *)(cos_t + pos * hd + m), s = *(__global const float4 *)(sin_t + pos * hd + m);
             const float4 x1 = TDACL_CAT(ld4_, ADT)(qkv, at + m), x2 = TDACL_CAT(ld4_, ADT)(qkv, at + m + hd);
-            TDACL_CAT(st4_, ADT)(qkv, at + m, x1 * c - x2 * s);
-            TDACL_CAT(st4_, ADT)(qkv, at + m + hd, x2 * c + x1 * s);
+            const float4 r1 = x1 * c - x2 * s, r2 = x2 * c + x1 * s;
+            TDACL_CAT(st4_, ADT)(qkv, at + m, r1);
+            TDACL_CAT(st4_, ADT)(qkv, at + m + hd, r2);
             if (kc && (v & 1)) { /* the same values into the cache (the same rounding: the same bits) */
                 const long to = ROPE_CACHE_AT(h * d);
-                TDACL_CAT(st4_, ADT)(v == 1 ? kc : k2c, to + m, x1 * c - x2 * s);
-                TDACL_CAT(st4_, ADT)(v == 1 ? kc : k2c, to + m + hd, x2 * c + x1 * s);
+                TDACL_CAT(st4_, ADT)(v == 1 ? kc : k2c, to + m, r1);
+                TDACL_CAT(st4_, ADT)(v == 1 ? kc : k2c, to + m + hd, r2);
             }
             if (inv_norms) { /* as stored: this work-item's own writes, read back */
                 const float4 y1 = TDACL_CAT(ld4_, ADT)(qkv, at + m), y2 = TDACL_CAT(ld4_, ADT)(qkv, at + m + hd);
@@ -159,12 +160,13 @@ __kernel void rope(__global void *qkv, int ld, int T, int pos0, int rows, int H,
         } else {
             const float c = cos_t[pos * hd + m], s = sin_t[pos * hd + m];
             const float x1 = LOAD(ADT, qkv, at + m), x2 = LOAD(ADT, qkv, at + m + hd);
-            STORE(ADT, qkv, at + m, x1 * c - x2 * s);
-            STORE(ADT, qkv, at + m + hd, x2 * c + x1 * s);
+            const float r1 = x1 * c - x2 * s, r2 = x2 * c + x1 * s;
+            STORE(ADT, qkv, at + m, r1);
+            STORE(ADT, qkv, at + m + hd, r2);
             if (kc && (v & 1)) {
                 const long to = ROPE_CACHE_AT(h * d);
-                STORE(ADT, v == 1 ? kc : k2c, to + m, x1 * c - x2 * s);
-                STORE(ADT, v == 1 ? kc : k2c, to + m + hd, x2 * c + x1 * s);
+                STORE(ADT, v == 1 ? kc : k2c, to + m, r1);
+                STORE(ADT, v == 1 ? kc : k2c, to + m + hd, r2);
             }
             if (inv_norms) {
                 const float y1 = LOAD(ADT, qkv, at + m), y2 = LOAD(ADT, qkv, at + m + hd);
