@@ -184,6 +184,10 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, const
         job.plan.desc.want_stats = 0;
         if (!st) {
             r->sparsity = s.sparsity;
+            /* entmax's threshold search: blocks its one pass left to Newton launches */
+            if (kind == TDACL_ATTN_ENTMAX && s.variant == TDACL_VARIANT_MMA)
+                snprintf(r->note, sizeof r->note, "threshold: %llu row(s) refined by Newton launches",
+                         (unsigned long long)s.threshold_rows_refined);
             /* the kernel variant that ran names the implementation */
             if (s.variant == TDACL_VARIANT_MMA) snprintf(r->impl, sizeof r->impl, "tdacl-mma");
             snprintf(r->variant, sizeof r->variant, "%s", job.plan.row->name);

@@ -55,7 +55,8 @@
 #define TOPK (KIND == 6)
 #define ENTMAX (KIND == 5)
 #ifndef ENTMAX_PASS
-#define ENTMAX_PASS 3 /* entmax: 1 the rows' maxima, 2 a Newton step on the threshold, 3 the weights */
+#define ENTMAX_PASS 3 /* entmax: 1 the rows' thresholds from the scores each admits (ENTMAX_BUF below),
+                         2 a Newton step on the rows it left unsettled, 3 the weights */
 #endif
 #ifndef TOPK_POST
 #define TOPK_POST 0 /* topk_theta: 1 thresholds on the softmax weights (two launches) */
@@ -76,6 +77,7 @@
 #error "KSTAGES 1 is for the softmax kinds (the sparse kinds load K at least one tile ahead)"
 #endif
 #define NV (TWO_VIEWS ? 2 : 1)
+#define NO_V (ENTMAX && ENTMAX_PASS < 3) /* entmax's threshold passes read no V */
 #define NT (32 * NWARPS)
 #define BM (16 * MT * NWARPS)
 #define NR (2 * MT) /* query rows per lane: g, g + 8 of each m-tile */
@@ -157,6 +159,107 @@ inline float rectify(float x, float p)
     return r > 0.0f ? pow(r, p) : r;
 #endif
 }
+
+/* entmax's threshold search in one pass (ENTMAX_PASS 1).  With x = (alpha - 1) z, the row's
+ * threshold tau solves f(tau) = sum_j max(x_j - tau, 0)^p = 1, and depends only on the scores
+ * above it.  Any subset of a row's scores has its root at or below tau (fewer terms, a smaller
+ * f), and tau >= max - 1 (the maximum's term alone reaches 1 there).  So each lane keeps, in
+ * its own slice of EL slots in local memory, its scores of the row above the row's best lower
+ * bound so far -- max(root of the scores kept, the lane's maximum so far - 1).  Once a slice
+ * of the warp's rows passes EHW (a tile could then overflow it), every row of the warp takes
+ * the root of its kept scores, its quad's lanes together, and drops those at or below it.
+ * After the last tile the root of the kept scores is the row's tau: they hold every score
+ * above tau.  A row whose slice overflowed (a score was not kept) stops keeping scores; it,
+ * and a row whose steps ran out, leaves a lower bound and its "unsettled" flag: the Newton
+ * launches (ENTMAX_PASS 2) go on from there.  Only at p = 2 (alpha 1.5) does the pass keep
+ * scores (ENTMAX_KEEP): there the root of the kept scores is exact in a step or two.  At other
+ * powers the supports are wide (alpha 1.25: 10-30 % of the keys on the bench's rows), the
+ * slots overflow and pruning them would cost more than it saves, so the pass only finds the
+ * rows' maxima and every row starts its Newton steps at max - 1.  The host runs this pass on
+ * its own tile (tdacl__entmax_pass_tile). */
+#if ENTMAX && ENTMAX_PASS == 1
+#define ENTMAX_BUF 1
+#define ENTMAX_KEEP (PMODE == 2)
+/* the slots: what the K region leaves of 44 KB, at most 32 a lane */
+#define EKREG ((KSTAGES * NV * BN > NV * BM ? KSTAGES * NV * BN : NV * BM) * LDK * (int)sizeof(mma_t))
+#define EL_RAW ((45056 - EKREG) / (16 * BM))
+#define EL (EL_RAW > 32 ? 32 : EL_RAW)
+#define ESL (4 * BM)      /* slices: row r's are 4 r .. 4 r + 3; slot i of slice s at i * ESL + s */
+#define EHW (EL - BN / 4) /* a slice above this may overflow in the next tile (BN / 4 keys a lane) */
+#ifndef ENTMAX_PRUNE_STEPS
+#define ENTMAX_PRUNE_STEPS 4 /* a lower bound is all a prune needs */
+#endif
+#ifndef ENTMAX_FINAL_STEPS
+#define ENTMAX_FINAL_STEPS 32
+#endif
+#else
+#define ENTMAX_BUF 0
+#endif
+
+#if ENTMAX_BUF
+/* slice sl of the kept scores: slot i at ebuf[i * ESL + sl]; this lane's of its row ri */
+#define ESLICE(ri_) (4 * (16 * MT * warp + 16 * ((ri_) >> 1) + g + 8 * ((ri_)&1)) + t)
+/* quad sums and minima: natively whole-warp shuffles (callers are warp-uniform), the portable
+ * body's through local memory (every work-item reaches them) */
+#if MMA_PTX
+#define EXCHG ((__local float *)0)
+#define EQ_SUM(x_, xc_) mma_quad_sum(x_)
+#define EQ_MIN(x_, xc_) (-mma_quad_max(-(x_)))
+#else
+#define EXCHG mma_xchg
+#define EQ_SUM(x_, xc_) mma_quad_sum_x((x_), (xc_))
+#define EQ_MIN(x_, xc_) (-mma_quad_max_x(-(x_), (xc_)))
+#endif
+
+/* The root of f over the scores a row keeps, by Newton's method from t (f(t) >= 1: f is
+ * convex and decreasing, so every step stays at or below the root); each lane of the row's
+ * quad sums its own slice sl (n scores).  At p = 2, f is the quadratic of the scores above t
+ * until t passes the next one: its root u is the answer once no kept score lies in (t, u].
+ * *exact: the root was found (or f(t) came within ENTMAX_TOL of 1, or the steps stopped
+ * moving).  live 0 (the portable body's warps with nothing to prune) runs the reductions and
+ * changes nothing; natively the loop ends once every quad of the warp is done. */
+inline float entmax_kept_root(__local const float *ebuf, int sl, int n, float t, float p, int steps, int live, int *exact,
+                              __local float *xchg)
+{
+    int fin = !live;
+    *exact = 0;
+    for (int it = 0; it < steps; it++) {
+        float c = 0.0f, f = 0.0f, fp = 0.0f, mn = INFINITY;
+        for (int i = 0; i < n; i++) {
+            const float x = ebuf[i * ESL + sl], r = x - t;
+            if (r > 0.0f) c += 1.0f, f += rectify(r, p), fp += rect_slope(r, p), mn = fmin(mn, x);
+        }
+        c = EQ_SUM(c, xchg), f = EQ_SUM(f, xchg), fp = EQ_SUM(fp, xchg), mn = EQ_MIN(mn, xchg);
+#if PMODE == 2
+        if (!fin) {
+            const float h = 0.5f * fp; /* sum of r: c u^2 - 2 h u + f = 1 at t + u */
+            const float u = t + (h - sqrt(fmax(h * h - c * (f - 1.0f), 0.0f))) / c;
+            if (c > 0.0f && u <= mn) t = u, fin = 1, *exact = 1;
+        }
+#endif
+        if (!fin) {
+            const float nt = fp > 0.0f ? t + (f - 1.0f) / fp : t;
+            if (fabs(f - 1.0f) <= ENTMAX_TOL || nt == t) fin = 1, *exact = 1;
+            else t = nt;
+        }
+#if MMA_PTX
+        if (!mma_warp_any(!fin)) break;
+#endif
+    }
+    return t;
+}
+
+/* drops the n scores of slice sl at or below t, in place; how many stay */
+inline int entmax_prune_slice(__local float *ebuf, int sl, int n, float t)
+{
+    int w = 0;
+    for (int i = 0; i < n; i++) {
+        const float x = ebuf[i * ESL + sl];
+        if (x > t) ebuf[w++ * ESL + sl] = x;
+    }
+    return w;
+}
+#endif
 
 /* Rows [r0, r0 + nrows) of a [.., T, cols] view into local rows of ld elements, columns
  * 0..CPAD-1, zero beyond `rows` and `cols`.  Tiles of the storage type (16-bit, or fp32 for
@@ -259,12 +362,12 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
 #define SCORE_ELEM2(MASKED)
 #endif
 #elif ENTMAX /* x = (alpha - 1) z: pass 1 its maximum, pass 2 the sums of Newton's step, pass 3 the weights */
-#if ENTMAX_PASS == 1
+#if ENTMAX_PASS == 1 /* the tile's row maxima; invisible scores -inf (never kept) */
 #define SCORE_ELEM(MASKED)                                                       \
     {                                                                            \
         const float x = s[mt][n][e] * sr[ri];                                    \
-        if (VISIBLE_##MASKED) ea[ri] = fmax(ea[ri], x), eb[ri] = isfinite(x) ? eb[ri] : 1.0f; \
-        s[mt][n][e] = 0.0f;                                                      \
+        if (VISIBLE_##MASKED) etm[ri] = fmax(etm[ri], x), eb[ri] = isfinite(x) ? eb[ri] : 1.0f; \
+        s[mt][n][e] = VISIBLE_##MASKED ? x : -INFINITY;                          \
     }
 #elif ENTMAX_PASS == 2
 #define SCORE_ELEM(MASKED)                                                       \
@@ -382,7 +485,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     __local mma_t Ps[(SOFTMAX ? 1 : 2) * NWARPS * NW * MT * 16 * MMA_SCRATCH_LD(BN)];
     __local float mma_xchg[NT];
 #endif
-    __local mma_t Vs[VSTAGES * BN * LDV] __attribute__((aligned(16)));
+    __local mma_t Vs[NO_V ? 8 : VSTAGES * BN * LDV] __attribute__((aligned(16)));
+#if ENTMAX_BUF
+    __local float ebuf[EL * ESL]; /* the rows' kept scores (see ENTMAX_BUF), a slice a lane */
+#endif
 #if KIND == 2 || KIND == 3
     __local float kn_s[KSTAGES * NV * BN] __attribute__((aligned(16))); /* inverse key norms per K stage */
 #endif
@@ -399,14 +505,18 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     ATTENTION_QUERY_BLOCK(BM);
 #endif
 #if ENTMAX && ENTMAX_PASS < 3
-    /* each work-group's "threshold search converged" flag, after the thresholds in taubuf:
-     * pass 1 clears it; a Newton step after which every row's sum_j r_j^p is within ENTMAX_TOL
-     * of 1 (or its tau stopped moving) sets it, and the later steps return at once */
-    __global uint *done = (__global uint *)(taubuf + (long)get_num_groups(1) * Tq) + (long)bh * nqb + qb;
+    /* each row's "threshold unsettled" flag, after the thresholds in taubuf: pass 1 sets it
+     * where its root is a lower bound only; a Newton step clears it once the row's sum_j r_j^p
+     * is within ENTMAX_TOL of 1 (or its tau stopped moving).  A Newton launch returns at once
+     * from a work-group whose rows are all settled. */
+    __global uint *unsettled = (__global uint *)(taubuf + (long)get_num_groups(1) * Tq) + (long)bh * Tq;
 #if ENTMAX_PASS == 2
-    if (*done) return; /* the same value for the whole work-group */
-#else
-    if (tid == 0) *done = 0;
+    if (tid == 0) wg_any[0] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid < BM && m0 + tid < Tq && unsettled[m0 + tid]) atomic_or(&wg_any[0], 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (!wg_any[0]) return; /* the same value for the whole work-group */
+    barrier(CLK_LOCAL_MEM_FENCE); /* read before the loop's flags reuse it */
 #endif
 #endif
     const long wrow0 = m0 + 16 * MT * warp; /* this warp's first query row */
@@ -463,7 +573,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         LOAD_KN(n0_, stg_, 0, kinv);                                                        \
         LOAD_K2(n0_, Kd_, stg_);                                                            \
     } while (0)
-#if ROW_STATS
+#if ROW_STATS || NO_V
 #define LOAD_V_TILE(tile_, vst_) ((void)0)
 #else
 #define LOAD_V_TILE(tile_, vst_) \
@@ -475,6 +585,9 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #else
 #define WV_ACC2(n2_, mt_, kk_) (void)0
 #endif
+#if NO_V
+#define WV_TILE(Vt_)
+#else
 #define WV_TILE(Vt_)                                                                                        \
     UNROLL for (int kk = 0; kk < KB; kk++)                                                                  \
         UNROLL for (int n2 = 0; n2 < NBV / 2; n2++) {                                                       \
@@ -486,6 +599,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
                 WV_ACC2(n2, mt, kk);                                                                        \
             }                                                                                               \
         }
+#endif
 /* the next stage index, without a modulo */
 #define NEXT_STAGE(s_, n_) ((s_) + 1 == (n_) ? 0 : (s_) + 1)
 
@@ -555,6 +669,14 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #endif
 #if ENTMAX
     float ea[NR], eb[NR]; /* pass 1: maximum, bad flag; 2: sum of r^p, of its slope; 3: sum of weights */
+#endif
+#if ENTMAX_BUF
+    /* this lane's slice of each row: scores kept, the row's lower bound on tau, whether the
+     * row is left to the Newton launches (a score was not kept; every row where the pass keeps
+     * none, ENTMAX_KEEP 0) */
+    int ecn[NR], eovr[NR];
+    float elbr[NR];
+    UNROLL for (int ri = 0; ri < NR; ri++) ecn[ri] = 0, eovr[ri] = !ENTMAX_KEEP, elbr[ri] = -INFINITY;
 #endif
 #if SOFTMAX
     float mrow[NR], lrow[NR];
@@ -676,6 +798,38 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #endif
         barrier(CLK_LOCAL_MEM_FENCE); /* every stage read in iteration kt-1 is free again */
         __local mma_t *Kt = Ks + kst * NV * BN * LDK;
+#if ENTMAX_BUF
+        /* once a slice of the warp's rows passes EHW, every row of the warp drops its kept
+         * scores at or below their root (the warp pays once for any of them) */
+        {
+            int need = 0;
+            UNROLL for (int ri = 0; ri < NR; ri++) need |= ecn[ri] > EHW && !eovr[ri];
+#if MMA_PTX
+            if (mma_warp_any(need)) {
+#define ENEED 1
+#else
+            need = mma_warp_any(need); /* reached by every work-item; so is the root's every step */
+            {
+#define ENEED need
+#endif
+                UNROLL for (int ri = 0; ri < NR; ri++) {
+                    const float mr = mma_quad_max(ea[ri]);
+                    int ex;
+                    /* a row that overflowed is left to the Newton launches: no more pruning, and
+                     * none of its lanes keeps more */
+                    const int over = mma_quad_max(eovr[ri] ? 1.0f : 0.0f) != 0.0f, live = ENEED && !over;
+                    eovr[ri] = over;
+                    const float r = entmax_kept_root(ebuf, ESLICE(ri), ecn[ri], fmax(elbr[ri], mr - 1.0f), epow,
+                                                     ENTMAX_PRUNE_STEPS, live, &ex, EXCHG);
+                    if (live) {
+                        ecn[ri] = entmax_prune_slice(ebuf, ESLICE(ri), ecn[ri], r);
+                        elbr[ri] = r;
+                    }
+                }
+#undef ENEED
+            }
+        }
+#endif
 #if KNORM && SPLIT
         { /* 1 / max(|k|, 1e-12) of the tile's keys (rows past Tk are zero) */
             for (int i = tid; i < NV * BN; i += NT) {
@@ -771,6 +925,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #endif
 #else
         uint anyb = 0;
+#if ENTMAX_BUF
+        float etm[NR]; /* the tile's row maxima (this lane's scores) */
+        UNROLL for (int ri = 0; ri < NR; ri++) etm[ri] = -INFINITY;
+#endif
 #if LAZY_W
         float xmax[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}; /* per C element index: four chains */
 #endif
@@ -786,6 +944,23 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
             }
             SCORE_TILE(1)
         }
+#if ENTMAX_BUF
+        /* each lane keeps its scores above its row's bound: the root kept so far, or its own
+         * maximum so far less 1 (at most the row's); once its slice overflowed, none */
+        UNROLL for (int ri = 0; ri < NR; ri++) {
+            ea[ri] = fmax(ea[ri], etm[ri]);
+            const int sl = ESLICE(ri), mt = ri >> 1, e0 = 2 * (ri & 1);
+            const float bound = eovr[ri] ? INFINITY : fmax(elbr[ri], ea[ri] - 1.0f);
+            UNROLL for (int n = 0; n < NB; n++)
+                UNROLL for (int e = e0; e < e0 + 2; e++) {
+                    const float x = s[mt][n][e];
+                    if (x > bound) {
+                        if (ecn[ri] < EL) ebuf[ecn[ri]++ * ESL + sl] = x;
+                        else eovr[ri] = 1; /* a score was not kept: the root is a lower bound only */
+                    }
+                }
+        }
+#endif
 #if WSCALE
         /* the rows' scales follow their largest weight so far (see WSCALE); o is rescaled
          * after the previous tile's W V, which was weighed at the old scale */
@@ -1000,11 +1175,6 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #endif
     }
 #else
-#if ENTMAX && ENTMAX_PASS == 2
-    barrier(CLK_LOCAL_MEM_FENCE); /* the loop's last use of wg_any */
-    if (tid == 0) wg_any[0] = 0;
-    barrier(CLK_LOCAL_MEM_FENCE);
-#endif
     /* epilogue, per row: undo the weight scale, normalise, combine, Norm, store */
     const long ob_off = o_off + b * os.s0 + h * os.s1;
     UNROLL for (int ri = 0; ri < NR; ri++) {
@@ -1013,11 +1183,19 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #if WSCALE
         f = erow[ri] > -150 ? ldexp(1.0f, erow[ri]) : 0.0f;
 #endif
-#if ENTMAX && ENTMAX_PASS == 1 /* tau's bracket starts at max - 1 (the maximum's weight alone is 1 there) */
+#if ENTMAX && ENTMAX_PASS == 1 /* the root of the kept scores: tau, or a lower bound to go on from */
         {
-            const float mx = mma_quad_max(ea[ri]), bd = mma_quad_max(eb[ri]);
-            if (t == 0 && row[ri] < Tq) taubuf[(long)bh * Tq + row[ri]] = bd != 0.0f ? NAN : mx - 1.0f;
-            continue; /* the reductions above were reached by every work-item */
+            /* reached by every work-item */
+            const float mr = mma_quad_max(ea[ri]), bd = mma_quad_max(eb[ri]);
+            const float over = mma_quad_max(eovr[ri] ? 1.0f : 0.0f);
+            int ex = 0;
+            const float r = entmax_kept_root(ebuf, ESLICE(ri), ecn[ri], fmax(elbr[ri], mr - 1.0f), epow,
+                                             ENTMAX_FINAL_STEPS, 1, &ex, EXCHG);
+            if (t == 0 && row[ri] < Tq) {
+                taubuf[(long)bh * Tq + row[ri]] = bd != 0.0f ? NAN : r;
+                unsettled[row[ri]] = bd == 0.0f && (!ex || over != 0.0f);
+            }
+            continue;
         }
 #elif ENTMAX && ENTMAX_PASS == 2 /* Newton from below on the convex sum_j r_j^p = 1 (alpha <= 2) */
         {
@@ -1027,7 +1205,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
                 taubuf[(long)bh * Tq + row[ri]] = nt;
                 /* unsettled: f(tau) is off 1 by more than the stopping rule, and the step
                  * moved tau (a NaN row stays NaN) */
-                if (fabs(fs - 1.0f) > ENTMAX_TOL && nt != tau[ri] && !isnan(nt)) atomic_or(&wg_any[0], 1);
+                unsettled[row[ri]] = fabs(fs - 1.0f) > ENTMAX_TOL && nt != tau[ri] && !isnan(nt);
             }
             continue;
         }
@@ -1085,10 +1263,6 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
                 }
         }
     }
-#if ENTMAX && ENTMAX_PASS == 2
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (tid == 0) *done = wg_any[0] == 0;
-#endif
 #endif /* SPLIT */
     /* STATS 0 programs run only for calls with want_stats 0, so this is skipped there; it
      * stays compiled in because removing it made NVIDIA's compiler schedule tra and tda 20 %

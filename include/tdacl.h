@@ -456,6 +456,10 @@ typedef struct tdacl_attention_stats {
     uint64_t tiles_skipped_v; /* of those, tiles whose V loads and weight x V were skipped */
     tdacl_attention_path path;       /* the path actually taken */
     tdacl_attention_variant variant; /* the kernel that ran */
+    /* entmax on the matrix units: query rows whose threshold its one-pass search left to
+     * Newton launches (the row kept more scores above its bound than the pass has room for;
+     * docs/spec.md section 1b); 0 for other kinds and variants */
+    uint64_t threshold_rows_refined;
 } tdacl_attention_stats;
 
 /* out = Attention(q, k, v) for every batch and head.  Tq == 0 is a no-op.

@@ -1405,11 +1405,14 @@ static void test_topk_mma(void **state)
     g_expect_mma = 0;
 }
 
-/* entmax on the tensor-core kernel (alpha <= 1.5: the threshold by Newton's method from below in
- * launches without V, then the weights' W x V on the matrix units): alpha 1.25, 1.4 and 1.5,
- * scalar and per-head temperatures, bf16 and f16, rows and keys across its tiles, an offset;
- * through the portable body with TDACL_MMA_EMULATE=1 (CI) or mma.sync natively, the variant
- * asserted. */
+/* entmax on the tensor-core kernel (alpha <= 1.5: the threshold from one pass that keeps each
+ * row's scores above a rising bound, Newton launches for the rows it leaves, then the weights'
+ * W x V on the matrix units): alpha 1.25, 1.4 and 1.5, scalar and per-head temperatures, bf16
+ * and f16, rows and keys across its tiles, an offset; through the portable body with
+ * TDACL_MMA_EMULATE=1 (CI) or mma.sync natively, the variant asserted.  Which rows the one
+ * pass settles is asserted too: random rows and rows that must drop kept scores as their
+ * bound rises settle there (no Newton launch does anything, so the output is the pass's), tied
+ * rows overflow its slots and are refined. */
 static void test_entmax_mma(void **state)
 {
     tdacl_device_info info;
@@ -1426,17 +1429,52 @@ static void test_entmax_mma(void **state)
         if (cs[i].temps) c.head_temps = 1;
         check_case(state, &c, TDACL_PATH_PREFILL);
     }
-    /* the Newton search's slowest rows: every key tied (q row zero: all scores 0), 300 keys,
-     * alpha 1.25 and 1.5 */
+    /* the Newton search's slowest rows: every key tied (q row zero: all scores 0) or nearly,
+     * 300 keys, alpha 1.25 and 1.5 */
     for (int i = 0; i < 2; i++) {
         attn_case c = make_case(TDACL_ATTN_ENTMAX, VAR_TINY_BF16, 300, 300, -1);
         c.alpha = i ? 1.5f : 1.25f, c.H = 1;
         problem pb;
         problem_generate(&pb, &c);
-        for (int r = 150; r < 300; r++) memset(pb.q + (size_t)r * c.d, 0, sizeof(double) * (size_t)c.d);
+        for (int r = 150; r < 225; r++) memset(pb.q + (size_t)r * c.d, 0, sizeof(double) * (size_t)c.d);
+        /* nearly tied: every visible key in the support, each with its own weight, more than
+         * the one pass keeps (so its root is a lower bound and the Newton launches finish) */
+        for (int r = 225; r < 300; r++)
+            for (int e = 0; e < c.d; e++) pb.q[(size_t)r * c.d + e] /= 64.0;
         double *got, *tol;
         tdacl_attention_stats st;
         check_problem(state, &pb, "tied keys", &got, &tol, &st);
+        if (g_expect_mma && st.threshold_rows_refined == 0) fail_msg("tied keys: no row was left to Newton launches");
+        free(got), free(tol);
+        problem_free(&pb);
+    }
+    /* random rows (alpha 1.5; 1.25, whose rows the one pass leaves to Newton launches); rows
+     * whose scores rise along the keys, 1/64 of a unit of x = (alpha - 1) z apart in key
+     * pairs: each row keeps every score within 1 of its maximum so far, about 128, so it
+     * prunes again and again as the maximum climbs; rows whose support lies in their first
+     * 128 keys (x spread over 0.3 below 2, the later keys 0): the prune there is at the final
+     * threshold, about 80 scores stay, the least weighing ~1e-5 */
+    for (int i = 0; i < 4; i++) {
+        attn_case c = make_case(TDACL_ATTN_ENTMAX, VAR_TINY_BF16, i >= 2 ? 600 : 160, i >= 2 ? 600 : 160, -1);
+        c.alpha = i == 1 ? 1.25f : 1.5f, c.H = 1, c.scale = 1.0f, c.norm = TDACL_NORM_NONE, c.gain = 0;
+        problem pb;
+        problem_generate(&pb, &c);
+        if (i >= 2) {
+            for (int r = 0; r < c.Tq; r++)
+                for (int e = 0; e < c.d; e++) pb.q[(size_t)r * c.d + e] = e == 0 ? 1.0 : 0.0;
+            for (int j = 0; j < c.Tk; j++) {
+                const double z = i == 2 ? (double)(j / 2) / 32.0 : j < 128 ? 4.0 - 0.6 * (double)(127 - j) / 128.0 : 0.0;
+                for (int e = 0; e < c.d; e++) pb.k[(size_t)j * c.d + e] = e == 0 ? to_storage(input_values(&c), z) : 0.0;
+            }
+        }
+        double *got, *tol;
+        tdacl_attention_stats st;
+        check_problem(state, &pb, i == 2 ? "rising scores" : i == 3 ? "support first" : "random rows", &got, &tol, &st);
+        /* alpha 1.5: every row settles in the one pass; other powers keep no scores there */
+        const unsigned long long want = c.alpha == 1.5f ? 0 : (unsigned long long)(c.B * c.H * c.Tq);
+        if (g_expect_mma && st.threshold_rows_refined != want)
+            fail_msg("case %d: %llu row(s) left to Newton launches, want %llu", i, (unsigned long long)st.threshold_rows_refined,
+                     want);
         free(got), free(tol);
         problem_free(&pb);
     }

@@ -178,6 +178,7 @@ int cmd_attention(int argc, char **argv)
         cJSON_AddNumberToObject(j, "kernel_ms", stats.kernel_ms);
         cJSON_AddNumberToObject(j, "tiles_visited", (double)stats.tiles_visited);
         cJSON_AddNumberToObject(j, "tiles_skipped_v", (double)stats.tiles_skipped_v);
+        cJSON_AddNumberToObject(j, "threshold_rows_refined", (double)stats.threshold_rows_refined);
         char *text = cJSON_Print(j);
         cJSON_Delete(j);
         FILE *f = text ? fopen(stats_path, "w") : NULL;

@@ -7,6 +7,7 @@
 
 #include "base/kinds.h"
 #include "ops/attention.h"
+#include "ops/spaces.h"
 
 #define DECODE_MAX_TQ 16
 
@@ -733,30 +734,56 @@ static int entmax_newton_steps(float alpha, int64_t n)
     return steps < 4 ? 4 : steps > 64 ? 64 : steps;
 }
 
+/* The rows whose "unsettled" flag (after the rows' thresholds in taubuf) is set, into *n. */
+static tdacl_status count_unsettled(tdacl_context *ctx, const tdacl_attention_plan *p, cl_mem taubuf, uint64_t *n)
+{
+    const size_t rows = (size_t)(p->B * p->H * p->Tq);
+    cl_uint *flag = malloc(rows * sizeof *flag);
+    if (!flag) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "entmax statistics: out of memory");
+    cl_int err = clEnqueueReadBuffer(ctx->queue, taubuf, CL_TRUE, rows * sizeof(cl_float), rows * sizeof *flag, flag, 0,
+                                     NULL, NULL);
+    *n = 0;
+    for (size_t i = 0; !err && i < rows; i++) *n += flag[i] != 0;
+    free(flag);
+    return err ? tdacl__fail_cl(ctx, err, "reading entmax's unsettled flags") : TDACL_SUCCESS;
+}
+
 /* entmax on the tensor cores (cl/attention_mma.cl KIND 5): each row's threshold tau first, by
- * launches that load no V -- the rows' maxima (tau starts at max - 1, where the maximum's
- * weight alone is 1), then Newton steps on sum_j max(x_j - tau, 0)^p = 1, which is convex and
- * decreasing in tau for alpha < 2, so the steps rise monotonically to the root
- * (entmax_newton_steps; a work-group whose rows' sums all came within 1e-6 of 1, the
- * FP32-lane kernel's stopping rule, skips the steps after it) -- and leaves the weights' launch (k, ENTMAX_PASS 3, the call's own
- * options) its arguments.  Events of the search into evs[1..2]. */
+ * launches that load no V -- one pass that keeps each row's scores above a rising lower bound
+ * and takes tau as the root of those (ENTMAX_BUF there), then Newton steps on sum_j max(x_j -
+ * tau, 0)^p = 1 for the rows it could not settle (more scores kept than it has room for),
+ * which is convex and decreasing in tau for alpha < 2, so the steps rise monotonically to the
+ * root from the pass's bound (entmax_newton_steps; a work-group whose rows are all settled --
+ * by the pass, or by sums within 1e-6 of 1, the FP32-lane kernel's stopping rule -- returns at
+ * once) -- and leaves the weights' launch (k, ENTMAX_PASS 3, the call's own options) its
+ * arguments.  With statistics, the rows the pass left unsettled are counted (a read that
+ * waits).  The pass has its own tile (entmax_pass_tile).  Events of the search into evs[1..2]. */
 static tdacl_status entmax_mma_passes(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_attention_call *call,
                                       const tdacl_param_values *v, cl_kernel k, const char *kernel_name, cl_mem subs[4],
                                       const size_t global[3], const size_t local[3], cl_event evs[4])
 {
     const tdacl_attention_plan *p = call->plan;
     cl_mem tau = NULL;
-    /* the rows' taus, then a converged flag per work-group (fewer than the rows) */
+    /* the rows' taus, then their unsettled flags */
     tdacl_status st = tdacl__scratch(ctx, TDACL_SCRATCH_ML, (size_t)(p->B * p->H * p->Tq) * 8, &tau);
+    tdacl_param_values v1;
+    tdacl__entmax_pass_tile(row->space, v, &v1);
+    const int bm1 = 16 * tdacl__param(row->space, &v1, "NWARPS");
+    const size_t global1[3] = {(size_t)(32 * bm1 / 16), global[1], (size_t)((p->Tq + bm1 - 1) / bm1)};
+    const size_t local1[3] = {global1[0], 1, 1};
     for (int pass = 1; !st && pass <= 2; pass++) {
         cl_kernel kp;
-        st = pass_kernel(ctx, row, call, v, kernel_name, pass == 1 ? " -DENTMAX_PASS=1" : " -DENTMAX_PASS=2", &kp);
+        st = pass_kernel(ctx, row, call, pass == 1 ? &v1 : v, kernel_name, pass == 1 ? " -DENTMAX_PASS=1" : " -DENTMAX_PASS=2",
+                         &kp);
         if (!st) st = set_prefill_args(ctx, kp, kernel_name, p, call->t, subs, NULL, 0);
         if (!st) st = set_entmax_mma_args(ctx, kp, p, call->t, tau);
         const int kend = (int)(p->offset + p->Tq < p->Tk ? p->offset + p->Tq : p->Tk);
+        if (!st && pass == 2 && call->stats) st = count_unsettled(ctx, p, tau, &call->stats->threshold_rows_refined);
         for (int i = 0; !st && i < (pass == 1 ? 1 : entmax_newton_steps(p->desc.alpha, kend)); i++) {
             cl_event ev = NULL;
-            st = tdacl__launch(ctx, kp, 3, global, local, &ev, kernel_name);
+            /* named apart for TDACL_PROFILE */
+            st = tdacl__launch(ctx, kp, 3, pass == 1 ? global1 : global, pass == 1 ? local1 : local, &ev,
+                               pass == 1 ? "entmax threshold pass" : "entmax Newton step");
             /* each launch's time is added, the previous event released as the next takes its place */
             if (evs[pass] && ev) {
                 cl_event old = evs[pass];
