@@ -164,7 +164,7 @@ inline float rectify(float x, float p)
  * threshold tau solves f(tau) = sum_j max(x_j - tau, 0)^p = 1, and depends only on the scores
  * above it.  Any subset of a row's scores has its root at or below tau (fewer terms, a smaller
  * f), and tau >= max - 1 (the maximum's term alone reaches 1 there).  So each lane keeps, in
- * its own slice of EL slots in local memory, its scores of the row above the row's best lower
+ * its own slice of EL slots in local memory (what the device's leaves, at most 32), its scores of the row above the row's best lower
  * bound so far -- max(root of the scores kept, the lane's maximum so far - 1).  Once a slice
  * of the warp's rows passes EHW (a tile could then overflow it), every row of the warp takes
  * the root of its kept scores, its quad's lanes together, and drops those at or below it.
@@ -175,17 +175,18 @@ inline float rectify(float x, float p)
  * scores (ENTMAX_KEEP): there the root of the kept scores is exact in a step or two.  At other
  * powers the supports are wide (alpha 1.25: 10-30 % of the keys on the bench's rows), the
  * slots overflow and pruning them would cost more than it saves, so the pass only finds the
- * rows' maxima and every row starts its Newton steps at max - 1.  The host runs this pass on
+ * rows' maxima and every row starts its Newton steps at max - 1 (so too where local memory
+ * leaves fewer than BN / 4 + 4 slots a lane).  The host runs this pass on
  * its own tile (tdacl__entmax_pass_tile). */
 #if ENTMAX && ENTMAX_PASS == 1
 #define ENTMAX_BUF 1
-#define ENTMAX_KEEP (PMODE == 2)
-/* the slots: what the K region leaves of 44 KB, at most 32 a lane */
-#define EKREG ((KSTAGES * NV * BN > NV * BM ? KSTAGES * NV * BN : NV * BM) * LDK * (int)sizeof(mma_t))
-#define EL_RAW ((45056 - EKREG) / (16 * BM))
-#define EL (EL_RAW > 32 ? 32 : EL_RAW)
+#ifndef EL
+#error "EL: the threshold pass's slots a lane (what local memory leaves, at most 32: the host's choice)"
+#endif
 #define ESL (4 * BM)      /* slices: row r's are 4 r .. 4 r + 3; slot i of slice s at i * ESL + s */
 #define EHW (EL - BN / 4) /* a slice above this may overflow in the next tile (BN / 4 keys a lane) */
+/* scores are kept at p = 2 only (see above), and where a slice holds a tile and 4 more */
+#define ENTMAX_KEEP (PMODE == 2 && EHW >= 4)
 #ifndef ENTMAX_PRUNE_STEPS
 #define ENTMAX_PRUNE_STEPS 4 /* a lower bound is all a prune needs */
 #endif
@@ -487,7 +488,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #endif
     __local mma_t Vs[NO_V ? 8 : VSTAGES * BN * LDV] __attribute__((aligned(16)));
 #if ENTMAX_BUF
-    __local float ebuf[EL * ESL]; /* the rows' kept scores (see ENTMAX_BUF), a slice a lane */
+    __local float ebuf[EL > 0 ? EL * ESL : 1]; /* the rows' kept scores (see ENTMAX_BUF), a slice a lane */
 #endif
 #if KIND == 2 || KIND == 3
     __local float kn_s[KSTAGES * NV * BN] __attribute__((aligned(16))); /* inverse key norms per K stage */

@@ -771,10 +771,14 @@ static tdacl_status entmax_mma_passes(tdacl_context *ctx, const tdacl_variant_de
     const int bm1 = 16 * tdacl__param(row->space, &v1, "NWARPS");
     const size_t global1[3] = {(size_t)(32 * bm1 / 16), global[1], (size_t)((p->Tq + bm1 - 1) / bm1)};
     const size_t local1[3] = {global1[0], 1, 1};
+    tdacl_problem prob;
+    row->problem(ctx, call, &prob);
+    char pass1[64];
+    snprintf(pass1, sizeof pass1, " -DENTMAX_PASS=1 -DEL=%d",
+             tdacl__entmax_pass_slots(row->space, &prob, &v1, ctx->info.local_mem_bytes));
     for (int pass = 1; !st && pass <= 2; pass++) {
         cl_kernel kp;
-        st = pass_kernel(ctx, row, call, pass == 1 ? &v1 : v, kernel_name, pass == 1 ? " -DENTMAX_PASS=1" : " -DENTMAX_PASS=2",
-                         &kp);
+        st = pass_kernel(ctx, row, call, pass == 1 ? &v1 : v, kernel_name, pass == 1 ? pass1 : " -DENTMAX_PASS=2", &kp);
         if (!st) st = set_prefill_args(ctx, kp, kernel_name, p, call->t, subs, NULL, 0);
         if (!st) st = set_entmax_mma_args(ctx, kp, p, call->t, tau);
         const int kend = (int)(p->offset + p->Tq < p->Tk ? p->offset + p->Tq : p->Tk);

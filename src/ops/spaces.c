@@ -140,18 +140,6 @@ static size_t mma_local_bytes(const tdacl_problem *p, int bn, int nwarps, int mt
            (size_t)(32 * nwarps) * sizeof(float);
 }
 
-/* entmax's threshold pass (cl/attention_mma.cl ENTMAX_BUF) keeps each row's scores above its
- * bound in slots of its quad's lanes: what the K region (Q's staging included) leaves of 44 KB,
- * at most 32 a lane. */
-static int entmax_slots(const tdacl_problem *p, int bn, int nwarps, int mt, int kstages)
-{
-    const int bm = 16 * mt * nwarps, es = p->tile_bytes == 4 ? 4 : 2;
-    const int rows = kstages * bn > bm ? kstages * bn : bm;
-    const int left = 45056 - rows * (p->d + 16 / es) * es;
-    const int el = left > 0 ? left / (16 * bm) : 0;
-    return el > 32 ? 32 : el;
-}
-
 void tdacl__entmax_pass_tile(const tdacl_kernel_space *ks, const tdacl_param_values *v, tdacl_param_values *tile)
 {
     const int nwarps = tdacl__param(ks, v, "NWARPS");
@@ -161,19 +149,33 @@ void tdacl__entmax_pass_tile(const tdacl_kernel_space *ks, const tdacl_param_val
     tile->v[tdacl__param_index(ks, "NWARPS")] = nwarps < 4 ? nwarps : 4;
 }
 
+/* entmax's threshold pass on tile t (its own, tdacl__entmax_pass_tile): no V tile, and no
+ * slots for the kept scores yet */
+static size_t entmax_pass_bytes(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *t)
+{
+    const int bn = tdacl__param(ks, t, "BN");
+    const size_t es = p->tile_bytes == 4 ? 4 : 2, vbytes = (size_t)bn * (size_t)(p->dv + 16 / (int)es) * es;
+    return mma_local_bytes(p, bn, tdacl__param(ks, t, "NWARPS"), tdacl__param(ks, t, "MT"), tdacl__param(ks, t, "KSTAGES")) -
+           vbytes + 8 * es;
+}
+
+int tdacl__entmax_pass_slots(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *t,
+                             uint64_t local_mem)
+{
+    const size_t used = entmax_pass_bytes(ks, p, t) + TDACL_LOCAL_HEADROOM + 64; /* 64: the slots' own alignment */
+    const size_t row_slot = 16 * 16 * (size_t)tdacl__param(ks, t, "NWARPS") * (size_t)tdacl__param(ks, t, "MT");
+    const size_t el = local_mem > used ? (size_t)(local_mem - used) / row_slot : 0;
+    return el > 32 ? 32 : (int)el;
+}
+
 static size_t mma_local(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *v)
 {
     size_t bytes = mma_local_bytes(p, P("BN"), P("NWARPS"), P("MT"), P("KSTAGES"));
-    if (p->kind == TDACL_ATTN_ENTMAX) {
-        /* the threshold pass, on its own tile: no V tile, the slots */
+    if (p->kind == TDACL_ATTN_ENTMAX) { /* the threshold pass: its slots take what is left */
         tdacl_param_values t;
         tdacl__entmax_pass_tile(ks, v, &t);
-        const int bn = tdacl__param(ks, &t, "BN"), nwarps = tdacl__param(ks, &t, "NWARPS"), mt = tdacl__param(ks, &t, "MT");
-        const int bm = 16 * mt * nwarps, el = entmax_slots(p, bn, nwarps, mt, tdacl__param(ks, &t, "KSTAGES"));
-        const size_t es = p->tile_bytes == 4 ? 4 : 2, vbytes = (size_t)bn * (size_t)(p->dv + 16 / (int)es) * es;
-        const size_t search = mma_local_bytes(p, bn, nwarps, mt, tdacl__param(ks, &t, "KSTAGES")) - vbytes + 8 * es +
-                              (size_t)el * 16 * (size_t)bm;
-        if (search > bytes) bytes = search;
+        const size_t pass = entmax_pass_bytes(ks, p, &t);
+        if (pass > bytes) bytes = pass;
     }
     return bytes;
 }

@@ -9,6 +9,9 @@ extern const tdacl_kernel_space tdacl__attention_mma_space; /* cl/attention_mma.
 /* entmax's threshold pass (cl/attention_mma.cl ENTMAX_BUF) runs on its own tile: 32-key
  * tiles, one m-tile a warp, at most 4 warps (room for the rows' kept scores), v's K stages */
 void tdacl__entmax_pass_tile(const tdacl_kernel_space *ks, const tdacl_param_values *v, tdacl_param_values *tile);
+/* ... and the slots a lane for its kept scores on tile t: what local_mem leaves, at most 32 */
+int tdacl__entmax_pass_slots(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *t,
+                             uint64_t local_mem);
 extern const tdacl_kernel_space tdacl__decode_space;        /* cl/attention_decode.cl */
 extern const tdacl_kernel_space tdacl__decode_mma_space;    /* cl/attention_mma.cl, SPLIT 1 */
 extern const tdacl_kernel_space tdacl__entmax_space;        /* cl/attention_entmax.cl */
