@@ -757,7 +757,7 @@ static tdacl_status count_unsettled(tdacl_context *ctx, const tdacl_attention_pl
  * by the pass, or by sums within 1e-6 of 1, the FP32-lane kernel's stopping rule -- returns at
  * once) -- and leaves the weights' launch (k, ENTMAX_PASS 3, the call's own options) its
  * arguments.  With statistics, the rows the pass left unsettled are counted (a read that
- * waits).  The pass has its own tile (entmax_pass_tile).  Events of the search into evs[1..2]. */
+ * waits).  The pass has its own tile (tdacl__entmax_pass_tile).  Events of the search into evs[1..2]. */
 static tdacl_status entmax_mma_passes(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_attention_call *call,
                                       const tdacl_param_values *v, cl_kernel k, const char *kernel_name, cl_mem subs[4],
                                       const size_t global[3], const size_t local[3], cl_event evs[4])
@@ -768,8 +768,8 @@ static tdacl_status entmax_mma_passes(tdacl_context *ctx, const tdacl_variant_de
     tdacl_status st = tdacl__scratch(ctx, TDACL_SCRATCH_ML, (size_t)(p->B * p->H * p->Tq) * 8, &tau);
     tdacl_param_values v1;
     tdacl__entmax_pass_tile(row->space, v, &v1);
-    const int bm1 = 16 * tdacl__param(row->space, &v1, "NWARPS");
-    const size_t global1[3] = {(size_t)(32 * bm1 / 16), global[1], (size_t)((p->Tq + bm1 - 1) / bm1)};
+    const int nwarps1 = tdacl__param(row->space, &v1, "NWARPS"), bm1 = 16 * nwarps1; /* MT 1 */
+    const size_t global1[3] = {(size_t)(32 * nwarps1), global[1], (size_t)((p->Tq + bm1 - 1) / bm1)};
     const size_t local1[3] = {global1[0], 1, 1};
     tdacl_problem prob;
     row->problem(ctx, call, &prob);
