@@ -30,8 +30,9 @@
 #define BN 64 /* keys per tile (multiple of 16) */
 #endif
 #ifndef PMODE
-#define PMODE 2 /* the rectifier's power: 1 (x), 2 (x*x), 0 (pow(x, p)); a compile-time choice, so
-                   the general pow is never evaluated for the common powers */
+#define PMODE 2 /* the rectifier's power: 1 (x), 2 (x*x), 3..8 (that integer power, by products;
+                   entmax at alpha 1 + 1/PMODE), 0 (any p at run time); a compile-time choice, so
+                   the general power is never evaluated for the common ones */
 #endif
 #ifndef NWARPS
 #define NWARPS 4 /* warps per work-group */
@@ -135,15 +136,49 @@ inline float lazy_cut(float tau, float sr)
     return c - fabs(c) * 0x1p-20f;
 }
 
+/* r^y for r > 0 and a run-time y: natively one MUFU.LG2 and one MUFU.EX2 (relative error
+ * about 3e-7 at entmax's powers, within its stopping rule's 1e-6; pow, a long software
+ * sequence, made alpha 1.4's launches 10x slower), the portable body pow */
+inline float rect_powr(float r, float y)
+{
+#if MMA_PTX
+    return mma_exp2(y * mma_log2(r));
+#else
+    return pow(r, y);
+#endif
+}
+
+/* r^n for a compile-time n <= 8, by products */
+inline float rect_ipow(float r, int n)
+{
+    float y = r;
+    UNROLL for (int i = 1; i < 8; i++)
+        if (i < n) y *= r;
+    return y;
+}
+
+/* max(r, 0)^(p - 1) for r >= 0 and p > 1: r^p = r^(p-1) r and its slope p r^(p-1) (entmax's
+ * Newton step) from one power */
+inline float rect_pm1(float r, float p)
+{
+#if PMODE == 2
+    return r;
+#elif PMODE == 1
+    return r > 0.0f ? 1.0f : 0.0f;
+#elif PMODE >= 3
+    return rect_ipow(r, PMODE - 1);
+#else
+    return r > 0.0f ? rect_powr(r, p - 1.0f) : 0.0f;
+#endif
+}
+
 /* entmax's Newton step: d/dr of r^p for r = max(x, 0) */
 inline float rect_slope(float r, float p)
 {
-#if PMODE == 2
-    return 2.0f * r;
-#elif PMODE == 1
-    return r > 0.0f ? 1.0f : 0.0f;
+#if PMODE >= 3
+    return (float)PMODE * rect_pm1(r, p);
 #else
-    return r > 0.0f ? p * pow(r, p - 1.0f) : 0.0f;
+    return p * rect_pm1(r, p);
 #endif
 }
 
@@ -155,8 +190,10 @@ inline float rectify(float x, float p)
     return r * r;
 #elif PMODE == 1
     return r;
+#elif PMODE >= 3
+    return rect_ipow(r, PMODE);
 #else
-    return r > 0.0f ? pow(r, p) : r;
+    return r > 0.0f ? rect_powr(r, p) : r;
 #endif
 }
 
@@ -367,15 +404,16 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
 #define SCORE_ELEM(MASKED)                                                       \
     {                                                                            \
         const float x = s[mt][n][e] * sr[ri];                                    \
-        if (VISIBLE_##MASKED) etm[ri] = fmax(etm[ri], x), eb[ri] = isfinite(x) ? eb[ri] : 1.0f; \
+        if (VISIBLE_##MASKED) etm[ri] = fmax(etm[ri], x), eb[ri] = fma(x, 0.0f, eb[ri]); \
         s[mt][n][e] = VISIBLE_##MASKED ? x : -INFINITY;                          \
     }
 #elif ENTMAX_PASS == 2
 #define SCORE_ELEM(MASKED)                                                       \
     {                                                                            \
         const float r = VISIBLE_##MASKED ? mma_relu(fma(s[mt][n][e], sr[ri], -tau[ri])) : 0.0f; \
-        ea[ri] += rectify(r, epow);                                              \
-        eb[ri] += rect_slope(r, epow);                                           \
+        const float rq = rect_pm1(r, epow); /* r^(p-1) */                        \
+        ea[ri] = fma(rq, r, ea[ri]);                                             \
+        eb[ri] = fma(epow, rq, eb[ri]);                                          \
         s[mt][n][e] = 0.0f;                                                      \
     }
 #else
@@ -669,7 +707,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
     float tau[NR]; /* each row's threshold: 0 for rela */
 #endif
 #if ENTMAX
-    float ea[NR], eb[NR]; /* pass 1: maximum, bad flag; 2: sum of r^p, of its slope; 3: sum of weights */
+    float ea[NR], eb[NR]; /* pass 1: maximum, NaN once a score was not finite; 2: sum of r^p, of its slope; 3: sum of weights */
 #endif
 #if ENTMAX_BUF
     /* this lane's slice of each row: scores kept, the row's lower bound on tau, whether the
@@ -947,19 +985,25 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         }
 #if ENTMAX_BUF
         /* each lane keeps its scores above its row's bound: the root kept so far, or its own
-         * maximum so far less 1 (at most the row's); once its slice overflowed, none */
+         * maximum so far less 1 (at most the row's); once its slice overflowed, none.  No
+         * branch per score (a warp nearly always has some lane keeping one): a kept score goes
+         * to the next slot, or to the last when the slice is full -- the row then overflowed
+         * (its root is a lower bound only; its slots still hold some of its scores). */
         UNROLL for (int ri = 0; ri < NR; ri++) {
             ea[ri] = fmax(ea[ri], etm[ri]);
+            if (!ENTMAX_KEEP) continue; /* the maxima only */
             const int sl = ESLICE(ri), mt = ri >> 1, e0 = 2 * (ri & 1);
             const float bound = eovr[ri] ? INFINITY : fmax(elbr[ri], ea[ri] - 1.0f);
+            int c = ecn[ri];
             UNROLL for (int n = 0; n < NB; n++)
                 UNROLL for (int e = e0; e < e0 + 2; e++) {
                     const float x = s[mt][n][e];
-                    if (x > bound) {
-                        if (ecn[ri] < EL) ebuf[ecn[ri]++ * ESL + sl] = x;
-                        else eovr[ri] = 1; /* a score was not kept: the root is a lower bound only */
-                    }
+                    const int keep = x > bound;
+                    if (keep) ebuf[min(c, EL - 1) * ESL + sl] = x;
+                    c += keep;
                 }
+            eovr[ri] |= c > EL;
+            ecn[ri] = min(c, EL);
         }
 #endif
 #if WSCALE
@@ -1178,6 +1222,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #else
     /* epilogue, per row: undo the weight scale, normalise, combine, Norm, store */
     const long ob_off = o_off + b * os.s0 + h * os.s1;
+#if ENTMAX && ENTMAX_PASS == 2
+    /* other work-items of the work-group read these rows' tau and flags before the loop */
+    barrier(CLK_GLOBAL_MEM_FENCE);
+#endif
     UNROLL for (int ri = 0; ri < NR; ri++) {
         const int mt = ri >> 1, e0 = 2 * (ri & 1);
         float f = 1.0f;
@@ -1187,7 +1235,8 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #if ENTMAX && ENTMAX_PASS == 1 /* the root of the kept scores: tau, or a lower bound to go on from */
         {
             /* reached by every work-item */
-            const float mr = mma_quad_max(ea[ri]), bd = mma_quad_max(eb[ri]);
+            /* eb: 0 + x * 0 over the row's scores, NaN once one was not finite */
+            const float mr = mma_quad_max(ea[ri]), bd = mma_quad_max(isnan(eb[ri]) ? 1.0f : 0.0f);
             const float over = mma_quad_max(eovr[ri] ? 1.0f : 0.0f);
             int ex = 0;
             const float r = entmax_kept_root(ebuf, ESLICE(ri), ecn[ri], fmax(elbr[ri], mr - 1.0f), epow,
@@ -1200,8 +1249,12 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
         }
 #elif ENTMAX && ENTMAX_PASS == 2 /* Newton from below on the convex sum_j r_j^p = 1 (alpha <= 2) */
         {
+            /* Newton's step on h = f^(1/p), a p-norm of the rectified scores: convex and
+             * decreasing as f is, so the steps stay below the root, but linear for keys that
+             * tie (one step), where f's own steps close only 1/p of the distance each:
+             * t + p (f - f^(1 - 1/p)) / -f'(t) */
             const float fs = mma_quad_sum(ea[ri]), gs = mma_quad_sum(eb[ri]);
-            const float nt = gs > 0.0f ? tau[ri] + (fs - 1.0f) / gs : tau[ri];
+            const float nt = gs > 0.0f ? tau[ri] + epow * (fs - pow(fs, 1.0f - 1.0f / epow)) / gs : tau[ri];
             if (t == 0 && row[ri] < Tq) {
                 taubuf[(long)bh * Tq + row[ri]] = nt;
                 /* unsettled: f(tau) is off 1 by more than the stopping rule, and the step

@@ -341,6 +341,14 @@ inline float mma_exp2(float x)
     return r;
 }
 
+/* log2(x), subnormal x flushed to zero (-inf): one MUFU.LG2 */
+inline float mma_log2(float x)
+{
+    float r;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+
 inline float mma_quad_max(float x)
 {
     float y;
@@ -466,6 +474,7 @@ inline float mma_exp2(float x)
     const float r = native_exp2(x);
     return r < 0x1p-126f ? 0.0f : r;
 }
+inline float mma_log2(float x) { return log2(x); }
 
 /* two values rounded to the input type, lo in the low half (the native body's cvt) */
 inline uint mma_pack2(float lo, float hi) { return (uint)mma_from_f32(lo) | ((uint)mma_from_f32(hi) << 16); }

@@ -1412,7 +1412,8 @@ static void test_topk_mma(void **state)
  * TDACL_MMA_EMULATE=1 (CI) or mma.sync natively, the variant asserted.  Which rows the one
  * pass settles is asserted too: random rows and rows that must drop kept scores as their
  * bound rises settle there (no Newton launch does anything, so the output is the pass's), tied
- * rows overflow its slots and are refined. */
+ * rows overflow its slots and are refined.  A NaN in a query or key row poisons exactly the
+ * rows it reaches. */
 static void test_entmax_mma(void **state)
 {
     tdacl_device_info info;
@@ -1477,6 +1478,13 @@ static void test_entmax_mma(void **state)
                      want);
         free(got), free(tol);
         problem_free(&pb);
+    }
+    /* a NaN in q row 40 makes that row NaN, one in key row 50 every row that sees it (the
+     * threshold pass flags scores that are not finite), alpha 1.5 and 1.25 */
+    for (int what = 0; what < 2; what++) {
+        attn_case t = make_case(TDACL_ATTN_ENTMAX, VAR_TINY_BF16, 70, 70, -1);
+        t.alpha = what ? 1.25f : 1.5f;
+        check_poisoned_row(state, &t, what, 1, what ? 50 : 40);
     }
     g_expect_mma = 0;
 }

@@ -5,6 +5,7 @@
  * device through the portable body of cl/mma.cl or an emulated vendor body (matrix_units.c;
  * how CI tests it on PoCL).  Its tile
  * (BN, NWARPS, MT) is the tuning space "attention_mma" (spaces.c). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -122,8 +123,12 @@ void tdacl__attention_mma_call_options(const void *callp, tdacl_strbuf *sb)
     /* the power is a compile-time constant for the threshold kinds; the others use 2.
      * MMA_IN: the type the matrix units take */
     int pmode = tdacl__kind_threshold(p->desc.kind) ? p->pmode : 2;
-    /* entmax's weights are r^(1 / (alpha - 1)): 2 at alpha 1.5 */
-    if (p->desc.kind == TDACL_ATTN_ENTMAX) pmode = p->desc.alpha == 1.5f ? 2 : 0;
+    /* entmax's weights are r^(1 / (alpha - 1)): 2 at alpha 1.5, the integer powers up to 8 by
+     * products (alpha 1.25: 4), other powers at run time */
+    if (p->desc.kind == TDACL_ATTN_ENTMAX) {
+        const float power = 1.0f / (p->desc.alpha - 1.0f);
+        pmode = p->desc.alpha == 1.5f ? 2 : power >= 3.0f && power <= 8.0f && power == floorf(power) ? (int)power : 0;
+    }
     /* KINV: the scores are scaled by inverse norms (row_inv_norm runs first) */
     const int kinv = p->desc.normalize && tdacl__kind_threshold(p->desc.kind);
     tdacl__mma_options(&p->mma, sb);
