@@ -1407,7 +1407,7 @@ static void test_topk_mma(void **state)
 
 /* entmax on the tensor-core kernel (alpha <= 1.5: the threshold from one pass that keeps each
  * row's scores above a rising bound, Newton launches for the rows it leaves, then the weights'
- * W x V on the matrix units): alpha 1.25, 1.4 and 1.5, scalar and per-head temperatures, bf16
+ * W x V on the matrix units): alpha 1.125, 1.25, 1.4 and 1.5, scalar and per-head temperatures, bf16
  * and f16, rows and keys across its tiles, an offset; through the portable body with
  * TDACL_MMA_EMULATE=1 (CI) or mma.sync natively, the variant asserted.  Which rows the one
  * pass settles is asserted too: random rows and rows that must drop kept scores as their
@@ -1422,8 +1422,9 @@ static void test_entmax_mma(void **state)
     g_expect_mma = info.nv_cc_major >= 8 || (emu && *emu && strcmp(emu, "0"));
     static const struct { variant var; int tq, tk, off; float alpha; int temps; } cs[] = {
         {VAR_TINY_BF16, 17, 17, -1, 1.5f, 0}, {VAR_TINY_BF16, 65, 65, -1, 1.4f, 1}, {VAR_TINY_BF16, 20, 90, 60, 1.25f, 0},
-        {VAR_D, 33, 33, -1, 1.5f, 1}};
-    for (int i = 0; i < 4; i++) {
+        {VAR_D, 33, 33, -1, 1.5f, 1},         {VAR_TINY_BF16, 40, 40, -1, 1.125f, 0}};
+    /* powers 1 / (alpha - 1): 2, 2.5 (at run time), 4 and 8 (products) */
+    for (int i = 0; i < 5; i++) {
         attn_case c = make_case(TDACL_ATTN_ENTMAX, cs[i].var, cs[i].tq, cs[i].tk, cs[i].off);
         apply_pset(&c, &PSETS[(i + 1) % 6]);
         c.alpha = cs[i].alpha;
