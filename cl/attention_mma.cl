@@ -137,8 +137,9 @@ inline float lazy_cut(float tau, float sr)
 }
 
 /* r^y for r > 0 and a run-time y: natively one MUFU.LG2 and one MUFU.EX2 (relative error
- * about 3e-7 at entmax's powers, within its stopping rule's 1e-6; pow, a long software
- * sequence, made alpha 1.4's launches 10x slower), the portable body pow */
+ * about 3e-7 at entmax's powers, within its stopping rule's 1e-6; with pow, a long software
+ * sequence, alpha 1.4 at T=8192 took 604 ms, 7.5 ms with this and the steps on f^(1/p) on an
+ * H200), the portable body pow */
 inline float rect_powr(float r, float y)
 {
 #if MMA_PTX
