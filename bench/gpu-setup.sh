@@ -139,3 +139,32 @@ entmax_tests_and_anchors() {
     (cd bench/anchors && python3 entmax_anchor.py --out "$OUT/entmax-checks.json" --anchors "$OUT/anchors.json") \
         >"$OUT/anchors.txt" 2>&1
 }
+
+# gemm_sweep CANDIDATE...: the gemm suite (TDACL_PRECISION=bf16) with each tensor-core GEMM
+# parameter set as the user's tuning entry -> $OUT/TAG-N.json, .txt, and the table
+# $OUT/TAG-sweep.txt of the bf16act rows (bf16 a, w, c) at M > 8; TAG is $SWEEP_TAG (default
+# gemm), the build $SWEEP_BENCH (default build-gpu/tdacl-bench)
+gemm_sweep() {
+    local cands=("$@") tag=${SWEEP_TAG:-gemm}
+    for i in "${!cands[@]}"; do
+        echo "gemm_mma class=nvidia-sm_90 : ${cands[$i]}" >/tmp/cand.tdb
+        TDACL_TUNING_FILE=/tmp/cand.tdb TDACL_PRECISION=bf16 ${SWEEP_BENCH:-build-gpu/tdacl-bench} --device nvidia \
+            --suite gemm --json "$OUT/$tag-$i.json" >"$OUT/$tag-$i.txt" 2>&1
+    done
+    python3 - "$OUT/$tag" "${cands[@]}" <<'PY' | tee "$OUT/$tag-sweep.txt"
+import json, sys
+out, cands = sys.argv[1], sys.argv[2:]
+print("ms, tensor-core GEMM bf16act rows (bf16 a, w, c); [user] = the candidate ran, else refused")
+for i, c in enumerate(cands):
+    try:
+        rows = [r for r in json.load(open("%s-%d.json" % (out, i)))["rows"]
+                if r["suite"] == "gemm" and r["dtype"] == "bf16act" and r["shape"]["M"] > 8]
+    except (OSError, ValueError) as e:
+        print("%s: no result (%s)" % (c, e))
+        continue
+    src = set(r.get("tuning", {}).get("source", "") for r in rows)
+    print("%s [%s]\n  " % (c, ",".join(sorted(src))) + "  ".join(
+        "%dx%dx%d %.4f" % (r["shape"]["M"], r["shape"]["N"], r["shape"]["K"], r["time_ms"]["median"]) for r in rows))
+    print("  sum %.4f" % sum(r["time_ms"]["median"] for r in rows))
+PY
+}
