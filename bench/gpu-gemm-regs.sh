@@ -6,7 +6,7 @@
 # For each (build, tile, cap): the gemm suite with the tile as the user's tuning entry and
 # -cl-nv-maxrregcount=cap (0: none) through TDACL_BUILD_OPTIONS, in a fresh program cache; its
 # PTX out of the cache through ptxas -v -> $OUT/regs.txt (registers, spills, the M=8192 bf16act
-# rows' ms), $OUT/<build>-<n>.ptx
+# rows' ms), $OUT/<build>-<n>.ptx and .opts
 . bench/gpu-setup.sh
 build_reverted "$1"
 PTXAS=$(find / -name ptxas -type f -perm -u+x 2>/dev/null | head -1)
@@ -18,16 +18,7 @@ run() { # build-dir tag tile cap
     rm -rf /tmp/rc && n=$((n + 1))
     TDACL_CACHE_DIR=/tmp/rc TDACL_BUILD_OPTIONS="$opt" TDACL_TUNING_FILE=/tmp/cand.tdb TDACL_PRECISION=bf16 $bench \
         --device nvidia --suite gemm --min-samples 5 --json "$OUT/$tag-$n.json" >/dev/null 2>&1
-    python3 - /tmp/rc "$OUT/$tag-$n.ptx" <<'PY'
-import glob, re, sys
-for f in glob.glob(sys.argv[1] + '/*.bin'):
-    data = open(f, 'rb').read()
-    head = data[:4096].decode('latin1')
-    i = data.find(b'.version')
-    if i < 0 or 'GMM_BM=' not in head or 'ADT=1' not in head or 'MMA_NATIVE=1' not in head: continue
-    open(sys.argv[2], 'wb').write(data[i:].split(b'\x00')[0])
-    break
-PY
+    gemm_ptx_of_cache /tmp/rc "$OUT/$tag-$n"
     local regs=$("$PTXAS" -arch=sm_90 -v "$OUT/$tag-$n.ptx" -o /tmp/g.cubin 2>&1 | grep -A3 "gemm_mma'" | grep -oE "Used [0-9]+ registers|[0-9]+ bytes spill stores" | tr '\n' ' ')
     local ms=$(python3 -c 'import json,sys; print(" ".join("%.4f" % r["time_ms"]["median"] for r in json.load(open(sys.argv[1]))["rows"] if r["suite"]=="gemm" and r["dtype"]=="bf16act" and r["shape"]["M"]==8192))' "$OUT/$tag-$n.json")
     echo "$tag [$tile] cap $cap: $regs :: M=8192 bf16act ms $ms" | tee -a "$OUT/regs.txt"

@@ -3,7 +3,7 @@
 # sweep of tiles after it, on the GPU host of ../shared/gpu-host:
 #   bash bench/gpu-gemm-whole.sh PATCH      (PATCH: the change as `git diff` wrote it)
 # -> gemm-{new,base}.json, gemm-compare.txt, matmul-anchors.json, gemm-vs-torch.txt (shipped
-# entries), then per candidate gemm-N.json and the table sweep.txt (bf16act rows: bf16 a, w, c).
+# entries), then per candidate gemm-N.json and the table gemm-sweep.txt (bf16act rows: bf16 a, w, c).
 . bench/gpu-setup.sh
 build_reverted "$1"
 gemm_vs_base_and_torch

@@ -168,3 +168,20 @@ for i, c in enumerate(cands):
     print("  sum %.4f" % sum(r["time_ms"]["median"] for r in rows))
 PY
 }
+
+# gemm_ptx_of_cache CACHE PREFIX: the PTX of the tensor-core GEMM program built for bf16 a
+# (NVIDIA's OpenCL binaries are PTX) out of the program cache CACHE -> PREFIX.ptx, and its
+# build options -> PREFIX.opts (bench/profile/ptx_gemm.py reads the tile from them)
+gemm_ptx_of_cache() {
+    python3 - "$1" "$2" <<'PY'
+import glob, re, sys
+for f in glob.glob(sys.argv[1] + '/*.bin'):
+    data = open(f, 'rb').read()
+    m = re.search(r'(-D[^\x00]*GMM_BM=[^\x00]*)', data[:4096].decode('latin1'))
+    i = data.find(b'.version')
+    if not m or i < 0 or 'ADT=1' not in m.group(1) or 'MMA_NATIVE=1' not in m.group(1): continue
+    open(sys.argv[2] + '.ptx', 'wb').write(data[i:].split(b'\x00')[0])
+    open(sys.argv[2] + '.opts', 'w').write(m.group(1)[:800])
+    break
+PY
+}

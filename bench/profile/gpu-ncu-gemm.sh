@@ -15,18 +15,7 @@ for i in "${!CANDIDATES[@]}"; do
     rm -rf /tmp/cache-$i
     TDACL_CACHE_DIR=/tmp/cache-$i TDACL_TUNING_FILE=/tmp/cand.tdb TDACL_PRECISION=bf16 build-gpu/tdacl-bench --device nvidia \
         --suite gemm --min-samples 3 --json "$OUT/gemm-$i.json" 2>&1 | grep "bf16act" | grep -v " 1x"
-    python3 - /tmp/cache-$i "$OUT/gemm$i" <<'PY'
-import glob, re, sys
-for f in glob.glob(sys.argv[1] + '/*.bin'):
-    data = open(f, 'rb').read()
-    head = data[:4096].decode('latin1')
-    m = re.search(r'(-D[^\x00]*GMM_BM=[^\x00]*)', head)
-    i = data.find(b'.version')
-    if not m or i < 0 or 'ADT=1' not in m.group(1) or 'MMA_NATIVE=1' not in m.group(1): continue
-    open(sys.argv[2] + '.ptx', 'wb').write(data[i:].split(b'\x00')[0])
-    open(sys.argv[2] + '.opts', 'w').write(m.group(1)[:800])
-    break
-PY
+    gemm_ptx_of_cache /tmp/cache-$i "$OUT/gemm$i"
     p=$OUT/gemm$i
     [ -f "$p.ptx" ] || { echo "candidate $i: no PTX found"; continue; }
     echo "candidate $i: ${CANDIDATES[$i]}" | tee "$p.txt"
