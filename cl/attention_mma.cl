@@ -93,6 +93,13 @@
 #define UNROLL _Pragma("unroll") /* register arrays stay registers only when fully unrolled */
 /* V stages: softmax kinds prefetch V with K; the sparse kinds load one V tile a tile late */
 #define VSTAGES (SOFTMAX ? KSTAGES : 1)
+#ifndef SM_FUSED
+/* softmax kinds: 1 forms a tile's weights and runs its W V in one block (see the loop).  bf16,
+ * T=8192 (bench/results/lmhead-softmax/): d=64 softmax 0.95x the time, diff_softmax 0.94x; not
+ * d=128 softmax on its one-stage tile (1.05x: the V wait moves before the exponents there) nor
+ * topk_theta (1.25x: its weights hold more registers) */
+#define SM_FUSED (!TOPK && (KSTAGES > 1 || D < 128))
+#endif
 #ifndef STATS
 #define STATS 1 /* count survivors for tdacl_attention_stats; 0 drops that per-weight work
                    (7 % of the time of the sparse kinds on the H200) */
@@ -1068,72 +1075,86 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #endif
             }
         }
-        UNROLL for (int ri = 0; ri < NR; ri++) {
-            const int mt = ri >> 1, e0 = 2 * (ri & 1);
-            const float sm = raw ? sr[ri] : 1.0f;
-            const float ms = mrow[ri] == -INFINITY ? 0.0f : mrow[ri];
-#if TOPK
-            UNROLL for (int n = 0; n < NB; n++)
-                UNROLL for (int e = e0; e < e0 + 2; e++) {
-                    const float x = s[mt][n][e], p = mma_exp2(x - ms);
-                    const int keep = x >= th[ri] && x != -INFINITY; /* masked keys are -inf */
-                    lrow[ri] += keep ? p : 0.0f;
-                    edrop[ri] += keep ? 0.0f : p;
-                    kc[ri] += keep ? 1.0f : 0.0f;
-                    COUNT(nz1, keep);
-                    s[mt][n][e] = keep || isnan(p) ? p : 0.0f; /* a NaN score stays NaN */
-                }
-#else
-            UNROLL for (int n = 0; n < NB; n++)
-                UNROLL for (int e = e0; e < e0 + 2; e++) {
-                    const float p = mma_exp2(fma(s[mt][n][e], sm, -ms)); /* a NaN score stays NaN */
-                    lrow[ri] += p;
-                    s[mt][n][e] = p;
-                }
-#endif
-#if KIND == 4
-            const float sm2 = raw ? sr2[ri] : 1.0f;
-            const float ms2 = mrow2[ri] == -INFINITY ? 0.0f : mrow2[ri];
-            UNROLL for (int n = 0; n < NB; n++)
-                UNROLL for (int e = e0; e < e0 + 2; e++) {
-                    const float p = mma_exp2(fma(s2[mt][n][e], sm2, -ms2));
-                    lrow2[ri] += p;
-                    s2[mt][n][e] = p;
-                }
-#endif
-        }
+        /* SM_FUSED: natively, a warp with no visible key in the tile (not warp_live) forms no
+         * weights, so its exponents, their packing and W V are one straight block that the
+         * compiler can interleave (exponents of later keys under the products of earlier ones) */
         vtiles++;
-        __local const mma_t *Vt = Vs + kst * BN * LDV;
-#if !MMA_PTX
-        __local mma_t *Pw = Ps + warp * NW * MT * 16 * MMA_SCRATCH_LD(BN);
-#endif
-        frag_a pa[MT][KB];
-        UNROLL for (int mt = 0; mt < MT; mt++)
-            UNROLL for (int kk = 0; kk < KB; kk++)
-                mma_stage_a(&pa[mt][kk], s[mt][2 * kk], s[mt][2 * kk + 1], Pw + mt * 16 * MMA_SCRATCH_LD(BN), kk);
-#if KIND == 4
-        frag_a pa2[MT][KB];
-        UNROLL for (int mt = 0; mt < MT; mt++)
-            UNROLL for (int kk = 0; kk < KB; kk++)
-                mma_stage_a(&pa2[mt][kk], s2[mt][2 * kk], s2[mt][2 * kk + 1],
-                            Pw + (MT + mt) * 16 * MMA_SCRATCH_LD(BN), kk);
-#endif
-        MMA_STAGE_SYNC();
-        UNROLL for (int mt = 0; mt < MT; mt++)
-            UNROLL for (int kk = 0; kk < KB; kk++) {
-                mma_staged_a(&pa[mt][kk], Pw + mt * 16 * MMA_SCRATCH_LD(BN), kk);
-#if KIND == 4
-                mma_staged_a(&pa2[mt][kk], Pw + (MT + mt) * 16 * MMA_SCRATCH_LD(BN), kk);
-#endif
-            }
-        const int warp_has_w = warp_live && !ROW_STATS;
-#if KSTAGES == 1
+#if SM_FUSED && KSTAGES == 1
         MMA_COPY_WAIT(0); /* V tile kt landed */
         barrier(CLK_LOCAL_MEM_FENCE); /* ... everyone's part, and K tile kt is read out */
-        if (kt + 1 < kt_end) LOAD_K_TILE(kt + 1, 0); /* lands while W V runs */
+        if (kt + 1 < kt_end) LOAD_K_TILE(kt + 1, 0); /* lands while the weights and W V run */
         mma_copy_commit();
 #endif
-        if (warp_has_w) { WV_TILE(Vt) }
+#if SM_FUSED && MMA_PTX
+        if (warp_live)
+#endif
+        {
+            UNROLL for (int ri = 0; ri < NR; ri++) {
+                const int mt = ri >> 1, e0 = 2 * (ri & 1);
+                const float sm = raw ? sr[ri] : 1.0f;
+                const float ms = mrow[ri] == -INFINITY ? 0.0f : mrow[ri];
+#if TOPK
+                UNROLL for (int n = 0; n < NB; n++)
+                    UNROLL for (int e = e0; e < e0 + 2; e++) {
+                        const float x = s[mt][n][e], p = mma_exp2(x - ms);
+                        const int keep = x >= th[ri] && x != -INFINITY; /* masked keys are -inf */
+                        lrow[ri] += keep ? p : 0.0f;
+                        edrop[ri] += keep ? 0.0f : p;
+                        kc[ri] += keep ? 1.0f : 0.0f;
+                        COUNT(nz1, keep);
+                        s[mt][n][e] = keep || isnan(p) ? p : 0.0f; /* a NaN score stays NaN */
+                    }
+#else
+                UNROLL for (int n = 0; n < NB; n++)
+                    UNROLL for (int e = e0; e < e0 + 2; e++) {
+                        const float p = mma_exp2(fma(s[mt][n][e], sm, -ms)); /* a NaN score stays NaN */
+                        lrow[ri] += p;
+                        s[mt][n][e] = p;
+                    }
+#endif
+#if KIND == 4
+                const float sm2 = raw ? sr2[ri] : 1.0f;
+                const float ms2 = mrow2[ri] == -INFINITY ? 0.0f : mrow2[ri];
+                UNROLL for (int n = 0; n < NB; n++)
+                    UNROLL for (int e = e0; e < e0 + 2; e++) {
+                        const float p = mma_exp2(fma(s2[mt][n][e], sm2, -ms2));
+                        lrow2[ri] += p;
+                        s2[mt][n][e] = p;
+                    }
+#endif
+            }
+            __local const mma_t *Vt = Vs + kst * BN * LDV;
+#if !MMA_PTX
+            __local mma_t *Pw = Ps + warp * NW * MT * 16 * MMA_SCRATCH_LD(BN);
+#endif
+            frag_a pa[MT][KB];
+            UNROLL for (int mt = 0; mt < MT; mt++)
+                UNROLL for (int kk = 0; kk < KB; kk++)
+                    mma_stage_a(&pa[mt][kk], s[mt][2 * kk], s[mt][2 * kk + 1], Pw + mt * 16 * MMA_SCRATCH_LD(BN), kk);
+#if KIND == 4
+            frag_a pa2[MT][KB];
+            UNROLL for (int mt = 0; mt < MT; mt++)
+                UNROLL for (int kk = 0; kk < KB; kk++)
+                    mma_stage_a(&pa2[mt][kk], s2[mt][2 * kk], s2[mt][2 * kk + 1],
+                                Pw + (MT + mt) * 16 * MMA_SCRATCH_LD(BN), kk);
+#endif
+            MMA_STAGE_SYNC();
+            UNROLL for (int mt = 0; mt < MT; mt++)
+                UNROLL for (int kk = 0; kk < KB; kk++) {
+                    mma_staged_a(&pa[mt][kk], Pw + mt * 16 * MMA_SCRATCH_LD(BN), kk);
+#if KIND == 4
+                    mma_staged_a(&pa2[mt][kk], Pw + (MT + mt) * 16 * MMA_SCRATCH_LD(BN), kk);
+#endif
+                }
+            const int warp_has_w = warp_live && !ROW_STATS;
+#if KSTAGES == 1 && !SM_FUSED
+            MMA_COPY_WAIT(0); /* V tile kt landed */
+            barrier(CLK_LOCAL_MEM_FENCE); /* ... everyone's part, and K tile kt is read out */
+            if (kt + 1 < kt_end) LOAD_K_TILE(kt + 1, 0); /* lands while W V runs */
+            mma_copy_commit();
+#endif
+            if (warp_has_w) { WV_TILE(Vt) }
+        }
 #else /* sparse: W V of tile kt-1, then this tile's weights become its A operands */
 #if LAZY_W
         const float xm = mma_max_nan(mma_max_nan(xmax[0], xmax[1]), mma_max_nan(xmax[2], xmax[3]));

@@ -562,48 +562,106 @@ UNROLL
 /* ---- GEMV with transposed B (the tied LM head: logits[m, n] = <a[m], wte[n]>) ----
  * GVT_LANES work-items per output column n (GV_WG / GVT_LANES columns a work-group) stride
  * over the contiguous row of B, GV_VEC elements a load (8: one 16-byte load of bf16/f16,
- * two of f32, where K, the row stride and the offset of B are multiples of 8), GVT_BATCH
- * loads issued before their products, then one barrier and each column's GVT_LANES sums
- * added by one work-item.  Eight work-items a column (128-byte row segments) keep twelve
- * loads of a 768-long bf16 row in flight per work-item; a warp a column kept three, and the
- * 77 MB LM head of GPT-2 small read at about a third of the bandwidth. */
+ * two of f32, where K, the row stride and the offset of B are multiples of 8).  Each
+ * work-item issues its first GVT_BATCH loads before anything else; while they are in flight
+ * the work-group stages the rows of a in local memory as f32 (xs: xk >= K floats a row, zero
+ * past K, where the host found the room; xk = 0 reads a from global memory, an element a
+ * product: eight scalar loads per 16-byte load of bf16 weights).  Then one barrier and each
+ * column's GVT_LANES sums added by one work-item. */
 #ifndef GVT_LANES
 #define GVT_LANES 8 /* the host sizes the grid by it (src/ops/gemm.c) */
 #endif
 #define GVT_COLS (GV_WG / GVT_LANES)
+#define GVT_STEP (GVT_LANES * GV_VEC)
 #ifndef GVT_BATCH
-#define GVT_BATCH 6 /* a device class may take fewer (src/runtime/program.c) */
+#define GVT_BATCH 6 /* loads in flight a work-item (12, a whole 768-long row at 8 lanes, was 6 % slower on an H100); a device class may take fewer (src/runtime/program.c) */
+#endif
+#ifndef GVT_XLOCAL
+#define GVT_XLOCAL 1 /* 0: a from global memory even where the host gave room (a measurement switch) */
+#endif
+
+/* a weight chunk as loaded: bf16 stays raw (four registers for eight weights, widened where
+ * used), other dtypes are widened at the load */
+#if WDT == 1 && GV_VEC == 8
+typedef uint4 gvt_chunk;
+inline void gvt_load(__global const void *b, long idx, int avail, gvt_chunk *w)
+{
+    if (avail >= 8) {
+        *w = *(__global const uint4 *)((__global const ushort *)b + idx);
+        return;
+    }
+    uint e[8];
+UNROLL
+    for (int v = 0; v < 8; v++) e[v] = v < avail ? ((__global const ushort *)b)[idx + v] : 0u;
+    *w = (uint4)(e[0] | e[1] << 16, e[2] | e[3] << 16, e[4] | e[5] << 16, e[6] | e[7] << 16);
+}
+inline float gvt_w(gvt_chunk w, int v)
+{
+    const uint u = v < 2 ? w.x : v < 4 ? w.y : v < 6 ? w.z : w.w;
+    return as_float(v & 1 ? u & 0xffff0000u : u << 16);
+}
+#else
+typedef struct {
+    float x[GV_VEC];
+} gvt_chunk;
+inline void gvt_load(__global const void *b, long idx, int avail, gvt_chunk *w) { load_wvec(b, idx, avail, w->x); }
+inline float gvt_w(gvt_chunk w, int v) { return w.x[v]; }
 #endif
 
 __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv_t(
     __global void *c, __global const void *a, __global const void *b, __global const float *bias,
-    __global const void *res, int M, int N, int K, int lda, int ldb, int ldc, int flags)
+    __global const void *res, int M, int N, int K, int lda, int ldb, int ldc, int flags, __local float4 *xs, int xk)
 {
     __local float red[GV_M][GV_WG];
     const int tid = get_local_id(0), lane = tid % GVT_LANES, n = get_group_id(0) * GVT_COLS + tid / GVT_LANES;
-    float acc[GV_M];
+    const int kend = n < N ? K : 0; /* a column past N reads nothing */
+    if (!GVT_XLOCAL) xk = 0;
+    __local float *xf = (__local float *)xs;
+    /* two sums a row (even and odd elements): half the dependent chain */
+    float acc[GV_M][2];
 UNROLL
-    for (int m = 0; m < GV_M; m++) acc[m] = 0.0f;
-#define GVT_STEP (GVT_LANES * GV_VEC)
-    if (n < N)
-        for (int k0 = lane * GV_VEC; k0 < K; k0 += GVT_BATCH * GVT_STEP) {
-            float w[GVT_BATCH][GV_VEC];
+    for (int m = 0; m < GV_M; m++) acc[m][0] = acc[m][1] = 0.0f;
+    for (int kb = 0; kb < K; kb += GVT_BATCH * GVT_STEP) { /* uniform */
+        gvt_chunk w[GVT_BATCH]; /* declared here, it stays in registers */
 UNROLL
-            for (int r = 0; r < GVT_BATCH; r++) load_wvec(b, (long)n * ldb + k0 + r * GVT_STEP, K - (k0 + r * GVT_STEP), w[r]);
-UNROLL
-            for (int r = 0; r < GVT_BATCH; r++) {
-                const int k = k0 + r * GVT_STEP;
-                if (k < K)
-UNROLL
-                    for (int m = 0; m < GV_M; m++)
-                        if (m < M)
-UNROLL
-                            for (int v = 0; v < GV_VEC; v++)
-                                if (k + v < K) acc[m] = fma(LOAD(ADT, a, (long)m * lda + k + v), w[r][v], acc[m]);
+        for (int r = 0; r < GVT_BATCH; r++) {
+            const int k = kb + lane * GV_VEC + r * GVT_STEP;
+            gvt_load(b, (long)n * ldb + k, kend - k, &w[r]);
+        }
+        if (kb == 0 && xk) { /* uniform; the first loads are in flight meanwhile */
+            for (int i = tid; i < GV_M * xk; i += GV_WG) {
+                const int m = i / xk, k = i - m * xk;
+                xf[i] = m < M && k < K ? LOAD(ADT, a, (long)m * lda + k) : 0.0f;
             }
+            barrier(CLK_LOCAL_MEM_FENCE);
         }
 UNROLL
-    for (int m = 0; m < GV_M; m++) red[m][tid] = acc[m];
+        for (int r = 0; r < GVT_BATCH; r++) {
+            const int k = kb + lane * GV_VEC + r * GVT_STEP;
+            if (k < kend)
+UNROLL
+                for (int m = 0; m < GV_M; m++)
+                    if (m < M) {
+                        float x[GV_VEC];
+#if GV_VEC == 8
+                        if (xk) { /* k and xk are multiples of 8: two aligned 16-byte loads */
+                            const float4 lo = xs[(m * xk + k) / 4], hi = xs[(m * xk + k) / 4 + 1];
+                            x[0] = lo.s0, x[1] = lo.s1, x[2] = lo.s2, x[3] = lo.s3, x[4] = hi.s0, x[5] = hi.s1,
+                            x[6] = hi.s2, x[7] = hi.s3;
+                        } else
+#endif
+                        {
+UNROLL
+                            for (int v = 0; v < GV_VEC; v++)
+                                x[v] = xk ? xf[m * xk + k + v] : k + v < K ? LOAD(ADT, a, (long)m * lda + k + v) : 0.0f;
+                        }
+UNROLL
+                        for (int v = 0; v < GV_VEC; v++) acc[m][v & 1] = fma(x[v], gvt_w(w[r], v), acc[m][v & 1]);
+                    }
+        }
+    }
+UNROLL
+    for (int m = 0; m < GV_M; m++) red[m][tid] = acc[m][0] + acc[m][1];
     barrier(CLK_LOCAL_MEM_FENCE);
     /* work-item `lane` of a column adds row lane's sums (GV_M <= 8 <= GVT_LANES rows) */
     if (lane < GV_M && lane < M && n < N) {

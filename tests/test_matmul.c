@@ -202,6 +202,10 @@ static void test_matmul_values(void **state)
          * row stride 75 */
         {3, 45, 136, 1, TDACL_F16, TDACL_EPILOGUE_BIAS, 0, 8, TDACL_PRECISION_EXACT, 0, TDACL_F16, TDACL_F32},
         {2, 40, 72, 1, TDACL_BF16, 7, 0, 3, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_F32},
+        /* the GEMV on [N, K] with a too long for its local-memory copy (8 rows of 600 > 16 KB):
+         * a read from global memory, 16-byte and element loads of b */
+        {8, 37, 600, 1, TDACL_BF16, 7, 0, 0, TDACL_PRECISION_EXACT, 0, TDACL_F32, TDACL_F32},
+        {7, 21, 601, 1, TDACL_F32, TDACL_EPILOGUE_BIAS, 0, 1, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_F32},
         {77, 67, 129, 0, TDACL_BF16, 7, 0, 0, TDACL_PRECISION_BF16, 0, TDACL_F16, TDACL_F32},
         {40, 50, 70, 0, TDACL_F32, 7, 0, 0, TDACL_PRECISION_TF32, 0, TDACL_BF16, TDACL_BF16},
     };

@@ -11,6 +11,7 @@ static cl_mem mem(const tdacl_tensor *t) { return t ? t->storage->mem : NULL; }
  * 128 columns where a scattered QKV row's RoPE needs whole heads of 128 in a block). */
 #define GEMV_WG 128
 #define GEMV_T_LANES 8 /* work-items per column of the transposed GEMV (cl/layers.cl GVT_LANES) */
+#define GEMV_T_XLOCAL 16384 /* bytes of local memory the transposed GEMV may stage a in (any OpenCL device has 32 KB) */
 
 static int pow2_at_least(int m)
 {
@@ -83,12 +84,18 @@ static tdacl_status launch_gemv_t(tdacl_context *ctx, const tdacl_variant_def *r
     cl_mem cm = mem(c->c), am = mem(c->a), wm = mem(c->w), bm = mem(c->bias), rm = mem(c->res);
     cl_int cM = c->M, cN = c->N, cK = c->K, lda = (cl_int)c->a->strides[0], ldb = (cl_int)c->w->strides[0],
            ldc = (cl_int)c->c->strides[0], fl = c->flags;
+    /* a's rows staged as f32 in local memory (cl/layers.cl gemv_t), K rounded up to 8 floats a
+     * row, where they fit GEMV_T_XLOCAL bytes; else read from global memory */
+    const int rows = pow2_at_least(c->M);
+    cl_int xk = (cK + 7) / 8 * 8;
+    if ((size_t)rows * (size_t)xk * sizeof(float) > GEMV_T_XLOCAL) xk = 0;
+    const size_t xbytes = xk ? (size_t)rows * (size_t)xk * sizeof(float) : 16;
     cl_kernel k;
     tdacl_status st = tdacl__variant_kernel(ctx, row, opts, "gemv_t", &k);
     if (!st)
         st = tdacl__set_args(ctx, k, "gemv_t", sizeof cm, &cm, sizeof am, &am, sizeof wm, &wm, sizeof bm, &bm, sizeof rm,
                              &rm, sizeof cM, &cM, sizeof cN, &cN, sizeof cK, &cK, sizeof lda, &lda, sizeof ldb, &ldb,
-                             sizeof ldc, &ldc, sizeof fl, &fl, (size_t)0);
+                             sizeof ldc, &ldc, sizeof fl, &fl, xbytes, (const void *)NULL, sizeof xk, &xk, (size_t)0);
     const size_t cols = GEMV_WG / GEMV_T_LANES; /* cl/layers.cl GVT_COLS */
     size_t g[2] = {((size_t)c->N + cols - 1) / cols * GEMV_WG, 1}, l[2] = {GEMV_WG, 1};
     return st ? st : tdacl__launch(ctx, k, 2, g, l, c->ev, "gemv_t");
