@@ -563,11 +563,12 @@ UNROLL
  * GVT_LANES work-items per output column n (GV_WG / GVT_LANES columns a work-group) stride
  * over the contiguous row of B, GV_VEC elements a load (8: one 16-byte load of bf16/f16,
  * two of f32, where K, the row stride and the offset of B are multiples of 8).  Each
- * work-item issues its first GVT_BATCH loads before anything else; while they are in flight
- * the work-group stages the rows of a in local memory as f32 (xs: xk >= K floats a row, zero
- * past K, where the host found the room; xk = 0 reads a from global memory, an element a
- * product: eight scalar loads per 16-byte load of bf16 weights).  Then one barrier and each
- * column's GVT_LANES sums added by one work-item. */
+ * work-item issues its first GVT_BATCH loads before anything else; with GVT_STAGE, while they
+ * are in flight, the work-group stages the rows of a in local memory as f32 (xs: xk >= K floats
+ * a row, zero past K); without, a is read from global memory, an element a product (eight
+ * scalar loads per 16-byte load of bf16 weights: a GPU's L1 is then the limit; a CPU's cache
+ * is not, and there the barrier inside the K loop costs).  Then one barrier and each column's
+ * GVT_LANES sums added by one work-item. */
 #ifndef GVT_LANES
 #define GVT_LANES 8 /* the host sizes the grid by it (src/ops/gemm.c) */
 #endif
@@ -576,8 +577,8 @@ UNROLL
 #ifndef GVT_BATCH
 #define GVT_BATCH 6 /* loads in flight a work-item (12, a whole 768-long row at 8 lanes, was 6 % slower on an H100); a device class may take fewer (src/runtime/program.c) */
 #endif
-#ifndef GVT_XLOCAL
-#define GVT_XLOCAL 1 /* 0: a from global memory even where the host gave room (a measurement switch) */
+#ifndef GVT_STAGE
+#define GVT_STAGE 0 /* 1: a staged in local memory, xk floats a row (the host's choice: where local memory is the device's own) */
 #endif
 
 /* a weight chunk as loaded: bf16 stays raw (four registers for eight weights, widened where
@@ -615,7 +616,6 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv_t(
     __local float red[GV_M][GV_WG];
     const int tid = get_local_id(0), lane = tid % GVT_LANES, n = get_group_id(0) * GVT_COLS + tid / GVT_LANES;
     const int kend = n < N ? K : 0; /* a column past N reads nothing */
-    if (!GVT_XLOCAL) xk = 0;
     __local float *xf = (__local float *)xs;
     /* two sums a row (even and odd elements): half the dependent chain */
     float acc[GV_M][2];
@@ -628,13 +628,15 @@ UNROLL
             const int k = kb + lane * GV_VEC + r * GVT_STEP;
             gvt_load(b, (long)n * ldb + k, kend - k, &w[r]);
         }
-        if (kb == 0 && xk) { /* uniform; the first loads are in flight meanwhile */
+#if GVT_STAGE
+        if (kb == 0) { /* uniform; the first loads are in flight meanwhile */
             for (int i = tid; i < GV_M * xk; i += GV_WG) {
                 const int m = i / xk, k = i - m * xk;
                 xf[i] = m < M && k < K ? LOAD(ADT, a, (long)m * lda + k) : 0.0f;
             }
             barrier(CLK_LOCAL_MEM_FENCE);
         }
+#endif
 UNROLL
         for (int r = 0; r < GVT_BATCH; r++) {
             const int k = kb + lane * GV_VEC + r * GVT_STEP;
@@ -643,18 +645,16 @@ UNROLL
                 for (int m = 0; m < GV_M; m++)
                     if (m < M) {
                         float x[GV_VEC];
-#if GV_VEC == 8
-                        if (xk) { /* k and xk are multiples of 8: two aligned 16-byte loads */
-                            const float4 lo = xs[(m * xk + k) / 4], hi = xs[(m * xk + k) / 4 + 1];
-                            x[0] = lo.s0, x[1] = lo.s1, x[2] = lo.s2, x[3] = lo.s3, x[4] = hi.s0, x[5] = hi.s1,
-                            x[6] = hi.s2, x[7] = hi.s3;
-                        } else
-#endif
-                        {
+#if GVT_STAGE && GV_VEC == 8
+                        /* k and xk are multiples of 8: two aligned 16-byte loads */
+                        const float4 lo = xs[(m * xk + k) / 4], hi = xs[(m * xk + k) / 4 + 1];
+                        x[0] = lo.s0, x[1] = lo.s1, x[2] = lo.s2, x[3] = lo.s3, x[4] = hi.s0, x[5] = hi.s1,
+                        x[6] = hi.s2, x[7] = hi.s3;
+#else
 UNROLL
-                            for (int v = 0; v < GV_VEC; v++)
-                                x[v] = xk ? xf[m * xk + k + v] : k + v < K ? LOAD(ADT, a, (long)m * lda + k + v) : 0.0f;
-                        }
+                        for (int v = 0; v < GV_VEC; v++)
+                            x[v] = GVT_STAGE ? xf[m * xk + k + v] : k + v < K ? LOAD(ADT, a, (long)m * lda + k + v) : 0.0f;
+#endif
 UNROLL
                         for (int v = 0; v < GV_VEC; v++) acc[m][v & 1] = fma(x[v], gvt_w(w[r], v), acc[m][v & 1]);
                     }

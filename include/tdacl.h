@@ -61,6 +61,10 @@
  *  TDACL_GEMM_SPLIT_K  N: the tiled GEMMs split K into N chunks over work-groups (as far as K
  *                     allows); unset: they split only where their tiles are too few to fill
  *                     the device (docs/spec.md section 4b)
+ *  TDACL_GEMV_STAGE  0 | 1: the transposed GEMV (b as [N, K], a tied LM head, M <= 8) reads
+ *                    a's rows from global memory (0) or stages them in local memory first (1);
+ *                    unset: staged where local memory is the device's own (GPUs), else read
+ *                    directly (CPUs, where the copy only costs); any other value is an error
  *  TDACL_BUILD_OPTIONS  extra OpenCL C compiler options appended to every program the library
  *                       builds (part of the program-cache key), e.g. -cl-opt-disable, which the
  *                       test suite uses on PoCL, or -cl-nv-verbose

@@ -214,6 +214,31 @@ static void test_matmul_values(void **state)
         if (c.epi == 7) c.epi = ALL;
         check_case(&c);
     }
+    /* the transposed GEMV both ways, whatever this device takes: a staged in local memory (the
+     * GPUs' path) and read from global memory (CPUs'); a bad setting is refused by name */
+    for (int stage = 0; stage < 2; stage++) {
+        setenv("TDACL_GEMV_STAGE", stage ? "1" : "0", 1);
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            mm_case c = cases[i];
+            if (!c.trans || c.M > 8) continue; /* 8: the GEMV's rows (src/ops/gemm.h) */
+            if (c.epi == 7) c.epi = ALL;
+            check_case(&c);
+        }
+    }
+    setenv("TDACL_GEMV_STAGE", "yes", 1);
+    {
+        const int N = 8, K = 16;
+        tdacl_tensor *a = upload_2d(TDACL_F32, 1, K, K, NULL), *b = upload_2d(TDACL_F32, N, K, K, NULL);
+        tdacl_tensor *c = upload_2d(TDACL_F32, 1, N, N, NULL);
+        tdacl_matmul_desc d;
+        tdacl_matmul_desc_init(&d);
+        d.transpose_b = 1;
+        tdacl_matmul_tensors t = {a, b, NULL, NULL, c};
+        assert_status(g_ctx, tdacl_matmul(g_ctx, &d, &t), TDACL_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(tdacl_last_error(g_ctx), "TDACL_GEMV_STAGE=yes"));
+        tdacl_tensor_destroy(a), tdacl_tensor_destroy(b), tdacl_tensor_destroy(c);
+    }
+    unsetenv("TDACL_GEMV_STAGE");
     /* K split over work-groups (few tiles: a decode step of many sequences), forced to 3 and
      * 7 chunks: chunks ending inside a K step, residual = c, both layouts, every row */
     static const mm_case split[] = {

@@ -85,13 +85,34 @@ static tdacl_status launch_gemv_t(tdacl_context *ctx, const tdacl_variant_def *r
     cl_int cM = c->M, cN = c->N, cK = c->K, lda = (cl_int)c->a->strides[0], ldb = (cl_int)c->w->strides[0],
            ldc = (cl_int)c->c->strides[0], fl = c->flags;
     /* a's rows staged as f32 in local memory (cl/layers.cl gemv_t), K rounded up to 8 floats a
-     * row, where they fit GEMV_T_XLOCAL bytes; else read from global memory */
+     * row, where local memory is the device's own and they fit GEMV_T_XLOCAL bytes; else read
+     * from global memory.  A CPU's local memory is ordinary memory: there the copy only costs
+     * (PoCL, decode steps of 4 sequences 1.14x slower, bench/results/lmhead-softmax/).
+     * $TDACL_GEMV_STAGE=0|1 overrides the device's choice (tests, comparisons). */
     const int rows = pow2_at_least(c->M);
+    int stage = ctx->info.local_mem_is_dedicated;
+    const char *env = getenv("TDACL_GEMV_STAGE");
+    if (env && *env) {
+        if (strcmp(env, "0") && strcmp(env, "1"))
+            return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "TDACL_GEMV_STAGE=%.32s is not 0 or 1", env);
+        stage = env[0] == '1';
+    }
     cl_int xk = (cK + 7) / 8 * 8;
-    if ((size_t)rows * (size_t)xk * sizeof(float) > GEMV_T_XLOCAL) xk = 0;
+    const int fits = (size_t)rows * (size_t)xk * sizeof(float) <= GEMV_T_XLOCAL;
+    if (!stage || !fits) xk = 0;
+    if (tdacl__log_enabled(ctx, TDACL_LOG_DEBUG))
+        tdacl__log(ctx, TDACL_LOG_DEBUG, "gemv_t %dx%dx%d: a %s", c->M, c->N, c->K,
+                   xk ? "staged in local memory"
+                   : !fits ? "read from global memory (its rows exceed the local copy's 16 KB)"
+                   : env && *env ? "read from global memory (TDACL_GEMV_STAGE=0)"
+                                 : "read from global memory (local memory is not the device's own)");
     const size_t xbytes = xk ? (size_t)rows * (size_t)xk * sizeof(float) : 16;
+    tdacl_strbuf o = {0};
+    tdacl__sb_printf(&o, "%s -DGVT_STAGE=%d", opts, xk ? 1 : 0);
+    if (o.oom) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "gemv_t: out of memory");
     cl_kernel k;
-    tdacl_status st = tdacl__variant_kernel(ctx, row, opts, "gemv_t", &k);
+    tdacl_status st = tdacl__variant_kernel(ctx, row, o.data, "gemv_t", &k);
+    tdacl__sb_free(&o);
     if (!st)
         st = tdacl__set_args(ctx, k, "gemv_t", sizeof cm, &cm, sizeof am, &am, sizeof wm, &wm, sizeof bm, &bm, sizeof rm,
                              &rm, sizeof cM, &cM, sizeof cN, &cN, sizeof cK, &cK, sizeof lda, &lda, sizeof ldb, &ldb,
