@@ -87,7 +87,7 @@ static tdacl_status launch_gemv_t(tdacl_context *ctx, const tdacl_variant_def *r
     /* a's rows staged as f32 in local memory (cl/layers.cl gemv_t), K rounded up to 8 floats a
      * row, where local memory is the device's own and they fit GEMV_T_XLOCAL bytes; else read
      * from global memory.  A CPU's local memory is ordinary memory: there the copy only costs
-     * (PoCL, decode steps of 4 sequences 1.14x slower, bench/results/lmhead-softmax/).
+     * (PoCL, decode steps of 4 sequences 1.13-1.25x slower, bench/results/lmhead-softmax/).
      * $TDACL_GEMV_STAGE=0|1 overrides the device's choice (tests, comparisons). */
     const int rows = pow2_at_least(c->M);
     int stage = ctx->info.local_mem_is_dedicated;
