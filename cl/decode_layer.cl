@@ -49,7 +49,10 @@
 #define DL_BAR 1 /* NVIDIA grid barrier: 0 membar.gl fences; 1 release add, acquire polls (0.8 us a launch faster) */
 #endif
 #ifndef DL_LOADS
-#define DL_LOADS 4 /* weight loads (16 bytes of bf16) in flight per work-item (H200: 4 beat 8 and 12 with DL_PRELOAD) */
+/* weight loads (16 or 32 bytes) a work-item issues together, in whole rounds (H200, decode_layer
+ * a launch: 4 35.2 us, 8 36.5, 12 37.7, bench/results/decode-trace-h200: more in flight at once
+ * made the norms' and the activations' loads behind them wait) */
+#define DL_LOADS 4
 #endif
 #ifndef DL_PHASE
 /* 0: every step, grid barriers between them.  1-5: only that step, the launch's end taking
@@ -60,19 +63,51 @@
 #endif
 #define DL_RUN(step) (DL_PHASE == 0 || DL_PHASE == (step))
 #if DL_PHASE
-#define DL_GRID_SYNC(n) /* the launch boundary */
+#define DL_GRID_ARRIVE(n) /* the launch boundary */
+#define DL_GRID_WAIT(n)
 #define DL_FAILED 0
 #else
 #define DL_FAILED failed
-#define DL_GRID_SYNC(n) grid_sync(bar, bar_base + (n) * (uint)G, &failed)
+#define DL_GRID_ARRIVE(n) grid_arrive(bar)
+#define DL_GRID_WAIT(n) grid_wait(bar, bar_base + (n) * (uint)G, &failed)
 #endif
 #ifndef DL_PRELOAD
-/* 1: a work-group issues its next GEMV unit's first DL_LOADS weight loads before the barrier
- * (or the norm statistics) ahead of that step, so they arrive while it waits */
+/* 1: a work-group issues its next GEMV unit's first DL_LOADS weight loads between its arrival
+ * at the barrier ahead of that step and its wait there (step 1: after its norm's loads), so
+ * they arrive while it waits */
 #define DL_PRELOAD 1
 #endif
 #ifndef DL_SKIP
 #define DL_SKIP 0 /* profiling only (wrong results): bit 0 prefetch, 1-5 steps 1-5, 6 grid barriers, 7 norms */
+#endif
+#ifndef DL_AST
+/* fp32 elements of the GEMVs' activation rows staged in local memory, read there by every
+ * work-item instead of through chains of global loads (a step whose M * K exceeds it reads them
+ * from global memory; the host sets it from the device's local memory) */
+#define DL_AST 4096
+#endif
+#ifndef DL_TRACE
+/* profiling only (NVIDIA): at decode position DL_TRACE (> 0) every work-group prints
+ * the SM clock at each phase's end, relative to the launch's start, and the global timer at
+ * start and end (ns), to show where a launch's time goes */
+#define DL_TRACE 0
+#endif
+#if DL_TRACE && TDACL_NVIDIA
+inline ulong dl_clock(void)
+{
+    ulong c;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c)::"memory");
+    return c;
+}
+inline ulong dl_globaltimer(void)
+{
+    ulong c;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(c)::"memory");
+    return c;
+}
+#define DL_MARK(i) (tmark[i] = dl_clock())
+#else
+#define DL_MARK(i)
 #endif
 #ifndef DL_SPIN_LIMIT
 #define DL_SPIN_LIMIT (1 << 23) /* polls before a grid barrier gives up (tests set fewer) */
@@ -136,13 +171,24 @@ inline uint dl_poll(__global volatile uint *p) { return *p; }
 #define DL_ARRIVE_FENCE() DL_FENCE()
 #endif
 
-inline void grid_sync(__global volatile uint *bar, uint target, __local int *failed)
+/* A grid barrier in two halves: grid_arrive (after the step's last write), then work that
+ * needs no other group's results (the next step's first weight loads), then grid_wait: the
+ * arrival's release then orders only the step's own accesses, not loads that stream for a
+ * microsecond (bench/results/decode-trace-h200 has each barrier's share of a launch). */
+inline void grid_arrive(__global volatile uint *bar)
 {
     if (DL_SKIP & 64) return;
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     if (get_local_id(0) == 0) {
         DL_ARRIVE_FENCE();
         dl_arrive(bar);
+    }
+}
+
+inline void grid_wait(__global volatile uint *bar, uint target, __local int *failed)
+{
+    if (DL_SKIP & 64) return;
+    if (get_local_id(0) == 0) {
         int spins = 0;
         while ((int)(dl_poll(bar) - target) < 0)
             if ((++spins & 255) == 0 && (bar[1] || spins > DL_SPIN_LIMIT)) { /* the error word, now and then */
@@ -155,76 +201,151 @@ inline void grid_sync(__global volatile uint *bar, uint target, __local int *fai
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 }
 
-/* ---- row statistics of x for the norms: mean (LayerNorm) and 1 / rms of the deviations,
- * every work-group for itself (C elements a row: cheaper than another barrier) ---- */
-inline void dl_row_stats(__global const float *x, int M, int C, int rms, float eps, __local float *red,
-                         __local float *stats)
+#if TDACL_NVIDIA
+inline float dl_shfl_xor(float v, int lanes)
+{
+    float r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(lanes));
+    return r;
+}
+#endif
+#define DL_WARPS (DL_WG / 32)
+
+/* Each of the DL_M sums v[m] over the work-group, to every work-item: within each 32 work-items
+ * (a warp: shuffles on NVIDIA, local memory elsewhere), then the DL_WARPS partials.  red holds
+ * DL_M * (DL_WG + DL_WARPS) floats; every work-item calls it. */
+inline void dl_sum_rows(float *v, __local float *red)
+{
+    const int tid = get_local_id(0);
+    __local float *part = red + DL_M * DL_WG;
+#if TDACL_NVIDIA
+UNROLL
+    for (int m = 0; m < DL_M; m++) {
+UNROLL
+        for (int o = 16; o > 0; o >>= 1) v[m] += dl_shfl_xor(v[m], o);
+        if (tid % 32 == 0) part[m * DL_WARPS + tid / 32] = v[m];
+    }
+#else
+UNROLL
+    for (int m = 0; m < DL_M; m++) red[m * DL_WG + tid] = v[m];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid % 32 == 0)
+        for (int m = 0; m < DL_M; m++) {
+            float acc = 0.0f;
+            for (int i = 0; i < 32; i++) acc += red[m * DL_WG + tid + i];
+            part[m * DL_WARPS + tid / 32] = acc;
+        }
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+UNROLL
+    for (int m = 0; m < DL_M; m++) {
+        float acc = 0.0f;
+UNROLL
+        for (int w = 0; w < DL_WARPS; w++) acc += part[m * DL_WARPS + w];
+        v[m] = acc;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* ---- the norm of rows x (C elements each), every work-group for itself (cheaper than another
+ * grid barrier): mean (LayerNorm; 0 for RMSNorm) and 1 / rms of the deviations into stats, and
+ * with stage the normalized rows ((x - mean) / rms * gain + bias) into as[m * C + k] for the
+ * GEMV that follows.  The rows' elements (and gain and bias) stay in registers (C <= DL_XPT *
+ * DL_WG), loaded at once by dl_norm_load (issued before the step's first weight loads, which
+ * would otherwise delay them).  No barrier under a condition: PoCL's work-group functions grow
+ * exponentially with them. ---- */
+inline void dl_norm_load(__global const float *x, int M, int C, __global const float *gain, __global const float *nbias,
+                         int stage, float (*xv)[DL_XPT], float *gv, float *bv)
+{
+    const int tid = get_local_id(0);
+UNROLL
+    for (int i = 0; i < DL_XPT; i++) {
+        const int k = tid + i * DL_WG, in = k < C;
+UNROLL
+        for (int m = 0; m < DL_M; m++) xv[m][i] = m < M && in ? x[(long)m * C + k] : 0.0f;
+        gv[i] = stage && in ? gain[k] : 0.0f;
+        bv[i] = stage && in && nbias ? nbias[k] : 0.0f;
+    }
+}
+
+inline void dl_norm_rows(int M, int C, int rms, float eps, int stage, float (*xv)[DL_XPT], const float *gv,
+                         const float *bv, __local float *as, __local float *red, __local float *stats)
 {
     const int tid = get_local_id(0);
     if (DL_SKIP & 128) return;
-    /* the rows' elements stay in registers for both passes (C <= DL_XPT * DL_WG); each sum
-     * goes 256 -> 32 -> 1 (two barriers, where a tree takes eight).  No barrier under a
-     * condition: PoCL's work-group functions grow exponentially with them. */
-    float xv[DL_M][DL_XPT];
+    float mean[DL_M], rstd[DL_M];
+    for (int pass = 0; pass < 2; pass++) {
+        float acc[DL_M];
+UNROLL
+        for (int m = 0; m < DL_M; m++) {
+            acc[m] = 0.0f;
+UNROLL
+            for (int i = 0; i < DL_XPT; i++) {
+                const float v = tid + i * DL_WG < C ? xv[m][i] - (pass ? mean[m] : 0.0f) : 0.0f;
+                acc[m] = pass ? fma(v, v, acc[m]) : acc[m] + v;
+            }
+        }
+        dl_sum_rows(acc, red);
+UNROLL
+        for (int m = 0; m < DL_M; m++) {
+            if (pass) rstd[m] = rsqrt(acc[m] / (float)C + eps);
+            else mean[m] = rms ? 0.0f : acc[m] / (float)C; /* RMSNorm: deviations from 0 */
+        }
+    }
+    if (tid < DL_M) stats[tid] = mean[tid], stats[DL_M + tid] = rstd[tid];
 UNROLL
     for (int m = 0; m < DL_M; m++)
 UNROLL
         for (int i = 0; i < DL_XPT; i++) {
             const int k = tid + i * DL_WG;
-            xv[m][i] = m < M && k < C ? x[(long)m * C + k] : 0.0f;
+            if (stage && m < M && k < C) as[m * C + k] = (xv[m][i] - mean[m]) * rstd[m] * gv[i] + bv[i];
         }
-    for (int pass = 0; pass < 2; pass++) {
-UNROLL
-        for (int m = 0; m < DL_M; m++) {
-            float acc = 0.0f;
-UNROLL
-            for (int i = 0; i < DL_XPT; i++) {
-                const float v = tid + i * DL_WG < C ? xv[m][i] - (pass ? stats[m] : 0.0f) : 0.0f;
-                acc = pass ? fma(v, v, acc) : acc + v;
-            }
-            red[m * DL_WG + tid] = acc;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (tid < 32 * DL_M) {
-            const int m = tid / 32, l = tid % 32;
-            float acc = 0.0f;
-            for (int i = l; i < DL_WG; i += 32) acc += red[m * DL_WG + i];
-            red[DL_M * DL_WG + tid] = acc;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (tid < DL_M) {
-            float sum = 0.0f;
-            for (int i = 0; i < 32; i++) sum += red[DL_M * DL_WG + tid * 32 + i];
-            const float mean = sum / (float)C;
-            if (pass) stats[DL_M + tid] = rsqrt(mean + eps);
-            else stats[tid] = rms ? 0.0f : mean; /* RMSNorm: deviations from 0 */
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
+    barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-/* The first DL_LOADS weight loads of dl_gemv_unit's work-item (rows k0, k0 + rp, ...) into
- * pre; 0 where its first round does not take them (a short K, an idle work-item). */
-inline int dl_gemv_preload(__global const void *w, int N, int K, int n0, int cgu, dl_raw *pre)
+/* M activation rows of a (K elements, row stride lda, dtype ADT) into as[m * K + k] as fp32 */
+inline void dl_stage_rows(__global const void *a, int lda, int M, int K, __local float *as)
+{
+    const int vecs = K / 8;
+    for (int i = get_local_id(0); i < M * vecs; i += DL_WG) {
+        const int m = i / vecs, k = (i % vecs) * 8;
+        float v[8];
+        LOAD8(ADT, a, (long)m * lda + k, v);
+UNROLL
+        for (int c = 0; c < 8; c++) as[m * K + k + c] = v[c];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* One round of dl_gemv_unit's weight loads for the work-item at row k: rows k, k + rp, ...,
+ * k + (DL_LOADS - 1) rp of its 8 columns n..n+7, issued together; a row at or past K is not
+ * read (0).  Rounds are whole: a short K costs no extra round of single loads, each of which
+ * waited a full memory latency (GPT-2 small's [768, 768] projection took three). */
+inline void dl_gemv_round(__global const void *w, int N, int K, int k, int rp, int n, dl_raw *raw)
+{
+UNROLL
+    for (int r = 0; r < DL_LOADS; r++) raw[r] = k + r * rp < K ? dl_raw_load(w, (long)(k + r * rp) * N + n) : (dl_raw)(0);
+}
+
+/* dl_gemv_unit's first round for the unit of columns n0.. (issued ahead of the barrier or the
+ * norm statistics before its step) */
+inline void dl_gemv_preload(__global const void *w, int N, int K, int n0, int cgu, dl_raw *pre)
 {
     const int tid = get_local_id(0), rp = DL_WG / cgu, n = n0 + 8 * (tid % cgu);
-    const int k = tid < rp * cgu && n < N ? tid / cgu : K;
-    if (k + (DL_LOADS - 1) * rp >= K) return 0;
-UNROLL
-    for (int r = 0; r < DL_LOADS; r++) pre[r] = dl_raw_load(w, (long)(k + r * rp) * N + n);
-    return 1;
+    dl_gemv_round(w, N, K, tid < rp * cgu && n < N ? tid / cgu : K, rp, n, pre);
 }
 
 /* ---- one GEMV unit: out[m][j] = sum_k A(m, k) W[k][n0 + j], j < 8 cgu, for m < M ----
  * cgu groups of 8 columns (cgu <= DL_CGU_MAX): work-item t takes column group t % cgu and
- * rows k = t / cgu, + rp, ... (rp = DL_WG / cgu rows a pass; DL_LOADS weight loads in flight),
- * then the work-group adds the rp partial sums of each column in two steps.  A(m, k) is
- * the normalized x (norm != 0: (x - mean) / rms * gain + bias) or an activation row of
- * dtype ADT.  preloaded: the first round's weights are in pre (dl_gemv_preload). */
+ * rows k = t / cgu, + rp, ... (rp = DL_WG / cgu rows a pass), DL_LOADS rows a round, then the
+ * work-group adds the rp partial sums of each column in two steps.  A(m, k) is as[m * K + k]
+ * (staged: the rows in local memory, dl_norm_rows or dl_stage_rows) or else read here: the
+ * normalized x (norm != 0: (x - mean) / rms * gain + bias) or an activation row of dtype ADT.
+ * preloaded: the first round's weights are in pre (dl_gemv_preload). */
 inline void dl_gemv_unit(__global const void *w, int N, int K, int n0, int cgu, int M, __global const void *a, int lda,
                          int norm, __global const float *x, __global const float *gain, __global const float *nbias,
-                         __local const float *stats, __local float *red, __local float *out, const dl_raw *pre,
-                         int preloaded)
+                         __local const float *stats, __local const float *as, int staged, __local float *red,
+                         __local float *out, const dl_raw *pre, int preloaded)
 {
     const int tid = get_local_id(0), rp = DL_WG / cgu, cg = tid % cgu, n = n0 + 8 * cg;
     const int active = tid < rp * cgu && n < N;
@@ -233,38 +354,30 @@ UNROLL
     for (int m = 0; m < DL_M; m++)
 UNROLL
         for (int c = 0; c < 8; c++) acc[m][c] = 0.0f;
-#define DL_A(m, k) (norm ? ((x[(long)(m) * lda + (k)] - stats[m]) * stats[DL_M + (m)] * gain[k] + (nbias ? nbias[k] : 0.0f)) \
-                         : LOAD(ADT, a, (long)(m) * lda + (k)))
-    int k = active ? tid / cgu : K, first = preloaded;
-    for (; k + (DL_LOADS - 1) * rp < K; k += DL_LOADS * rp) {
-        float wv[DL_LOADS][8];
+#define DL_A(m, k)                                                                                             \
+    (staged ? as[(m) * K + (k)]                                                                                \
+     : norm ? ((x[(long)(m) * lda + (k)] - stats[m]) * stats[DL_M + (m)] * gain[k] + (nbias ? nbias[k] : 0.0f)) \
+            : LOAD(ADT, a, (long)(m) * lda + (k)))
+    for (int k = active ? tid / cgu : K, first = preloaded; k < K; k += DL_LOADS * rp, first = 0) {
+        dl_raw raw[DL_LOADS];
         if (first) {
 UNROLL
-            for (int r = 0; r < DL_LOADS; r++) dl_raw_cvt(pre[r], wv[r]);
-            first = 0;
+            for (int r = 0; r < DL_LOADS; r++) raw[r] = pre[r];
         } else {
-UNROLL
-            for (int r = 0; r < DL_LOADS; r++) LOAD8(WDT, w, (long)(k + r * rp) * N + n, wv[r]);
+            dl_gemv_round(w, N, K, k, rp, n, raw);
         }
 UNROLL
-        for (int m = 0; m < DL_M; m++)
-            if (m < M)
+        for (int r = 0; r < DL_LOADS; r++)
+            if (k + r * rp < K) {
+                float wv[8];
+                dl_raw_cvt(raw[r], wv);
 UNROLL
-                for (int r = 0; r < DL_LOADS; r++) {
-                    const float av = DL_A(m, k + r * rp);
+                for (int m = 0; m < DL_M; m++)
+                    if (m < M) {
+                        const float av = DL_A(m, k + r * rp);
 UNROLL
-                    for (int c = 0; c < 8; c++) acc[m][c] = fma(av, wv[r][c], acc[m][c]);
-                }
-    }
-    for (; k < K; k += rp) {
-        float wv[8];
-        LOAD8(WDT, w, (long)k * N + n, wv);
-UNROLL
-        for (int m = 0; m < DL_M; m++)
-            if (m < M) {
-                const float av = DL_A(m, k);
-UNROLL
-                for (int c = 0; c < 8; c++) acc[m][c] = fma(av, wv[c], acc[m][c]);
+                        for (int c = 0; c < 8; c++) acc[m][c] = fma(av, wv[c], acc[m][c]);
+                    }
             }
     }
 #undef DL_A
@@ -303,36 +416,63 @@ inline int dl_cgu(int N, int G)
  * cols) and, with DL_PRELOAD, the first weight loads of this work-group's first unit (pre,
  * pre_ok), issued before the barrier or norm statistics ahead of the step */
 #define DL_GEMV_STEP(w, N, K)                                                                      \
-    (cgu = dl_cgu(N, G), cols = 8 * cgu,                                                           \
-     pre_ok = DL_PRELOAD && group < ((N) + cols - 1) / cols && dl_gemv_preload(w, N, K, group * cols, cgu, pre))
+    (cgu = dl_cgu(N, G), cols = 8 * cgu, pre_ok = DL_PRELOAD && group < ((N) + cols - 1) / cols,               \
+     pre_ok ? dl_gemv_preload(w, N, K, group * cols, cgu, pre) : (void)0)
 
-/* the max or sum over the work-group (every work-item gets it): 256 -> 32 -> 1 */
+/* the max or sum over the work-group, to every work-item: within each warp (shuffles on
+ * NVIDIA, local memory elsewhere), then the DL_WARPS partials; red holds DL_WG + DL_WARPS */
 inline float dl_reduce(float v, int is_max, __local float *red)
 {
     const int tid = get_local_id(0);
+#if TDACL_NVIDIA
+UNROLL
+    for (int o = 16; o > 0; o >>= 1) {
+        const float w = dl_shfl_xor(v, o);
+        v = is_max ? fmax(v, w) : v + w;
+    }
+    if (tid % 32 == 0) red[DL_WG + tid / 32] = v;
+#else
     red[tid] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (tid < 32) {
+    if (tid % 32 == 0) {
         float r = red[tid];
-        for (int i = tid + 32; i < DL_WG; i += 32) r = is_max ? fmax(r, red[i]) : r + red[i];
-        red[DL_WG + tid] = r;
+        for (int i = 1; i < 32; i++) r = is_max ? fmax(r, red[tid + i]) : r + red[tid + i];
+        red[DL_WG + tid / 32] = r;
     }
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
     float r = red[DL_WG];
-    for (int i = 1; i < 32; i++) r = is_max ? fmax(r, red[DL_WG + i]) : r + red[DL_WG + i];
+UNROLL
+    for (int i = 1; i < DL_WARPS; i++) r = is_max ? fmax(r, red[DL_WG + i]) : r + red[DL_WG + i];
     barrier(CLK_LOCAL_MEM_FENCE);
     return r;
 }
 
-inline void load_head_vec(__global const void *p, long i, float *v)
-{
+/* DL_VW elements of a head row as loaded (dl_hraw, 16 bytes) and as fp32 */
 #if ADT == 0
-    const float4 f = vload4(0, (__global const float *)p + i);
-    v[0] = f.s0, v[1] = f.s1, v[2] = f.s2, v[3] = f.s3;
+typedef float4 dl_hraw;
+inline dl_hraw dl_hraw_load(__global const void *p, long i) { return vload4(0, (__global const float *)p + i); }
+inline void dl_hraw_cvt(dl_hraw f, float *v) { v[0] = f.s0, v[1] = f.s1, v[2] = f.s2, v[3] = f.s3; }
 #else
-    LOAD8(ADT, p, i, v);
+typedef uint4 dl_hraw;
+inline dl_hraw dl_hraw_load(__global const void *p, long i) { return *(__global const uint4 *)((__global const ushort *)p + i); }
+inline void dl_hraw_cvt(dl_hraw u, float *v)
+{
+#if ADT == 1
+    bf16x8_to_f32(u, v);
+#else
+    const float8 f = vload_half8(0, (const half *)&u);
+    v[0] = f.s0, v[1] = f.s1, v[2] = f.s2, v[3] = f.s3, v[4] = f.s4, v[5] = f.s5, v[6] = f.s6, v[7] = f.s7;
 #endif
 }
+#endif
+inline void load_head_vec(__global const void *p, long i, float *v) { dl_hraw_cvt(dl_hraw_load(p, i), v); }
+
+#ifndef DL_VPRE
+/* V rows a work-item loads with the chunk's K rows, before the scores' reductions (the rest, if
+ * a chunk has more than DL_VPRE * DL_KP keys, after them) */
+#define DL_VPRE (DL_DG < 8 ? DL_DG : 8)
+#endif
 
 /* ---- one attention unit: row m, head h, keys [j0, j1) of its visible 0..p ----
  * Chunks of DL_WG keys: one key a work-item for the scores, then DL_KP key partitions of
@@ -344,23 +484,34 @@ inline void dl_attention_unit(__global const void *qkv, int ldq, __global const 
                               __local float *lo)
 {
     const int tid = get_local_id(0), g = tid % DL_DG, part = tid / DL_DG;
-    for (int e = tid; e < D; e += DL_WG) lq[e] = LOAD(ADT, qkv, (long)m * ldq + h * D + e) * scale;
-    barrier(CLK_LOCAL_MEM_FENCE);
+    /* q goes to local memory after the first chunk's K and V loads are issued (its own load
+     * then waits alongside theirs) */
+    const float qv = tid < D ? LOAD(ADT, qkv, (long)m * ldq + h * D + tid) * scale : 0.0f;
     float mrun = -INFINITY, lrun = 0.0f, o[DL_VW];
 UNROLL
     for (int v = 0; v < DL_VW; v++) o[v] = 0.0f;
     for (int c0 = j0; c0 < j1; c0 += DL_WG) {
         const int n = min(DL_WG, j1 - c0);
+        dl_hraw vpre[DL_VPRE]; /* V rows part, part + DL_KP, ... of the chunk: in flight with K's */
+UNROLL
+        for (int i = 0; i < DL_VPRE; i++)
+            vpre[i] = part + i * DL_KP < n ? dl_hraw_load(vc, kbase + (long)(c0 + part + i * DL_KP) * C + h * D + g * DL_VW)
+                                           : (dl_hraw)(0);
+        dl_hraw kraw[DL_DG]; /* this work-item's key row */
+        const long row = kbase + (long)(c0 + tid) * C + h * D;
+UNROLL
+        for (int i = 0; i < DL_DG; i++) kraw[i] = tid < n ? dl_hraw_load(kc, row + i * DL_VW) : (dl_hraw)(0);
+        if (c0 == j0 && tid < D) lq[tid] = qv;
+        barrier(CLK_LOCAL_MEM_FENCE);
         float s = -INFINITY;
         if (tid < n) {
-            const long row = kbase + (long)(c0 + tid) * C + h * D;
             s = 0.0f;
 UNROLL
-            for (int e = 0; e < D; e += DL_VW) {
+            for (int i = 0; i < DL_DG; i++) {
                 float kv[DL_VW];
-                load_head_vec(kc, row + e, kv);
+                dl_hraw_cvt(kraw[i], kv);
 UNROLL
-                for (int v = 0; v < DL_VW; v++) s = fma(lq[e + v], kv[v], s);
+                for (int v = 0; v < DL_VW; v++) s = fma(lq[i * DL_VW + v], kv[v], s);
             }
         }
         const float cmax = dl_reduce(s, 1, red), mnew = fmax(mrun, cmax);
@@ -371,7 +522,16 @@ UNROLL
         mrun = mnew;
 UNROLL
         for (int v = 0; v < DL_VW; v++) o[v] *= corr;
-        for (int jj = part; jj < n; jj += DL_KP) {
+UNROLL
+        for (int i = 0; i < DL_VPRE; i++)
+            if (part + i * DL_KP < n) {
+                float vv[DL_VW];
+                dl_hraw_cvt(vpre[i], vv);
+                const float pj = lp[part + i * DL_KP];
+UNROLL
+                for (int v = 0; v < DL_VW; v++) o[v] = fma(pj, vv[v], o[v]);
+            }
+        for (int jj = part + DL_VPRE * DL_KP; jj < n; jj += DL_KP) {
             float vv[DL_VW];
             load_head_vec(vc, kbase + (long)(c0 + jj) * C + h * D + g * DL_VW, vv);
             const float pj = lp[jj];
@@ -380,12 +540,25 @@ UNROLL
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+    /* the DL_KP partitions' o: on NVIDIA first summed within each warp by shuffles (where a
+     * warp holds several), leaving DL_LO_ROWS rows for the final sums */
+#if TDACL_NVIDIA && DL_DG < 32
+UNROLL
+    for (int v = 0; v < DL_VW; v++) {
+UNROLL
+        for (int sh = DL_DG; sh < 32; sh <<= 1) o[v] += dl_shfl_xor(o[v], sh);
+        if (tid % 32 < DL_DG) lo[(tid / 32) * D + g * DL_VW + v] = o[v];
+    }
+#define DL_LO_ROWS DL_WARPS
+#else
 UNROLL
     for (int v = 0; v < DL_VW; v++) lo[part * D + g * DL_VW + v] = o[v];
+#define DL_LO_ROWS DL_KP
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int e = tid; e < D; e += DL_WG) {
         float sum = 0.0f;
-        for (int r = 0; r < DL_KP; r++) sum += lo[r * D + e];
+        for (int r = 0; r < DL_LO_ROWS; r++) sum += lo[r * D + e];
         opart[e] = sum;
     }
     if (tid == 0) mlpart[0] = mrun, mlpart[1] = lrun;
@@ -401,7 +574,7 @@ __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
     __global const int2 *rowmap, int M, int C, int H, int pos, long cache_ld, float eps, int rms, float scale,
     int nsplit, int split_len, uint bar_base)
 {
-    __local float lbuf[DL_LBUF];
+    __local float lbuf[DL_LBUF], astage[DL_AST > 0 ? DL_AST : 1];
     __local float stats[2 * DL_M], out[DL_M * 8 * DL_CGU_MAX], lq[D], lp[DL_WG], red[DL_WG + 32];
     __local int failed, last;
     const int tid = get_local_id(0), group = get_group_id(0), G = get_num_groups(0);
@@ -411,7 +584,14 @@ __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
     __global float *mlpart = scratch, *opart = scratch + 2 * (long)M * H * nsplit;
     int cgu, cols, pre_ok = 0;
     dl_raw pre[DL_LOADS]; /* the next GEMV unit's first weights (DL_PRELOAD) */
+    float nx[DL_M][DL_XPT], ng[DL_XPT], nb[DL_XPT]; /* a norm's rows, gain and bias (dl_norm_load) */
     if (tid == 0) failed = 0;
+#if DL_TRACE && TDACL_NVIDIA
+    ulong tmark[13];
+    for (int i = 0; i < 13; i++) tmark[i] = 0;
+    const ulong gt0 = dl_globaltimer();
+    DL_MARK(0);
+#endif
 
 #if TDACL_NVIDIA && DL_PREFETCH && !(DL_SKIP & 1) && DL_PHASE == 0
     /* the layer's weights and the rows' visible K and V into L2, spread over the grid */
@@ -435,10 +615,15 @@ __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
 
 #if DL_RUN(1)
     /* 1. qkv = Norm1(x) @ W_attn + b_attn; k and v also into the caches */
+    const int staged1 = M * C <= DL_AST;
+    dl_norm_load(x, M, C, ln1_w, ln1_b, staged1, nx, ng, nb);
     DL_GEMV_STEP(attn_w, C3, C);
-    dl_row_stats(x, M, C, rms, eps, lbuf, stats);
+    DL_MARK(1);
+    dl_norm_rows(M, C, rms, eps, staged1, nx, ng, nb, astage, lbuf, stats);
+    DL_MARK(2);
     for (int u = group; u < ((DL_SKIP & 2) ? 0 : (C3 + cols - 1) / cols); u += G) {
-        dl_gemv_unit(attn_w, C3, C, u * cols, cgu, M, NULL, C, 1, x, ln1_w, ln1_b, stats, lbuf, out, pre, u == group && pre_ok);
+        dl_gemv_unit(attn_w, C3, C, u * cols, cgu, M, NULL, C, 1, x, ln1_w, ln1_b, stats, astage, staged1, lbuf, out, pre,
+                     u == group && pre_ok);
         for (int i = tid; i < M * cols; i += DL_WG) {
             const int m = i / cols, n = u * cols + i % cols;
             if (n >= C3) continue;
@@ -448,8 +633,11 @@ __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
             else STORE(ADT, n < 2 * C ? kc : vc, seq * cache_ld + p * C + (n < 2 * C ? n - C : n - 2 * C), val);
         }
     }
+    DL_MARK(3);
 #endif
-    DL_GRID_SYNC(1u);
+    DL_GRID_ARRIVE(1u);
+    DL_GRID_WAIT(1u);
+    DL_MARK(4);
 
 #if DL_RUN(2)
     /* 2. attention: (row, head, split) units; the last split of a (row, head) combines */
@@ -465,74 +653,105 @@ __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
         if (tid == 0) last = atomic_inc(arrivals + m * H + h) == (uint)(nsplit - 1);
         barrier(CLK_LOCAL_MEM_FENCE);
+        /* the last split of (m, h) to finish combines the splits: their maxima and sums read by
+         * the work-items together, each output element summed over the splits in DL_WG / D parts
+         * (every work-item runs it, to keep the barriers unconditional; the others take no split) */
+        const int ncomb = last ? nsplit : 0, parts = DL_WG / D, e = tid % D, tp = tid / D;
+        __global volatile const float *vml = mlpart + 2L * (u - s), *vo = opart + (long)(u - s) * D;
         if (last) {
             if (tid == 0) arrivals[m * H + h] = 0;
             DL_FENCE();
-            const int u0 = u - s;
-            __global volatile const float *vml = mlpart + 2L * u0, *vo = opart + (long)u0 * D;
-            for (int e = tid; e < D; e += DL_WG) {
-                float mx = -INFINITY;
-                for (int t = 0; t < nsplit; t++) mx = fmax(mx, vml[2 * t]);
-                float num = 0.0f, den = 0.0f;
-                for (int t = 0; t < nsplit; t++) {
-                    const float f = exp(vml[2 * t] - mx);
-                    den = fma(vml[2 * t + 1], f, den);
-                    num = fma(vo[(long)t * D + e], f, num);
-                }
-                STORE(ADT, att, (long)m * C + h * D + e, num / den);
-            }
         }
+        float mx = -INFINITY, den = 0.0f, num = 0.0f;
+        for (int t = tid; t < ncomb; t += DL_WG) mx = fmax(mx, vml[2 * t]);
+        mx = dl_reduce(mx, 1, red);
+        for (int t = tid; t < ncomb; t += DL_WG) den = fma(vml[2 * t + 1], exp(vml[2 * t] - mx), den);
+        den = dl_reduce(den, 0, red);
+        for (int t = tp; t < ncomb; t += parts) num = fma(vo[(long)t * D + e], exp(vml[2 * t] - mx), num);
+        lbuf[tp * D + e] = num;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (last && tid < D) {
+            float sum = 0.0f;
+            for (int r = 0; r < parts; r++) sum += lbuf[r * D + tid];
+            STORE(ADT, att, (long)m * C + h * D + tid, sum / den);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
 #endif
+    DL_MARK(5);
+    DL_GRID_ARRIVE(2u);
 #if DL_RUN(3)
     DL_GEMV_STEP(proj_w, C, C);
 #endif
-    DL_GRID_SYNC(2u);
+    DL_GRID_WAIT(2u);
+    DL_MARK(6);
 
 #if DL_RUN(3)
     /* 3. xmid = x + att @ W_proj + b_proj */
-    const int units3 = (DL_SKIP & 8) || DL_FAILED ? 0 : (C + cols - 1) / cols;
+    const int units3 = (DL_SKIP & 8) || DL_FAILED ? 0 : (C + cols - 1) / cols, staged3 = M * C <= DL_AST;
+    dl_stage_rows(att, C, staged3 && group < units3 ? M : 0, C, astage);
     for (int u = group; u < units3; u += G) {
-        dl_gemv_unit(proj_w, C, C, u * cols, cgu, M, att, C, 0, NULL, NULL, NULL, stats, lbuf, out, pre, u == group && pre_ok);
+        dl_gemv_unit(proj_w, C, C, u * cols, cgu, M, att, C, 0, NULL, NULL, NULL, stats, astage, staged3, lbuf, out, pre,
+                     u == group && pre_ok);
         for (int i = tid; i < M * cols; i += DL_WG) {
             const int m = i / cols, n = u * cols + i % cols;
             if (n < C) xmid[(long)m * C + n] = x[(long)m * C + n] + out[m * 8 * DL_CGU_MAX + i % cols] + proj_b[n];
         }
     }
 #endif
+    DL_MARK(7);
+    DL_GRID_ARRIVE(3u);
 #if DL_RUN(4)
     DL_GEMV_STEP(fc_w, C4, C);
 #endif
-    DL_GRID_SYNC(3u);
+    DL_GRID_WAIT(3u);
+    DL_MARK(8);
 
 #if DL_RUN(4)
     /* 4. hid = gelu(Norm2(xmid) @ W_fc + b_fc) */
-    dl_row_stats(xmid, M, C, rms, eps, lbuf, stats);
+    const int staged4 = M * C <= DL_AST;
+    dl_norm_load(xmid, M, C, ln2_w, ln2_b, staged4, nx, ng, nb);
+    dl_norm_rows(M, C, rms, eps, staged4, nx, ng, nb, astage, lbuf, stats);
+    DL_MARK(9);
     const int units4 = (DL_SKIP & 16) || DL_FAILED ? 0 : (C4 + cols - 1) / cols;
     for (int u = group; u < units4; u += G) {
-        dl_gemv_unit(fc_w, C4, C, u * cols, cgu, M, NULL, C, 1, xmid, ln2_w, ln2_b, stats, lbuf, out, pre, u == group && pre_ok);
+        dl_gemv_unit(fc_w, C4, C, u * cols, cgu, M, NULL, C, 1, xmid, ln2_w, ln2_b, stats, astage, staged4, lbuf, out, pre,
+                     u == group && pre_ok);
         for (int i = tid; i < M * cols; i += DL_WG) {
             const int m = i / cols, n = u * cols + i % cols;
             if (n < C4) STORE(ADT, hid, (long)m * C4 + n, gelu_tanh(out[m * 8 * DL_CGU_MAX + i % cols] + fc_b[n]));
         }
     }
 #endif
+    DL_MARK(10);
+    DL_GRID_ARRIVE(4u);
 #if DL_RUN(5)
     DL_GEMV_STEP(fcproj_w, C, C4);
 #endif
-    DL_GRID_SYNC(4u);
+    DL_GRID_WAIT(4u);
+    DL_MARK(11);
 
 #if DL_RUN(5)
     /* 5. x = xmid + hid @ W_fcproj + b_fcproj (unit u's columns: written in step 3 by
      * this work-group) */
-    const int units5 = (DL_SKIP & 32) || DL_FAILED ? 0 : (C + cols - 1) / cols;
+    const int units5 = (DL_SKIP & 32) || DL_FAILED ? 0 : (C + cols - 1) / cols, staged5 = M * C4 <= DL_AST;
+    dl_stage_rows(hid, C4, staged5 && group < units5 ? M : 0, C4, astage);
     for (int u = group; u < units5; u += G) {
-        dl_gemv_unit(fcproj_w, C, C4, u * cols, cgu, M, hid, C4, 0, NULL, NULL, NULL, stats, lbuf, out, pre, u == group && pre_ok);
+        dl_gemv_unit(fcproj_w, C, C4, u * cols, cgu, M, hid, C4, 0, NULL, NULL, NULL, stats, astage, staged5, lbuf, out,
+                     pre, u == group && pre_ok);
         for (int i = tid; i < M * cols; i += DL_WG) {
             const int m = i / cols, n = u * cols + i % cols;
             if (n < C) x[(long)m * C + n] = xmid[(long)m * C + n] + out[m * 8 * DL_CGU_MAX + i % cols] + fcproj_b[n];
         }
     }
+#endif
+    DL_MARK(12);
+#if DL_TRACE && TDACL_NVIDIA
+    if (pos == DL_TRACE && tid == 0)
+        printf("dl_trace g%d gt %lu %lu: %lu %lu %lu %lu %lu %lu %lu %lu %lu %lu %lu %lu\n", group, gt0,
+               dl_globaltimer() - gt0, tmark[1] - tmark[0], tmark[2] - tmark[0], tmark[3] - tmark[0], tmark[4] - tmark[0],
+               tmark[5] - tmark[0], tmark[6] - tmark[0], tmark[7] - tmark[0], tmark[8] - tmark[0], tmark[9] - tmark[0],
+               tmark[10] - tmark[0], tmark[11] - tmark[0], tmark[12] - tmark[0]);
 #endif
     /* a failed barrier leaves nothing trustworthy: x becomes NaN (the host also reads bar[1]) */
     if (DL_FAILED)

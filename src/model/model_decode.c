@@ -68,6 +68,7 @@ static void call_shape(const tdacl_model *m, int B, int pos, tdacl_decode_layer_
     c->wdt = m->wdt, c->adt = m->adt, c->M = B, c->C = m->C, c->H = m->H, c->d = m->d, c->pos = pos;
     c->cache_ld = (int64_t)m->info.max_context * m->C;
     c->eps = m->cfg.layer_norm_epsilon, c->scale = 1.0f / sqrtf((float)m->d);
+    c->astage = tdacl__decode_layer_astage(m->ctx, B);
 }
 
 const char *tdacl__model_decode_layer_choice(tdacl_model *m, int B, int *launches, char *why, size_t n)

@@ -35,6 +35,14 @@ tdacl_status tdacl__decode_layer_groups(tdacl_context *ctx, const tdacl_variant_
     return TDACL_SUCCESS;
 }
 
+int tdacl__decode_layer_astage(const tdacl_context *ctx, int M)
+{
+    const int64_t others = 14 * 1024; /* lbuf, out, lq, lp, red, stats: under 14 KB at M = 8 */
+    const int64_t spare = (int64_t)ctx->info.local_mem_bytes - others;
+    const int floats = spare > 0 ? (int)(spare / 4 / 1024) * 1024 : 0, most = M <= 1 ? 4096 : 8192;
+    return floats < most ? floats : most;
+}
+
 int tdacl__decode_layer_barriers(const tdacl_variant_def *row) { return is_phased(row) ? 0 : 4; }
 
 void tdacl__decode_layer_splits(int groups, int M, int H, int keys, int *nsplit, int *split_len)
@@ -106,8 +114,8 @@ static int pow2_at_least(int m)
 void tdacl__decode_layer_call_options(const void *callp, tdacl_strbuf *sb)
 {
     const tdacl_decode_layer_call *c = callp;
-    tdacl__sb_printf(sb, "-DWDT=%d -DADT=%d -DCDT=%d -DD=%d -DDL_M=%d -DDL_WG=%d", (int)c->wdt, (int)c->adt, (int)c->adt,
-                     c->d, pow2_at_least(c->M), TDACL_DECODE_LAYER_WG);
+    tdacl__sb_printf(sb, "-DWDT=%d -DADT=%d -DCDT=%d -DD=%d -DDL_M=%d -DDL_WG=%d -DDL_AST=%d", (int)c->wdt, (int)c->adt,
+                     (int)c->adt, c->d, pow2_at_least(c->M), TDACL_DECODE_LAYER_WG, c->astage);
 }
 
 /* The kernel built for step `phase` (0: every step) with the call's arguments set. */

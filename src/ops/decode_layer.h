@@ -22,6 +22,7 @@ typedef struct tdacl_decode_layer_call {
     float eps, scale;
     int nsplit, split_len; /* attention key splits (tdacl__decode_layer_splits) */
     int groups;            /* work-groups (tdacl__decode_layer_groups) */
+    int astage;            /* fp32 elements of the activation rows' local copy (tdacl__decode_layer_astage) */
     uint32_t bar_base;     /* the barrier counter's value at the launch */
     cl_mem x, xmid, qkv, att, hid, scratch, sync, rowmap;
     cl_mem ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w, fcproj_b, kc, vc;
@@ -35,6 +36,11 @@ tdacl_status tdacl__decode_layer_groups(tdacl_context *ctx, const tdacl_variant_
  * TDACL_DECODE_LAYER_MAX_SPLIT keys a split. */
 void tdacl__decode_layer_splits(int groups, int M, int H, int keys, int *nsplit, int *split_len);
 /* Grid barriers a launch of `row` passes (the host advances bar_base by this times groups). */
+/* fp32 elements of the kernel's local copy of the GEMVs' activation rows (-DDL_AST) for M rows
+ * on the context's device: what its local memory holds beside the kernel's other arrays, at
+ * most 4096 at M = 1 and 8192 above (a step whose rows exceed it reads them from global memory) */
+int tdacl__decode_layer_astage(const tdacl_context *ctx, int M);
+
 int tdacl__decode_layer_barriers(const tdacl_variant_def *row);
 /* Floats of the attention scratch for nsplit splits of M rows and H heads of size d. */
 size_t tdacl__decode_layer_scratch(int M, int H, int d, int nsplit);
