@@ -128,6 +128,18 @@ inline ulong dl_globaltimer(void)
 #define DL_PREFETCH_L2(p)
 #endif
 
+/* ---- 8 16-bit values (dtype dt: 1 bf16, 2 fp16) in one 16-byte load, and as fp32 ---- */
+inline uint4 dl_u16x8_load(__global const void *p, long i) { return *(__global const uint4 *)((__global const ushort *)p + i); }
+inline void dl_u16x8_cvt(uint4 u, int dt, float *w)
+{
+    if (dt == 1) {
+        bf16x8_to_f32(u, w);
+    } else {
+        const float8 f = vload_half8(0, (const half *)&u);
+        w[0] = f.s0, w[1] = f.s1, w[2] = f.s2, w[3] = f.s3, w[4] = f.s4, w[5] = f.s5, w[6] = f.s6, w[7] = f.s7;
+    }
+}
+
 /* ---- 8 weights as loaded (dl_raw) and as fp32: a load issued ahead of its use ---- */
 #if WDT == 0
 typedef float8 dl_raw;
@@ -138,16 +150,8 @@ inline void dl_raw_cvt(dl_raw r, float *w)
 }
 #else
 typedef uint4 dl_raw;
-inline dl_raw dl_raw_load(__global const void *p, long i) { return *(__global const uint4 *)((__global const ushort *)p + i); }
-inline void dl_raw_cvt(dl_raw u, float *w)
-{
-#if WDT == 1
-    bf16x8_to_f32(u, w);
-#else
-    const float8 f = vload_half8(0, (const half *)&u);
-    w[0] = f.s0, w[1] = f.s1, w[2] = f.s2, w[3] = f.s3, w[4] = f.s4, w[5] = f.s5, w[6] = f.s6, w[7] = f.s7;
-#endif
-}
+inline dl_raw dl_raw_load(__global const void *p, long i) { return dl_u16x8_load(p, i); }
+inline void dl_raw_cvt(dl_raw u, float *w) { dl_u16x8_cvt(u, WDT, w); }
 #endif
 
 /* ---- the grid barrier ----
@@ -455,16 +459,8 @@ inline dl_hraw dl_hraw_load(__global const void *p, long i) { return vload4(0, (
 inline void dl_hraw_cvt(dl_hraw f, float *v) { v[0] = f.s0, v[1] = f.s1, v[2] = f.s2, v[3] = f.s3; }
 #else
 typedef uint4 dl_hraw;
-inline dl_hraw dl_hraw_load(__global const void *p, long i) { return *(__global const uint4 *)((__global const ushort *)p + i); }
-inline void dl_hraw_cvt(dl_hraw u, float *v)
-{
-#if ADT == 1
-    bf16x8_to_f32(u, v);
-#else
-    const float8 f = vload_half8(0, (const half *)&u);
-    v[0] = f.s0, v[1] = f.s1, v[2] = f.s2, v[3] = f.s3, v[4] = f.s4, v[5] = f.s5, v[6] = f.s6, v[7] = f.s7;
-#endif
-}
+inline dl_hraw dl_hraw_load(__global const void *p, long i) { return dl_u16x8_load(p, i); }
+inline void dl_hraw_cvt(dl_hraw u, float *v) { dl_u16x8_cvt(u, ADT, v); }
 #endif
 inline void load_head_vec(__global const void *p, long i, float *v) { dl_hraw_cvt(dl_hraw_load(p, i), v); }
 
