@@ -383,9 +383,10 @@ UNROLL
 #define A_AT(m, k) LOAD(ADT, a, (long)(m) * lda + (k))
 #endif
 
-/* mean (LayerNorm) and 1 / rms of the deviations of the M rows, over K columns */
-inline void row_stats(__global const void *a, int lda, int M, int K, int rms, float eps, __local float *red,
-                      float *nmean, float *ninv)
+/* mean (LayerNorm) and 1 / rms of the deviations of the M rows, over K columns: the rows of
+ * a (lda apart), or of the staged copy xl (xk apart) where it is not NULL */
+inline void row_stats(__global const void *a, int lda, __local const float *xl, int xk, int M, int K, int rms,
+                      float eps, __local float *red, float *nmean, float *ninv)
 {
     const int tid = get_local_id(0);
     for (int pass = 0; pass < 2; pass++) {
@@ -395,7 +396,8 @@ UNROLL
             acc[m] = 0.0f;
             if (m < M && (pass || !rms))
                 for (int k = tid; k < K; k += GV_WG) {
-                    float x = LOAD(ADT, a, (long)m * lda + k) - (pass ? nmean[m] : 0.0f);
+                    const float raw = xl ? xl[m * xk + k] : LOAD(ADT, a, (long)m * lda + k);
+                    float x = raw - (pass ? nmean[m] : 0.0f);
                     acc[m] = pass ? fma(x, x, acc[m]) : acc[m] + x;
                 }
             red[m * GV_WG + tid] = acc[m];
@@ -452,7 +454,7 @@ __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv(
     const int k0 = chunk * kchunk, k1 = min(K, k0 + kchunk);
 #if GV_NORM
     float nmean[GV_M], ninv[GV_M];
-    row_stats(a, lda, M, K, rms, eps, lbuf, nmean, ninv);
+    row_stats(a, lda, NULL, 0, M, K, rms, eps, lbuf, nmean, ninv);
 #endif
     float acc[GV_M][GV_VEC];
 UNROLL
@@ -559,6 +561,9 @@ UNROLL
 #endif
 }
 
+/* a ranks before b: larger logit, then smaller index */
+inline int ranks_before(float la, int ia, float lb, int ib) { return la > lb || (la == lb && ia < ib); }
+
 /* ---- GEMV with transposed B (the tied LM head: logits[m, n] = <a[m], wte[n]>) ----
  * GVT_LANES work-items per output column n (GV_WG / GVT_LANES columns a work-group) stride
  * over the contiguous row of B, GV_VEC elements a load (8: one 16-byte load of bf16/f16,
@@ -568,7 +573,15 @@ UNROLL
  * a row, zero past K); without, a is read from global memory, an element a product (eight
  * scalar loads per 16-byte load of bf16 weights: a GPU's L1 is then the limit; a CPU's cache
  * is not, and there the barrier inside the K loop costs).  Then one barrier and each column's
- * GVT_LANES sums added by one work-item. */
+ * GVT_LANES sums added by one work-item.
+ * GV_NORM (the model's final norm): the rows of a are LayerNorm'ed (rms = 0) or RMSNorm'ed with
+ *   gain nw and bias nb first, each work-group computing their statistics itself (from the
+ *   staged copy, normalized there in place, or from a).
+ * GV_ARGMAX (the greedy pick, fused): each work-group's first largest c value of each row
+ *   among its columns goes to part[m * groups + group] as (value's bits, column); the last
+ *   work-group to arrive at count (put back to 0 by it) writes each row's first largest of
+ *   those to ids[m]: larger value, then lower column; NaN never wins; a row of nothing but
+ *   NaN picks 0 (sample_greedy's rule; c is f32). */
 #ifndef GVT_LANES
 #define GVT_LANES 8 /* the host sizes the grid by it (src/ops/gemm.c) */
 #endif
@@ -609,14 +622,78 @@ inline void gvt_load(__global const void *b, long idx, int avail, gvt_chunk *w) 
 inline float gvt_w(gvt_chunk w, int v) { return w.x[v]; }
 #endif
 
+#ifndef GV_ARGMAX
+#define GV_ARGMAX 0
+#endif
+
+#if GV_ARGMAX
+/* GV_ARGMAX's picks; val[m][j] holds column group * GVT_COLS + j of row m (j < cols) */
+inline void gvt_argmax(__local const float (*val)[GVT_COLS], int M, int N, __global int2 *part,
+                       __global uint *count, __global int *ids, __local float *fv, __local int *iv, __local int *last)
+{
+    const int tid = get_local_id(0), group = get_group_id(0), groups = get_num_groups(0), c0 = group * GVT_COLS;
+    if (tid < M) {
+        /* columns in rising order: `>` keeps the first of equal values, and the first -inf of
+         * a row with nothing larger */
+        float bv = -INFINITY;
+        int bi = N;
+        for (int j = 0; j < GVT_COLS && c0 + j < N; j++)
+            if (val[tid][j] > bv || (val[tid][j] == bv && bi == N)) bv = val[tid][j], bi = c0 + j;
+        part[(long)tid * groups + group] = (int2)(as_int(bv), bi);
+    }
+    /* the last work-group to arrive picks (as gemv's chunks, attention_decode.cl) */
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    if (tid == 0) *last = atomic_inc(count) == (uint)(groups - 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (!*last) return;
+    if (tid == 0) *count = 0;
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    __global volatile const int2 *vp = part;
+    for (int m = 0; m < GV_M; m++) {
+        if (m >= M) break; /* uniform */
+        float bv = -INFINITY;
+        int bi = N;
+        for (int g = tid; g < groups; g += GV_WG) {
+            const int2 p = vp[(long)m * groups + g];
+            if (p.y < N && ranks_before(as_float(p.x), p.y, bv, bi)) bv = as_float(p.x), bi = p.y;
+        }
+        fv[tid] = bv, iv[tid] = bi;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int h = GV_WG / 2; h > 0; h >>= 1) {
+            if (tid < h && ranks_before(fv[tid + h], iv[tid + h], fv[tid], iv[tid])) fv[tid] = fv[tid + h], iv[tid] = iv[tid + h];
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (tid == 0) ids[m] = iv[0] < N ? iv[0] : 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+#endif
+
 __kernel __attribute__((reqd_work_group_size(GV_WG, 1, 1))) void gemv_t(
     __global void *c, __global const void *a, __global const void *b, __global const float *bias,
-    __global const void *res, int M, int N, int K, int lda, int ldb, int ldc, int flags, __local float4 *xs, int xk)
+    __global const void *res, int M, int N, int K, int lda, int ldb, int ldc, int flags, __local float4 *xs, int xk
+#if GV_NORM
+    , __global const float *nw, __global const float *nb, float eps, int rms
+#endif
+#if GV_ARGMAX
+    , __global int2 *part, __global uint *count, __global int *ids
+#endif
+    )
 {
     __local float red[GV_M][GV_WG];
     const int tid = get_local_id(0), lane = tid % GVT_LANES, n = get_group_id(0) * GVT_COLS + tid / GVT_LANES;
     const int kend = n < N ? K : 0; /* a column past N reads nothing */
     __local float *xf = (__local float *)xs;
+#if GV_NORM
+    float nmean[GV_M], ninv[GV_M];
+#if !GVT_STAGE
+    row_stats(a, lda, NULL, 0, M, K, rms, eps, &red[0][0], nmean, ninv);
+#endif
+#define GVT_NORMED(m, k, x) (((x) - nmean[m]) * ninv[m] * nw[k] + (nb ? nb[k] : 0.0f))
+#else
+#define GVT_NORMED(m, k, x) (x)
+#endif
     /* two sums a row (even and odd elements): half the dependent chain */
     float acc[GV_M][2];
 UNROLL
@@ -635,6 +712,14 @@ UNROLL
                 xf[i] = m < M && k < K ? LOAD(ADT, a, (long)m * lda + k) : 0.0f;
             }
             barrier(CLK_LOCAL_MEM_FENCE);
+#if GV_NORM
+            row_stats(a, lda, xf, xk, M, K, rms, eps, &red[0][0], nmean, ninv);
+            for (int i = tid; i < GV_M * xk; i += GV_WG) {
+                const int m = i / xk, k = i - m * xk;
+                if (m < M && k < K) xf[i] = GVT_NORMED(m, k, xf[i]);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+#endif
         }
 #endif
 UNROLL
@@ -653,7 +738,9 @@ UNROLL
 #else
 UNROLL
                         for (int v = 0; v < GV_VEC; v++)
-                            x[v] = GVT_STAGE ? xf[m * xk + k + v] : k + v < K ? LOAD(ADT, a, (long)m * lda + k + v) : 0.0f;
+                            x[v] = GVT_STAGE   ? xf[m * xk + k + v]
+                                   : k + v < K ? GVT_NORMED(m, k + v, LOAD(ADT, a, (long)m * lda + k + v))
+                                               : 0.0f;
 #endif
 UNROLL
                         for (int v = 0; v < GV_VEC; v++) acc[m][v & 1] = fma(x[v], gvt_w(w[r], v), acc[m][v & 1]);
@@ -664,12 +751,25 @@ UNROLL
     for (int m = 0; m < GV_M; m++) red[m][tid] = acc[m][0] + acc[m][1];
     barrier(CLK_LOCAL_MEM_FENCE);
     /* work-item `lane` of a column adds row lane's sums (GV_M <= 8 <= GVT_LANES rows) */
+#if GV_ARGMAX
+    __local float val[GV_M][GVT_COLS];
+    __local int iv[GV_WG], last;
+#endif
     if (lane < GV_M && lane < M && n < N) {
         float sum = 0.0f;
         for (int l = 0; l < GVT_LANES; l++) sum += red[lane][tid - lane + l];
         long idx = (long)lane * ldc + n;
-        STORE(CDT, c, idx, epilogue(sum, flags, bias, n, res, idx));
+        const float out = epilogue(sum, flags, bias, n, res, idx);
+        STORE(CDT, c, idx, out);
+#if GV_ARGMAX
+        val[lane][tid / GVT_LANES] = out;
+#endif
     }
+#undef GVT_NORMED
+#if GV_ARGMAX
+    barrier(CLK_LOCAL_MEM_FENCE); /* red's sums are read: it holds the picks now */
+    gvt_argmax(val, M, N, part, count, ids, &red[0][0], iv, &last);
+#endif
 }
 
 /* ---- sampling on the device (tdacl_model_sample; docs/spec.md §4.2) ----
@@ -708,9 +808,6 @@ inline float draw_u01(ulong seed, int b)
     z ^= z >> 31;
     return (float)(uint)(z >> 40) * 0x1p-24f;
 }
-
-/* a ranks before b: larger logit, then smaller index */
-inline int ranks_before(float la, int ia, float lb, int ib) { return la > lb || (la == lb && ia < ib); }
 
 #ifndef ARGMAX_LOADS
 #define ARGMAX_LOADS 4

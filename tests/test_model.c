@@ -48,6 +48,7 @@
 
 #include "model/checkpoint.h"
 #include "model/model.h"
+#include "ops/gemm.h"
 #include "ops/variants.h"
 #include "common/testutil.h"
 #include "tools/npy.h"
@@ -1329,6 +1330,89 @@ static void test_device_sample_kernel(void **state)
     free(rows);
 }
 
+/* The greedy pick fused into the LM head's GEMV (cl/layers.cl gemv_t, GV_ARGMAX) on crafted
+ * rows: c = 0 x 0 + res with res the rows, so c holds them exactly.  Ties across work-groups,
+ * all equal, -inf and NaN mixed, all NaN, the largest in the last column; vocabularies of one
+ * work-group's columns and of more work-groups than a work-group has work-items; 1 and 6 rows;
+ * a staged and an unstaged a.  The rule: the first largest, NaN never winning, 0 for a row of
+ * NaN only. */
+static int32_t first_largest(const float *l, int V)
+{
+    int best = -1;
+    for (int i = 0; i < V; i++)
+        if (!isnan(l[i]) && (best < 0 || l[i] > l[best])) best = i;
+    return best < 0 ? 0 : best;
+}
+
+static void test_head_greedy_pick(void **state)
+{
+    (void)state;
+    enum { R = 6, VMAX = 3001, K = 8 };
+    float *rows = xcalloc((size_t)R * VMAX, sizeof(float));
+    rng r = {616};
+    for (int i = 0; i < VMAX; i++) {
+        rows[i] = (float)(int)(rng_normal(&r) * 4.0) * 0.25f; /* many ties */
+        rows[VMAX + i] = 1.5f;
+        rows[2 * VMAX + i] = i % 3 ? -INFINITY : NAN;
+        rows[3 * VMAX + i] = NAN;
+        rows[4 * VMAX + i] = (float)rng_normal(&r);
+        rows[5 * VMAX + i] = i % 2 ? NAN : (float)(i % 97);
+    }
+    const int vs[5] = {VMAX, 5, 16, 17, 2100};
+    const char *stages[2] = {"0", "1"};
+    for (int si = 0; si < 2; si++)
+        for (int vi = 0; vi < 5; vi++)
+            for (int M = 1; M <= R; M += R - 1) {
+                const int V = vs[vi];
+                rows[4 * VMAX + V - 1] = 100.0f; /* the last column wins row 4 */
+                float *c = xcalloc((size_t)M * V, sizeof(float));
+                for (int m = 0; m < M; m++) memcpy(c + (size_t)m * V, rows + (size_t)m * VMAX, (size_t)V * 4);
+                int64_t cs[2] = {M, V}, as[2] = {M, K}, ws[2] = {V, K}, is[1] = {M};
+                tdacl_tensor *tc = NULL, *ta = NULL, *tw = NULL, *ids = NULL;
+                assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 2, cs, &tc));
+                assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 2, as, &ta));
+                assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 2, ws, &tw));
+                assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 1, is, &ids)); /* M int32, as raw words */
+                assert_ok(g_ctx, tdacl_tensor_upload(tc, c, TDACL_F32, (int64_t)M * V));
+                float *zeros = xcalloc((size_t)(V > R ? V : R) * K, sizeof(float));
+                assert_ok(g_ctx, tdacl_tensor_upload(ta, zeros, TDACL_F32, (int64_t)M * K));
+                assert_ok(g_ctx, tdacl_tensor_upload(tw, zeros, TDACL_F32, (int64_t)V * K));
+                const tdacl_gemv_fusion f = {.argmax_ids = ids->storage->mem};
+                setenv("TDACL_GEMV_STAGE", stages[si], 1);
+                tdacl_status st = tdacl__gemv_fused(g_ctx, tc, ta, tw, NULL, tc, TDACL_EPI_RESIDUAL, M, V, K, 1, &f);
+                unsetenv("TDACL_GEMV_STAGE");
+                assert_ok(g_ctx, st);
+                int32_t got[R];
+                float back[R];
+                assert_ok(g_ctx, tdacl_tensor_download(ids, got, TDACL_F32, M)); /* the bits, unconverted */
+                assert_ok(g_ctx, tdacl_tensor_download(tc, c, TDACL_F32, (int64_t)M * V));
+                for (int m = 0; m < M; m++) {
+                    const int32_t want = first_largest(rows + (size_t)m * VMAX, V);
+                    if (got[m] != want)
+                        fail_msg("staged %s V=%d M=%d row %d: picked %d, the first largest is %d", stages[si], V, M, m,
+                                 got[m], want);
+                    back[m] = c[(size_t)m * V + want]; /* the values themselves came back unchanged */
+                    const float was = rows[(size_t)m * VMAX + want];
+                    assert_true(memcmp(&back[m], &was, 4) == 0 || (isnan(back[m]) && isnan(was)));
+                }
+                rows[4 * VMAX + V - 1] = (float)rng_normal(&r);
+                tdacl_tensor_destroy(tc), tdacl_tensor_destroy(ta), tdacl_tensor_destroy(tw), tdacl_tensor_destroy(ids);
+                free(c), free(zeros);
+            }
+    /* refused where it cannot run: B not transposed */
+    int64_t s2[2] = {1, 8}, s1[1] = {1};
+    tdacl_tensor *t8 = NULL, *w8 = NULL, *i1 = NULL;
+    assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 2, s2, &t8));
+    int64_t sw[2] = {8, 8};
+    assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 2, sw, &w8));
+    assert_ok(g_ctx, tdacl_tensor_create(g_ctx, TDACL_F32, 1, s1, &i1));
+    const tdacl_gemv_fusion f = {.argmax_ids = i1->storage->mem};
+    assert_int_not_equal(tdacl__gemv_fused(g_ctx, t8, t8, w8, NULL, NULL, 0, 1, 8, 8, 0, &f), TDACL_SUCCESS);
+    assert_contains(tdacl_last_error(g_ctx), "greedy pick");
+    tdacl_tensor_destroy(t8), tdacl_tensor_destroy(w8), tdacl_tensor_destroy(i1);
+    free(rows);
+}
+
 /* tdacl_model_sample / tdacl_model_sampled / tdacl_model_decode(NULL): a generation loop
  * that never sends ids to the device equals one through host logits, token for token
  * (greedy: exact; temperature: the rule on the read-back logits), batch 2. */
@@ -1397,9 +1481,11 @@ static void test_device_sample_model(void **state)
     free(logits), free(dir);
 }
 
-/* A fused decode step is at most 5 kernels a layer (plus embedding, final norm, LM head and
- * the draw); TDACL_DECODE=unfused runs more; a head size whose RoPE pairs do not fit the
- * fused GEMV's blocks decodes layer by layer and still matches. */
+/* A fused decode step is at most 5 kernels a layer plus the embedding and the head (the LM
+ * head GEMV with the final norm and the greedy pick in it: a greedy draw then launches nothing,
+ * and draws what the unfused head's kernels draw); TDACL_DECODE=unfused runs more; a head
+ * size whose RoPE pairs do not fit the fused GEMV's blocks decodes layer by layer and still
+ * matches. */
 static void test_decode_launches(void **state)
 {
     (void)state;
@@ -1418,8 +1504,26 @@ static void test_decode_launches(void **state)
     }
     if (g_verbose) print_message("  decode step launches: fused %llu, unfused %llu (%d layers)\n",
                                  (unsigned long long)launches[0], (unsigned long long)launches[1], N_LAYER);
-    assert_true(launches[0] <= 5 * N_LAYER + 3);
+    assert_true(launches[0] <= 5 * N_LAYER + 2);
     assert_true(launches[1] > launches[0] + N_LAYER);
+    uint64_t step[2], draw[2];
+    int32_t drawn[2][2];
+    for (int unfused = 0; unfused < 2; unfused++) {
+        if (unfused) setenv("TDACL_HEAD", "unfused", 1);
+        assert_ok(g_ctx, tdacl_model_prefill(m, 2, 4, tok));
+        uint64_t before = g_ctx->launches;
+        assert_ok(g_ctx, tdacl_model_decode(m, 2, next));
+        step[unfused] = g_ctx->launches - before;
+        before = g_ctx->launches;
+        assert_ok(g_ctx, tdacl_model_sample(m, 0.0f, 0, NULL));
+        draw[unfused] = g_ctx->launches - before;
+        assert_ok(g_ctx, tdacl_model_sampled(m, drawn[unfused], 2));
+        unsetenv("TDACL_HEAD");
+    }
+    assert_int_equal(step[1], step[0] + 1); /* the norm kernel */
+    assert_int_equal(draw[0], 0);
+    assert_int_equal(draw[1], 1);
+    assert_memory_equal(drawn[0], drawn[1], sizeof drawn[0]);
     assert_ok(g_ctx, tdacl_model_destroy(m));
     free(dir);
 }
@@ -2082,6 +2186,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sample),
         cmocka_unit_test(test_device_sample_kernel),
         cmocka_unit_test(test_device_sample_model),
+        cmocka_unit_test(test_head_greedy_pick),
         cmocka_unit_test(test_decode_launches),
         cmocka_unit_test(test_decode_head_sizes),
         cmocka_unit_test(test_decode_slots),

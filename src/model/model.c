@@ -696,11 +696,11 @@ static tdacl_status decode_step(tdacl_model *m, int B, int pos, const tdacl_kv_r
                                  .rowmap = rowmap_of(kv)};
         tdacl_gemv_fusion ln2 = {.norm_w = L->ln2_w, .norm_b = L->ln2_b, .eps = m->cfg.layer_norm_epsilon,
                                  .rms = m->cfg.norm_type == 1};
-        st = tdacl__gemv_fused(m->ctx, m->qkv, m->x, L->attn_w, L->attn_b, NULL, EPI_BIAS, B, m->kqkv * C, C, &qkv);
+        st = tdacl__gemv_fused(m->ctx, m->qkv, m->x, L->attn_w, L->attn_b, NULL, EPI_BIAS, B, m->kqkv * C, C, 0, &qkv);
         if (!st) st = attention_block(m, l, B, 1, pos, 0, kv, 0, 0);
         if (!st) st = linear(m, m->x, m->att, L->proj_w, L->proj_b, m->x, EPI_BIAS | EPI_RESIDUAL, B, C, C, 0);
         if (!st)
-            st = tdacl__gemv_fused(m->ctx, m->hid, m->x, L->fc_w, L->fc_b, NULL, EPI_BIAS | EPI_GELU, B, 4 * C, C, &ln2);
+            st = tdacl__gemv_fused(m->ctx, m->hid, m->x, L->fc_w, L->fc_b, NULL, EPI_BIAS | EPI_GELU, B, 4 * C, C, 0, &ln2);
         if (!st) st = linear(m, m->x, m->hid, L->fcproj_w, L->fcproj_b, m->x, EPI_BIAS | EPI_RESIDUAL, B, C, 4 * C, 0);
     }
     return st ? st : head(m, B, 1, 0);
@@ -720,6 +720,7 @@ tdacl_status tdacl__model_forward(tdacl_model *m, int B, int T, int pos0, int sl
         if (!m->tokens) return tdacl__fail_cl(m->ctx, err, "model: token buffer");
         m->tokens_cap = rows;
     }
+    m->greedy_ready = 0; /* `tokens` is this pass's input until its head has run */
     /* blocking: `tokens` is the caller's memory, free to change once we return; NULL: the
      * tokens tdacl_model_sample left on the device */
     if (tokens) {
@@ -774,8 +775,30 @@ static tdacl_status head(tdacl_model *m, int B, int T, int last_only)
         if ((st = tdacl_tensor_create(m->ctx, TDACL_F32, 2, ls, &m->logits))) return st;
         m->logits_cap = out_rows;
     }
-    st = norm(m, m->xn, src, m->lnf_w, m->lnf_b, out_rows);
-    if (!st) st = linear(m, m->logits, m->xn, head, NULL, NULL, 0, out_rows, V, C, 1);
+    /* a few rows (a decode step, a prefill's last rows): the final norm runs inside the LM
+     * head's GEMV, and with one row a sequence so does the greedy pick, into `tokens`
+     * (tdacl_model_sample then launches nothing); more rows: the norm kernel, then the head.
+     * $TDACL_HEAD=unfused keeps the separate kernels (comparisons, tests). */
+    const char *env = getenv("TDACL_HEAD");
+    const int one_row = last_only || T == 1, fused = out_rows <= TDACL_GEMV_MAX_ROWS && !(env && !strcmp(env, "unfused"));
+    if (!m->head_logged) {
+        tdacl__log(m->ctx, TDACL_LOG_DEBUG, "model head: %s",
+                   fused ? (one_row ? "final norm and greedy pick fused into the LM head GEMV"
+                                    : "final norm fused into the LM head GEMV (the greedy pick needs one row a sequence)")
+                   : out_rows > TDACL_GEMV_MAX_ROWS ? "norm kernel, then the LM head (rows exceed the GEMV's)"
+                                                    : "norm kernel, then the LM head (TDACL_HEAD=unfused)");
+        m->head_logged = 1;
+    }
+    m->greedy_ready = 0;
+    if (fused) {
+        const tdacl_gemv_fusion f = {.norm_w = m->lnf_w, .norm_b = m->lnf_b, .eps = m->cfg.layer_norm_epsilon,
+                                     .rms = m->cfg.norm_type == 1, .argmax_ids = one_row ? m->tokens : NULL};
+        st = tdacl__gemv_fused(m->ctx, m->logits, src, head, NULL, NULL, 0, out_rows, V, C, 1, &f);
+        m->greedy_ready = !st && one_row;
+    } else {
+        st = norm(m, m->xn, src, m->lnf_w, m->lnf_b, out_rows);
+        if (!st) st = linear(m, m->logits, m->xn, head, NULL, NULL, 0, out_rows, V, C, 1);
+    }
     if (!st) m->logit_rows = last_only ? 1 : T;
     return st;
 }

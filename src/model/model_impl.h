@@ -65,6 +65,8 @@ struct tdacl_model {
     int drawn_on_device;
     int32_t *drawn;
     cl_event drawn_ev;
+    int greedy_ready; /* the last head's GEMV left each sequence's greedy pick in `tokens` */
+    int head_logged;  /* the head's path was logged */
     /* the decode layer in one launch (model_decode.c): its grid barrier's counter and error
      * word (dl_sync), the residual between its halves, the attention's split partials; the
      * counter's value on the host; the error word's last read (dl_flag_ev: not yet seen) */

@@ -34,21 +34,24 @@ tdacl_status tdacl_model_sample(tdacl_model *m, float temperature, int top_k, ui
         clReleaseEvent(m->drawn_ev);
         m->drawn_ev = NULL;
     }
-    cl_kernel k;
     cl_int cV = V, ck = top_k == 0 || top_k > V ? V : top_k;
-    const char *kernel = tdacl__sample_kernel(temperature, ck, V);
-    tdacl_status st = tdacl__model_layers_kernel(m, kernel, NULL, &k);
-    if (st) return st;
-    cl_long row0 = (cl_long)(m->logit_rows - 1) * V, row_stride = (cl_long)m->logit_rows * V;
-    cl_float temp = temperature;
-    cl_ulong s0 = greedy ? 0 : *seed;
-    cl_mem lg = m->logits->storage->mem;
-    st = tdacl__set_args(m->ctx, k, kernel, sizeof m->tokens, &m->tokens, sizeof lg, &lg, sizeof row0, &row0,
-                         sizeof row_stride, &row_stride, sizeof cV, &cV, sizeof temp, &temp, sizeof ck, &ck,
-                         sizeof s0, &s0, (size_t)0);
-    size_t g[2] = {256, (size_t)m->batch}, l[2] = {256, 1};
-    if (!st) st = tdacl__launch(m->ctx, k, 2, g, l, NULL, kernel);
-    if (st) return st;
+    if (!greedy || !m->greedy_ready) { /* else the LM head's GEMV left the picks in `tokens` (model.c head) */
+        cl_kernel k;
+        const char *kernel = tdacl__sample_kernel(temperature, ck, V);
+        tdacl_status st = tdacl__model_layers_kernel(m, kernel, NULL, &k);
+        if (st) return st;
+        cl_long row0 = (cl_long)(m->logit_rows - 1) * V, row_stride = (cl_long)m->logit_rows * V;
+        cl_float temp = temperature;
+        cl_ulong s0 = greedy ? 0 : *seed;
+        cl_mem lg = m->logits->storage->mem;
+        st = tdacl__set_args(m->ctx, k, kernel, sizeof m->tokens, &m->tokens, sizeof lg, &lg, sizeof row0, &row0,
+                             sizeof row_stride, &row_stride, sizeof cV, &cV, sizeof temp, &temp, sizeof ck, &ck,
+                             sizeof s0, &s0, (size_t)0);
+        size_t g[2] = {256, (size_t)m->batch}, l[2] = {256, 1};
+        if (!st) st = tdacl__launch(m->ctx, k, 2, g, l, NULL, kernel);
+        if (st) return st;
+    }
+    m->greedy_ready = greedy; /* `tokens` holds greedy picks still, or another draw now */
     cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->tokens, CL_FALSE, 0, (size_t)m->batch * 4, m->drawn, 0, NULL,
                                      &m->drawn_ev);
     if (err) return tdacl__fail_cl(m->ctx, err, "%s: reading the ids back", call);

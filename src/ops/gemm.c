@@ -43,7 +43,9 @@ int tdacl__gemv_supports(const tdacl_context *ctx, const void *call, char *why, 
 {
     const tdacl_matmul_call *c = call;
     if (c->M > TDACL_GEMV_MAX_ROWS) return snprintf(why, n, "M=%d rows exceed the GEMV's %d", c->M, TDACL_GEMV_MAX_ROWS), 1;
-    if (c->fuse && c->trans) return snprintf(why, n, "the fused GEMV takes B not transposed"), 1;
+    if (c->fuse && c->trans && c->fuse->scatter) return snprintf(why, n, "the QKV scatter takes B not transposed"), 1;
+    if (c->fuse && c->fuse->argmax_ids && (!c->trans || c->c->dtype != TDACL_F32))
+        return snprintf(why, n, "the fused greedy pick takes B transposed and f32 c"), 1;
     if (c->fuse && c->fuse->scatter && c->fuse->cos_t) return tdacl__gemv_rope_fits(c->fuse->d, why, n);
     return 0;
 }
@@ -76,6 +78,7 @@ void tdacl__gemv_call_options(const void *call, tdacl_strbuf *sb)
     if (gemv_vec(c) > 1) tdacl__sb_printf(sb, " -DGV_VEC=%d", gemv_vec(c));
     if (c->fuse && c->fuse->norm_w) tdacl__sb_printf(sb, " -DGV_NORM=1");
     if (c->fuse && c->fuse->scatter) tdacl__sb_printf(sb, " -DGV_SCATTER=1");
+    if (c->fuse && c->fuse->argmax_ids) tdacl__sb_printf(sb, " -DGV_ARGMAX=1");
 }
 
 static tdacl_status launch_gemv_t(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_matmul_call *c,
@@ -107,6 +110,14 @@ static tdacl_status launch_gemv_t(tdacl_context *ctx, const tdacl_variant_def *r
                    : env && *env ? "read from global memory (TDACL_GEMV_STAGE=0)"
                                  : "read from global memory (local memory is not the device's own)");
     const size_t xbytes = xk ? (size_t)rows * (size_t)xk * sizeof(float) : 16;
+    const size_t cols = GEMV_WG / GEMV_T_LANES, groups = ((size_t)c->N + cols - 1) / cols; /* cl/layers.cl GVT_COLS */
+    const tdacl_gemv_fusion none = {.eps = 0}, *f = c->fuse ? c->fuse : &none;
+    cl_mem part = NULL, count = NULL;
+    if (f->argmax_ids) { /* each work-group's pick of each row, then one arrival counter */
+        tdacl_status st = tdacl__scratch(ctx, TDACL_SCRATCH_GEMV, groups * (size_t)rows * 8, &part);
+        if (!st) st = tdacl__arrival_counters(ctx, 1, &count);
+        if (st) return st;
+    }
     tdacl_strbuf o = {0};
     tdacl__sb_printf(&o, "%s -DGVT_STAGE=%d", opts, xk ? 1 : 0);
     if (o.oom) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "gemv_t: out of memory");
@@ -117,8 +128,19 @@ static tdacl_status launch_gemv_t(tdacl_context *ctx, const tdacl_variant_def *r
         st = tdacl__set_args(ctx, k, "gemv_t", sizeof cm, &cm, sizeof am, &am, sizeof wm, &wm, sizeof bm, &bm, sizeof rm,
                              &rm, sizeof cM, &cM, sizeof cN, &cN, sizeof cK, &cK, sizeof lda, &lda, sizeof ldb, &ldb,
                              sizeof ldc, &ldc, sizeof fl, &fl, xbytes, (const void *)NULL, sizeof xk, &xk, (size_t)0);
-    const size_t cols = GEMV_WG / GEMV_T_LANES; /* cl/layers.cl GVT_COLS */
-    size_t g[2] = {((size_t)c->N + cols - 1) / cols * GEMV_WG, 1}, l[2] = {GEMV_WG, 1};
+    unsigned next = 14; /* the fusions' arguments follow only where compiled in */
+    if (!st && f->norm_w) {
+        cl_mem nwm = mem(f->norm_w), nbm = mem(f->norm_b);
+        cl_float eps = f->eps;
+        cl_int rms = f->rms;
+        st = tdacl__set_args_from(ctx, k, "gemv_t", next, sizeof nwm, &nwm, sizeof nbm, &nbm, sizeof eps, &eps,
+                                  sizeof rms, &rms, (size_t)0);
+        next += 4;
+    }
+    if (!st && f->argmax_ids)
+        st = tdacl__set_args_from(ctx, k, "gemv_t", next, sizeof part, &part, sizeof count, &count, sizeof f->argmax_ids,
+                                  &f->argmax_ids, (size_t)0);
+    size_t g[2] = {groups * GEMV_WG, 1}, l[2] = {GEMV_WG, 1};
     return st ? st : tdacl__launch(ctx, k, 2, g, l, c->ev, "gemv_t");
 }
 
@@ -369,8 +391,8 @@ tdacl_status tdacl__gemm(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor
 
 tdacl_status tdacl__gemv_fused(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor *a, const tdacl_tensor *w,
                                const tdacl_tensor *bias, const tdacl_tensor *res, int flags, int M, int N, int K,
-                               const tdacl_gemv_fusion *fuse)
+                               int trans, const tdacl_gemv_fusion *fuse)
 {
-    const tdacl_matmul_call call = {c, a, w, bias, res, flags, M, N, K, 0, NULL, TDACL_PRECISION_EXACT, fuse};
+    const tdacl_matmul_call call = {c, a, w, bias, res, flags, M, N, K, trans, NULL, TDACL_PRECISION_EXACT, fuse};
     return run_call(ctx, &call, NULL, NULL);
 }

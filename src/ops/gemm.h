@@ -10,8 +10,9 @@ enum { TDACL_EPI_BIAS = 1, TDACL_EPI_GELU = 2, TDACL_EPI_RESIDUAL = 4 };
 
 #define TDACL_GEMV_MAX_ROWS 8 /* up to this many rows take the GEMV kernels */
 
-/* What the model's decode step fuses into a GEMV (cl/layers.cl gemv): a norm of the rows of
- * a before the product, and the QKV scatter (RoPE, KV-cache append) after it. */
+/* What the model's decode step fuses into a GEMV (cl/layers.cl gemv, gemv_t): a norm of the
+ * rows of a before the product; the QKV scatter (RoPE, KV-cache append) after it (B not
+ * transposed); the greedy pick of each row of c (the transposed LM head, c in f32). */
 typedef struct tdacl_gemv_fusion {
     const tdacl_tensor *norm_w, *norm_b; /* norm_w NULL: no norm; norm_b NULL: no bias */
     float eps;
@@ -23,6 +24,7 @@ typedef struct tdacl_gemv_fusion {
     int rope_cols[4], cache_cols[4]; /* view start columns (-1: none): rotated; k, k2, v */
     cl_mem cos_t, sin_t;             /* RoPE tables [ctx, d/2], NULL: no RoPE */
     cl_mem rowmap; /* int2 per row: its cache sequence and position (replacing row m, pos), or NULL */
+    cl_mem argmax_ids; /* M ints: row m's first largest c column (sample_greedy's rule), or NULL */
 } tdacl_gemv_fusion;
 
 /* One matmul call: c[M,N] = epilogue(a[M,K] @ B), B = w[K,N] or, with trans, w[N,K]. */
@@ -48,10 +50,10 @@ tdacl_status tdacl__gemm(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor
                          const tdacl_tensor *bias, const tdacl_tensor *res, int flags, int M, int N, int K, int trans,
                          tdacl_precision precision, const tdacl_variant_def *force_row,
                          const tdacl_param_values *force, cl_event ev[2]);
-/* A GEMV (M <= TDACL_GEMV_MAX_ROWS, B not transposed) with the decode step's fusions. */
+/* A GEMV (M <= TDACL_GEMV_MAX_ROWS) with the decode step's fusions; trans: B is w[N,K]. */
 tdacl_status tdacl__gemv_fused(tdacl_context *ctx, tdacl_tensor *c, const tdacl_tensor *a, const tdacl_tensor *w,
                                const tdacl_tensor *bias, const tdacl_tensor *res, int flags, int M, int N, int K,
-                               const tdacl_gemv_fusion *fuse);
+                               int trans, const tdacl_gemv_fusion *fuse);
 /* 0 when a GEMV can scatter QKV rows of head size d with RoPE (why says otherwise). */
 int tdacl__gemv_rope_fits(int d, char *why, size_t n);
 
