@@ -628,7 +628,7 @@ inline float gvt_w(gvt_chunk w, int v) { return w.x[v]; }
 
 #if GV_ARGMAX
 /* GV_ARGMAX's picks; val[m][j] holds column group * GVT_COLS + j of row m (j < cols) */
-inline void gvt_argmax(__local const float (*val)[GVT_COLS], int M, int N, __global int2 *part,
+inline void gvt_argmax(__local float (*val)[GVT_COLS], int M, int N, __global int2 *part,
                        __global uint *count, __global int *ids, __local float *fv, __local int *iv, __local int *last)
 {
     const int tid = get_local_id(0), group = get_group_id(0), groups = get_num_groups(0), c0 = group * GVT_COLS;
