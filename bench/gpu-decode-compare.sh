@@ -11,8 +11,8 @@
 #                  interleaved REPS times (default 3): medians of the runs' medians, and the ratio
 #   generate.txt   `tdacl generate` 129 new, both builds, twice each
 . bench/gpu-setup.sh
-BASE=${1:?usage: bench/gpu-decode-compare.sh BASE}
-build_base "$BASE"
+BASE=${1:?usage: bench/gpu-decode-compare.sh BASE (a commit, or a patch file: this tree without it)}
+if [ -f "$BASE" ]; then build_reverted "$BASE"; else build_base "$BASE"; fi
 IFS=';' read -ra TLIST <<<"${TESTS:-test_decode_one_launch*;test_decode_phased*}"
 for t in "${TLIST[@]}"; do (cd build-gpu/tests && timeout 200 ./test_model --filter "$t"); done >"$OUT/test-one-launch.txt" 2>&1
 grep -E "PASSED|FAILED|ERROR" "$OUT/test-one-launch.txt"

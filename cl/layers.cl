@@ -654,9 +654,15 @@ inline void gvt_argmax(__local float (*val)[GVT_COLS], int M, int N, __global in
         if (m >= M) break; /* uniform */
         float bv = -INFINITY;
         int bi = N;
-        for (int g = tid; g < groups; g += GV_WG) {
-            const int2 p = vp[(long)m * groups + g];
-            if (p.y < N && ranks_before(as_float(p.x), p.y, bv, bi)) bv = as_float(p.x), bi = p.y;
+        /* eight loads in flight: volatile loads compared one by one wait a memory latency each
+         * (GPT-2's vocabulary is 1571 groups) */
+        for (int g0 = tid; g0 < groups; g0 += 8 * GV_WG) {
+            int2 p[8];
+UNROLL
+            for (int r = 0; r < 8; r++) p[r] = g0 + r * GV_WG < groups ? vp[(long)m * groups + g0 + r * GV_WG] : (int2)(0, N);
+UNROLL
+            for (int r = 0; r < 8; r++)
+                if (p[r].y < N && ranks_before(as_float(p[r].x), p[r].y, bv, bi)) bv = as_float(p[r].x), bi = p[r].y;
         }
         fv[tid] = bv, iv[tid] = bi;
         barrier(CLK_LOCAL_MEM_FENCE);
