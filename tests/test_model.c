@@ -1486,44 +1486,47 @@ static void test_device_sample_model(void **state)
  * and draws what the unfused head's kernels draw); TDACL_DECODE=unfused runs more; a head
  * size whose RoPE pairs do not fit the fused GEMV's blocks decodes layer by layer and still
  * matches. */
+/* one prefill and one decode step with $var=val (NULL: as set), then a greedy draw, which
+ * must pick each row's first largest logit: the step's launches and the draw's */
+static void step_and_draw(tdacl_model *m, int V, const char *var, const char *val, uint64_t *step, uint64_t *draw)
+{
+    int32_t tok[2 * 4] = {1, 2, 3, 4, 5, 6, 7, 8}, next[2] = {9, 10};
+    if (var) setenv(var, val, 1);
+    assert_ok(g_ctx, tdacl_model_prefill(m, 2, 4, tok));
+    uint64_t before = g_ctx->launches;
+    assert_ok(g_ctx, tdacl_model_decode(m, 2, next));
+    *step = g_ctx->launches - before;
+    before = g_ctx->launches;
+    assert_ok(g_ctx, tdacl_model_sample(m, 0.0f, 0, NULL));
+    *draw = g_ctx->launches - before;
+    int32_t drawn[2];
+    assert_ok(g_ctx, tdacl_model_sampled(m, drawn, 2));
+    float *logits = xcalloc((size_t)2 * V, sizeof(float));
+    assert_ok(g_ctx, tdacl_model_logits(m, logits, (int64_t)2 * V, NULL));
+    for (int b = 0; b < 2; b++) assert_int_equal(drawn[b], first_largest(logits + (size_t)b * V, V));
+    free(logits);
+    if (var) unsetenv(var);
+}
+
 static void test_decode_launches(void **state)
 {
     (void)state;
     const model_spec *s = spec_by_tag("tda_rope");
     char *dir = make_checkpoint(s, "launches", TDACL_F32, -1);
     tdacl_model *m = load_device(dir, TDACL_F32, 2, 0);
-    int32_t tok[2 * 4] = {1, 2, 3, 4, 5, 6, 7, 8}, next[2] = {9, 10};
-    uint64_t launches[2];
-    for (int unfused = 0; unfused < 2; unfused++) {
-        if (unfused) setenv("TDACL_DECODE", "unfused", 1);
-        assert_ok(g_ctx, tdacl_model_prefill(m, 2, 4, tok));
-        uint64_t before = g_ctx->launches;
-        assert_ok(g_ctx, tdacl_model_decode(m, 2, next));
-        launches[unfused] = g_ctx->launches - before;
-        unsetenv("TDACL_DECODE");
-    }
+    /* fused; layer by layer; the head unfused */
+    uint64_t step[3], draw[3];
+    step_and_draw(m, s->vocab, NULL, NULL, &step[0], &draw[0]);
+    step_and_draw(m, s->vocab, "TDACL_DECODE", "unfused", &step[1], &draw[1]);
+    step_and_draw(m, s->vocab, "TDACL_HEAD", "unfused", &step[2], &draw[2]);
     if (g_verbose) print_message("  decode step launches: fused %llu, unfused %llu (%d layers)\n",
-                                 (unsigned long long)launches[0], (unsigned long long)launches[1], N_LAYER);
-    assert_true(launches[0] <= 5 * N_LAYER + 2);
-    assert_true(launches[1] > launches[0] + N_LAYER);
-    uint64_t step[2], draw[2];
-    int32_t drawn[2][2];
-    for (int unfused = 0; unfused < 2; unfused++) {
-        if (unfused) setenv("TDACL_HEAD", "unfused", 1);
-        assert_ok(g_ctx, tdacl_model_prefill(m, 2, 4, tok));
-        uint64_t before = g_ctx->launches;
-        assert_ok(g_ctx, tdacl_model_decode(m, 2, next));
-        step[unfused] = g_ctx->launches - before;
-        before = g_ctx->launches;
-        assert_ok(g_ctx, tdacl_model_sample(m, 0.0f, 0, NULL));
-        draw[unfused] = g_ctx->launches - before;
-        assert_ok(g_ctx, tdacl_model_sampled(m, drawn[unfused], 2));
-        unsetenv("TDACL_HEAD");
-    }
-    assert_int_equal(step[1], step[0] + 1); /* the norm kernel */
+                                 (unsigned long long)step[0], (unsigned long long)step[1], N_LAYER);
+    assert_true(step[0] <= 5 * N_LAYER + 2);
+    assert_true(step[1] > step[0] + N_LAYER);
+    assert_int_equal(step[2], step[0] + 1); /* the norm kernel */
     assert_int_equal(draw[0], 0);
-    assert_int_equal(draw[1], 1);
-    assert_memory_equal(drawn[0], drawn[1], sizeof drawn[0]);
+    assert_int_equal(draw[1], 0); /* the layer-by-layer step shares the head */
+    assert_int_equal(draw[2], 1);
     assert_ok(g_ctx, tdacl_model_destroy(m));
     free(dir);
 }
