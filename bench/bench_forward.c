@@ -1,6 +1,7 @@
 /* The forward suite: GPT-2-small-sized TDA and softmax decoders with random weights,
  * prefill (T x batch) and per-token decode at a given context, timed by wall clock around a
- * drained queue (a forward pass is hundreds of kernels).  Decode rows carry the bound
+ * drained queue (a forward pass is hundreds of kernels), and generate: greedy tokens drawn on
+ * the device in `tdacl generate`'s loop, ms a token.  Decode and generate rows carry the bound
  * weight bytes / measured bandwidth. */
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,35 @@ typedef struct fwd_job {
     int (*slot_len)(int i, int n, int context);
     double host_ms;    /* decode steps (prefill passes) after the first: the host's enqueue time (until the call returned), summed */
     int host_steps;
+    int generate;      /* generate rows: GENERATE_TOKENS greedy tokens drawn on the device a sample */
 } fwd_job;
+
+#define GENERATE_TOKENS 16
+
+/* A generate row's sample: from a prompt of context - 1 tokens and its first greedy token
+ * (untimed), GENERATE_TOKENS more in `tdacl generate`'s loop (src/cli/cli_run.c): step i + 1
+ * is enqueued from the id on the device before token i is read; ms a token. */
+static tdacl_status generate_once(fwd_job *j, double *ms)
+{
+    int32_t id;
+    tdacl_status st = tdacl__model_prefill(j->model, 1, j->context - 1, j->tokens, 1);
+    if (!st) st = tdacl_model_sample(j->model, 0.0f, 0, NULL);
+    if (!st) st = tdacl_model_sampled(j->model, &id, 1);
+    if (!st) st = tdacl_finish(j->ctx);
+    if (st) return st;
+    const double t0 = tdacl__now();
+    const uint64_t before = j->ctx->launches;
+    for (int i = 0; !st && i < GENERATE_TOKENS; i++) {
+        st = tdacl_model_decode(j->model, 1, NULL);
+        if (!st && i > 0) st = tdacl_model_sampled(j->model, &id, 1);
+        if (!st) st = tdacl_model_sample(j->model, 0.0f, 0, NULL);
+    }
+    if (!st) st = tdacl_model_sampled(j->model, &id, 1);
+    if (!st) st = tdacl_finish(j->ctx);
+    j->launches = (j->ctx->launches - before) / GENERATE_TOKENS;
+    *ms = (tdacl__now() - t0) * 1e3 / GENERATE_TOKENS;
+    return st;
+}
 
 /* Serving rows: slot i of n starts at context/2 + i * (context/2) / n tokens, so the step's
  * sequences sit at n positions spread over the second half of the nominal context. */
@@ -103,6 +132,7 @@ static tdacl_status fwd_once(void *user, double *ms)
     tdacl_status st;
     double t0;
     if (j->slots) return slots_once(j, ms);
+    if (j->generate) return generate_once(j, ms);
     if (j->decode) {
         /* one step at a context of `context` .. context + 15 keys */
         int pos;
@@ -199,14 +229,13 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, const fwd_
         }
         int max_ctx = quick ? 1024 : gpu ? 8320 : 2048, max_batch = gpu && !quick ? 8 : 1;
         for (int i = 0; i < nprefill; i++) max_ctx = prefill[i][0] > max_ctx ? prefill[i][0] : max_ctx;
-        for (int i = 0; i < ncontexts; i++) max_ctx = contexts[i] > max_ctx ? contexts[i] : max_ctx;
+        for (int i = 0; i < ncontexts; i++)
+            max_ctx = contexts[i] + GENERATE_TOKENS + 1 > max_ctx ? contexts[i] + GENERATE_TOKENS + 1 : max_ctx;
+        /* the rows: prefill, decode at each context, then generate at the first context */
+        const int nrows = nprefill + ncontexts + (ncontexts > 0);
         if (run->planning) {
-            for (int pi = 0; pi < nprefill + ncontexts; pi++) {
-                int decode = pi >= nprefill;
-                if (!decode && (o->no_prefill || prefill[pi][0] > max_ctx || prefill[pi][1] > max_batch)) continue;
-                if (decode && contexts[pi - nprefill] > max_ctx) continue;
-                bench_count_only(run);
-            }
+            for (int pi = 0; pi < nrows; pi++)
+                if (pi >= nprefill || (!o->no_prefill && prefill[pi][1] <= max_batch)) bench_count_only(run);
             for (int si = 0; si < serving_rows(o, gpu, kinds[ki]); si++) bench_count_only(run);
             continue;
         }
@@ -247,16 +276,17 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, const fwd_
         const char *was = getenv("TDACL_PRECISION");
         char *saved = was ? strdup(was) : NULL;
         if (fm->weights == TDACL_BF16 && fm->activations == TDACL_F32) setenv("TDACL_PRECISION", "bf16", 1);
-        for (int pi = 0; pi < nprefill + ncontexts; pi++) {
-            int decode = pi >= nprefill;
+        for (int pi = 0; pi < nrows; pi++) {
+            const int decode = pi >= nprefill, generate = pi == nprefill + ncontexts;
             fwd_job j = {ctx, m, decode ? 1 : prefill[pi][1], decode ? 1 : prefill[pi][0],
-                         decode ? contexts[pi - nprefill] : 0, tokens, decode, 0, NULL, NULL, 0, 0};
+                         generate ? contexts[0] : decode ? contexts[pi - nprefill] : 0, tokens, decode, 0, NULL, NULL, 0, 0,
+                         generate};
             if (!decode && o->no_prefill) continue;
             if (j.len > max_ctx || j.context > max_ctx || j.batch > max_batch || bench_stop_requested()) continue;
             bench_row *r = bench_add_row(run);
             if (!r) break;
             snprintf(r->suite, sizeof r->suite, "forward");
-            snprintf(r->name, sizeof r->name, "%s-%s", kinds[ki], decode ? "decode" : "prefill");
+            snprintf(r->name, sizeof r->name, "%s-%s", kinds[ki], generate ? "generate" : decode ? "decode" : "prefill");
             snprintf(r->device, sizeof r->device, "%s", bd->info.name);
             r->device_index = dev;
             snprintf(r->dtype, sizeof r->dtype, "%s", fm->label);
@@ -286,9 +316,14 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, const fwd_
                 /* the host's share: a step whose enqueueing takes as long as the step waits on the host */
                 /* and the floor of that many launches at the measured enqueue time (argument-free) */
                 const double floor_ms = bd->have_peak ? (double)j.launches * bd->peak.enqueue_us * 1e-3 : 0.0;
-                snprintf(note, sizeof note, "%s%s%s; %llu kernels a step; host enqueue %.3f ms a step (launch floor %.3f)",
-                         r->note, r->note[0] ? "; " : "", fused ? fusedw : why, (unsigned long long)j.launches,
-                         j.host_steps > 1 ? j.host_ms / (j.host_steps - 1) : 0.0, floor_ms);
+                if (generate)
+                    snprintf(note, sizeof note, "%s%s%s; greedy, drawn on the device, %d tokens a sample in tdacl "
+                             "generate's loop; %llu kernels a token (launch floor %.3f)", r->note, r->note[0] ? "; " : "",
+                             fused ? fusedw : why, GENERATE_TOKENS, (unsigned long long)j.launches, floor_ms);
+                else
+                    snprintf(note, sizeof note, "%s%s%s; %llu kernels a step; host enqueue %.3f ms a step (launch floor %.3f)",
+                             r->note, r->note[0] ? "; " : "", fused ? fusedw : why, (unsigned long long)j.launches,
+                             j.host_steps > 1 ? j.host_ms / (j.host_steps - 1) : 0.0, floor_ms);
                 snprintf(r->note, sizeof r->note, "%s", note);
             }
             if (!decode) { /* the host's share of a pass: its launches and the time they took to enqueue */
@@ -358,7 +393,7 @@ static int slots_rows(bench_run *run, tdacl_context *ctx, int dev, const fwd_mod
             tokens[i] = (int32_t)((s >> 33) % (uint64_t)info.vocab_size);
         }
         for (int i = 0; i < n; i++) slots[i] = n - 1 - i; /* any order: the longest row first */
-        fwd_job j = {ctx, m, n, 1, context, tokens, 1, 0, slots, spread_len, 0, 0};
+        fwd_job j = {ctx, m, n, 1, context, tokens, 1, 0, slots, spread_len, 0, 0, 0};
         r->B = n, r->Tq = 1, r->Tk = context, r->d = info.head_dim, r->H = info.n_head;
         bench_progress(run, "%s forward %s B=%d T=%d..%d", bd->info.name, r->name, n, context / 2, context);
         failed = tdacl__measure(fwd_once, &j, mo, &r->s) != TDACL_SUCCESS;
