@@ -3,11 +3,15 @@
 medians(out, label) reads out/decode-<label>-*.json and returns two dicts keyed by
 (row name, dtype, context, batch): the median of the runs' median times (ms), and the median
 host enqueue time a step (ms) where the row's note gives one.
+
+python3 bench/decode_medians.py OUT A B [C] prints each row of both A and B: A's ms, B's ms,
+B / A, C's ms (when given), and the host enqueue times of A and B where the notes give them.
 """
 import glob
 import json
 import re
 import statistics
+import sys
 
 
 def medians(out, label):
@@ -22,3 +26,23 @@ def medians(out, label):
                 host.setdefault(key, []).append(float(m.group(1)))
     return ({k: statistics.median(x) for k, x in rows.items()},
             {k: statistics.median(x) for k, x in host.items()})
+
+
+def compare(out, labels):
+    (a, ah), (b, bh) = medians(out, labels[0]), medians(out, labels[1])
+    c = medians(out, labels[2])[0] if len(labels) > 2 else None
+    extra = f", {labels[2]} ms" if c is not None else ""
+    print(f"row (name dtype ctx B): {labels[0]} ms, {labels[1]} ms, ratio{extra} (medians of the runs' medians); "
+          f"host enqueue ms a step, {labels[0]} / {labels[1]}")
+    for k in sorted(b):
+        if k not in a:
+            continue
+        h = f"   host {ah[k]:.3f} / {bh[k]:.3f}" if k in ah and k in bh else ""
+        q = "" if c is None else f" {c[k]:8.4f}" if k in c else "        -"
+        print(f"{k[0]:22s} {k[1]:8s} ctx {k[2]:5d} B{k[3]:<3d} {a[k]:8.4f} {b[k]:8.4f} {b[k] / a[k]:6.3f}{q}{h}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) not in (4, 5):
+        sys.exit("usage: decode_medians.py OUT A B [C]")
+    compare(sys.argv[1], sys.argv[2:])

@@ -24,17 +24,7 @@ for i in $(seq "${REPS:-3}"); do
     timeout 300 /tmp/base/build/tdacl-bench $D --json "$OUT/decode-base-$i.json" >/dev/null 2>&1
     timeout 300 build-gpu/tdacl-bench $D --json "$OUT/decode-new-$i.json" >"$OUT/bench-new-$i.txt" 2>&1
 done
-python3 - "$OUT" >"$OUT/decode.txt" <<'PY'
-import sys
-sys.path.insert(0, "bench")
-from decode_medians import medians as med
-out = sys.argv[1]
-(b, _), (n, _) = med(out, "base"), med(out, "new")
-print("row (name dtype ctx B): base ms a token, this tree ms, ratio (medians of the runs' medians)")
-for k in sorted(n):
-    if k in b:
-        print(f"{k[0]:22s} {k[1]:8s} ctx {k[2]:5d} B{k[3]:<3d} {b[k]:8.4f} {n[k]:8.4f} {n[k] / b[k]:6.3f}")
-PY
+python3 bench/decode_medians.py "$OUT" base new >"$OUT/decode.txt"
 cat "$OUT/decode.txt"
 PROMPT=$(python3 -c "print(','.join(str((i * 7919) % 50257) for i in range(960)))")
 G="--device nvidia --model $M --tokens $PROMPT --dtype bf16 --activations bf16"

@@ -24,19 +24,7 @@ for i in $(seq "${REPS:-3}"); do
     TDACL_BUILD_OPTIONS=${ALT:--DDL_PREFETCH=1} timeout 300 build-gpu/tdacl-bench $D \
         --json "$OUT/decode-alt-$i.json" >/dev/null 2>&1
 done
-python3 - "$OUT" >"$OUT/decode.txt" <<'PY'
-import sys
-sys.path.insert(0, "bench")
-from decode_medians import medians as med
-out = sys.argv[1]
-(b, bh), (n, nh), (p, ph) = med(out, "launches"), med(out, "layer"), med(out, "alt")
-print("row (name dtype ctx B): five launches a layer ms, one launch ms, ratio, one launch with $ALT ms; host enqueue ms a step (five / one)")
-for k in sorted(n):
-    if k in b:
-        h = f"   host {bh[k]:.3f} / {nh[k]:.3f}" if k in bh and k in nh else ""
-        q = f"{p[k]:8.4f}" if k in p else "       -"
-        print(f"{k[0]:22s} {k[1]:8s} ctx {k[2]:5d} B{k[3]:<3d} {b[k]:8.4f} {n[k]:8.4f} {n[k] / b[k]:6.3f} {q}{h}")
-PY
+python3 bench/decode_medians.py "$OUT" launches layer alt >"$OUT/decode.txt"
 cat "$OUT/decode.txt"
 grep -E "decode" "$OUT/bench-layer-1.txt" | cut -c1-250 | head -12
 if [ "${QUICK:-0}" = 1 ]; then

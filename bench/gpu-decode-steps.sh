@@ -23,18 +23,7 @@ for i in $(seq "${REPS:-3}"); do
     /tmp/base/build/tdacl-bench $D --json "$OUT/decode-base-$i.json" >/dev/null 2>&1
     build-gpu/tdacl-bench $D --json "$OUT/decode-new-$i.json" >/dev/null 2>&1
 done
-python3 - "$OUT" >"$OUT/decode.txt" <<'PY'
-import sys
-sys.path.insert(0, "bench")
-from decode_medians import medians as med
-out = sys.argv[1]
-(b, bh), (n, nh) = med(out, "base"), med(out, "new")
-print("row (name dtype ctx B): base ms, new ms, new/base (medians of the runs' medians); host enqueue ms a step, base / new")
-for k in sorted(n):
-    if k in b:
-        h = f"   host {bh[k]:.3f} / {nh[k]:.3f}" if k in bh and k in nh else ""
-        print(f"{k[0]:22s} {k[1]:8s} ctx {k[2]:5d} B{k[3]:<3d} {b[k]:8.4f} {n[k]:8.4f} {n[k] / b[k]:6.3f}{h}")
-PY
+python3 bench/decode_medians.py "$OUT" base new >"$OUT/decode.txt"
 cat "$OUT/decode.txt"
 [ "${STEPS_ONLY:-0}" = 1 ] && { cd "$OUT" && tar czf data.tgz *.json && rm -f *.json; exit 0; }
 P="--device nvidia --suite forward --kinds softmax,tda --dtype bf16act --no-decode"
