@@ -38,7 +38,7 @@ run_ctest() {
 step "Debian packages (tools/packages.txt, tools/packages-test.txt)"
 bash tools/apt-install.sh tools/packages.txt tools/packages-test.txt
 
-# ---- 0a. Intel's offline compiler for the offline_compile_intel test (unpacked, not installed) ----
+# ---- 0a. Intel's offline compiler for the offline_compile_intel_* tests (unpacked, not installed) ----
 step "Intel offline compiler (tools/fetch-ocloc.sh)"
 bash tools/fetch-ocloc.sh >/dev/null
 
