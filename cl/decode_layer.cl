@@ -86,6 +86,10 @@
  * from global memory; the host sets it from the device's local memory) */
 #define DL_AST 4096
 #endif
+#ifndef DL_EMBED
+#define DL_EMBED 0 /* 1 (a model's first layer): step 1 embeds the rows itself, x = wte[token] + wpe[position]
+                      (the host passes it only where the rows are staged: M * C <= DL_AST) */
+#endif
 #ifndef DL_TRACE
 /* profiling only (NVIDIA): at decode position DL_TRACE (> 0) every work-group prints
  * the SM clock at each phase's end, relative to the launch's start, and the global timer at
@@ -256,17 +260,28 @@ UNROLL
  * with stage the normalized rows ((x - mean) / rms * gain + bias) into as[m * C + k] for the
  * GEMV that follows.  The rows' elements (and gain and bias) stay in registers (C <= DL_XPT *
  * DL_WG), loaded at once by dl_norm_load (issued before the step's first weight loads, which
- * would otherwise delay them).  No barrier under a condition: PoCL's work-group functions grow
- * exponentially with them. ---- */
+ * would otherwise delay them); with tokens (DL_EMBED), the rows are the embeddings
+ * wte[tokens[m]] + wpe[position of row m] instead of x.  No barrier under a condition: PoCL's
+ * work-group functions grow exponentially with them. ---- */
 inline void dl_norm_load(__global const float *x, int M, int C, __global const float *gain, __global const float *nbias,
-                         int stage, float (*xv)[DL_XPT], float *gv, float *bv)
+                         int stage, float (*xv)[DL_XPT], float *gv, float *bv, __global const int *tokens,
+                         __global const void *wte, __global const void *wpe, __global const int2 *rowmap, int pos)
 {
     const int tid = get_local_id(0);
+    long tok[DL_M], at[DL_M];
+UNROLL
+    for (int m = 0; m < DL_M; m++) {
+        tok[m] = tokens && m < M ? tokens[m] : 0;
+        at[m] = rowmap && m < M ? rowmap[m].y : pos;
+    }
 UNROLL
     for (int i = 0; i < DL_XPT; i++) {
         const int k = tid + i * DL_WG, in = k < C;
 UNROLL
-        for (int m = 0; m < DL_M; m++) xv[m][i] = m < M && in ? x[(long)m * C + k] : 0.0f;
+        for (int m = 0; m < DL_M; m++)
+            xv[m][i] = !(m < M && in) ? 0.0f
+                       : !tokens    ? x[(long)m * C + k]
+                                    : LOAD(WDT, wte, tok[m] * C + k) + (wpe ? LOAD(WDT, wpe, at[m] * C + k) : 0.0f);
         gv[i] = stage && in ? gain[k] : 0.0f;
         bv[i] = stage && in && nbias ? nbias[k] : 0.0f;
     }
@@ -568,7 +583,11 @@ __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
     __global const float *ln2_w, __global const float *ln2_b, __global const void *fc_w, __global const float *fc_b,
     __global const void *fcproj_w, __global const float *fcproj_b, __global void *kc, __global void *vc,
     __global const int2 *rowmap, int M, int C, int H, int pos, long cache_ld, float eps, int rms, float scale,
-    int nsplit, int split_len, uint bar_base)
+    int nsplit, int split_len, uint bar_base
+#if DL_EMBED
+    , __global const int *tokens, __global const void *wte, __global const void *wpe
+#endif
+    )
 {
     __local float lbuf[DL_LBUF], astage[DL_AST > 0 ? DL_AST : 1];
     __local float stats[2 * DL_M], out[DL_M * 8 * DL_CGU_MAX], lq[D], lp[DL_WG], red[DL_WG + 32];
@@ -612,7 +631,18 @@ __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
 #if DL_RUN(1)
     /* 1. qkv = Norm1(x) @ W_attn + b_attn; k and v also into the caches */
     const int staged1 = M * C <= DL_AST;
-    dl_norm_load(x, M, C, ln1_w, ln1_b, staged1, nx, ng, nb);
+#if DL_EMBED
+    dl_norm_load(x, M, C, ln1_w, ln1_b, staged1, nx, ng, nb, tokens, wte, wpe, rowmap, pos);
+    /* x itself (the residual, read in step 3 after two grid barriers) from group 0 */
+    if (group == 0)
+UNROLL
+        for (int i = 0; i < DL_XPT; i++)
+UNROLL
+            for (int m = 0; m < DL_M; m++)
+                if (m < M && tid + i * DL_WG < C) x[(long)m * C + tid + i * DL_WG] = nx[m][i];
+#else
+    dl_norm_load(x, M, C, ln1_w, ln1_b, staged1, nx, ng, nb, NULL, NULL, NULL, NULL, 0);
+#endif
     DL_GEMV_STEP(attn_w, C3, C);
     DL_MARK(1);
     dl_norm_rows(M, C, rms, eps, staged1, nx, ng, nb, astage, lbuf, stats);
@@ -706,7 +736,7 @@ __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
 #if DL_RUN(4)
     /* 4. hid = gelu(Norm2(xmid) @ W_fc + b_fc) */
     const int staged4 = M * C <= DL_AST;
-    dl_norm_load(xmid, M, C, ln2_w, ln2_b, staged4, nx, ng, nb);
+    dl_norm_load(xmid, M, C, ln2_w, ln2_b, staged4, nx, ng, nb, NULL, NULL, NULL, NULL, 0);
     dl_norm_rows(M, C, rms, eps, staged4, nx, ng, nb, astage, lbuf, stats);
     DL_MARK(9);
     const int units4 = (DL_SKIP & 16) || DL_FAILED ? 0 : (C4 + cols - 1) / cols;

@@ -1667,11 +1667,13 @@ static void one_launch_case(const char *mode, int P, int NP, int SHORT, int STEP
                 tu_log_clear(&lg);
             }
             /* the fused layer's kernels run more than five a layer counting the step's own;
-             * the phased body exactly five a layer plus the step's own (at most 4) */
-            const int per_layer = phased ? 5 : 1;
-            if (launches ? n <= 5 * N_LAYER : (n <= (uint64_t)per_layer * N_LAYER || n > (uint64_t)per_layer * N_LAYER + 4))
+             * the one-launch layer one a layer (the phased body five), the first embedding
+             * the rows, then the head: one launch, or the norm and the LM head (TDACL_HEAD=unfused) */
+            const char *head_env = getenv("TDACL_HEAD");
+            const uint64_t per_layer = phased ? 5 : 1, head = head_env && !strcmp(head_env, "unfused") ? 2 : 1;
+            if (launches ? n <= 5 * N_LAYER : n != per_layer * N_LAYER + head)
                 fail_msg("%s: %llu launches for a decode step (%s)", tag, (unsigned long long)n,
-                         launches ? "five a layer" : phased ? "five steps a layer" : "one a layer");
+                         launches ? "five a layer" : phased ? "five steps a layer and the head" : "one a layer and the head");
             assert_ok(g_ctx, tdacl_model_logits(m, step, (int64_t)2 * V, NULL));
             for (int b = 0; b < 2; b++) errs_add(launches ? &el : &e, step + (size_t)b * V, want + ((size_t)b * T + t) * V, NULL, (size_t)V);
         }

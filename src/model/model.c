@@ -447,7 +447,7 @@ static cl_mem mem(const tdacl_tensor *t) { return t ? t->storage->mem : NULL; }
 /* The row map of a step (NULL: sequences 0..B-1 at positions pos0 ..). */
 static cl_mem rowmap_of(const tdacl_kv_rows *kv) { return kv ? kv->mem : NULL; }
 
-static tdacl_status embed(tdacl_model *m, int rows, int T, int pos0, const tdacl_kv_rows *kv)
+tdacl_status tdacl__model_embed(tdacl_model *m, int rows, int T, int pos0, const tdacl_kv_rows *kv)
 {
     cl_kernel k;
     tdacl_status st = tdacl__model_layers_kernel(m, "embed", NULL, &k);
@@ -675,14 +675,16 @@ int tdacl__model_decode_fused(const tdacl_model *m, int B, char *why, size_t n)
  *   x   += att @ W_proj + b_proj                                                (GEMV)
  *   hid  = gelu(Norm2(x) @ W_fc + b_fc)                                         (GEMV)
  *   x   += hid @ W_fcproj + b_fcproj                                            (GEMV)
- * then the final norm and the LM head.  x was embedded by the caller.  Where the device and
- * the model allow it, the five are phases of one launch a layer (model_decode.c). */
+ * after the embedding, then the final norm and the LM head.  Where the device and the model
+ * allow it, the five are phases of one launch a layer, the first also embedding the rows
+ * (model_decode.c). */
 static tdacl_status decode_step(tdacl_model *m, int B, int pos, const tdacl_kv_rows *kv)
 {
     const int C = m->C, two = m->kqkv == 5, rope = m->cfg.position == TDACL_POSITION_ROPE;
     const int64_t cache_ld = (int64_t)m->info.max_context * C;
     int one_launch = 0;
     tdacl_status st = tdacl__model_decode_layers(m, B, pos, kv, &one_launch);
+    if (!st && !one_launch) st = tdacl__model_embed(m, B, 1, pos, kv);
     for (int l = 0; !st && !one_launch && l < m->info.n_layer; l++) {
         layer *L = &m->layers[l];
         /* views: [q|k|v] or [q1|k1|q2|k2|v] */
@@ -727,12 +729,12 @@ tdacl_status tdacl__model_forward(tdacl_model *m, int B, int T, int pos0, int sl
         cl_int err = clEnqueueWriteBuffer(m->ctx->queue, m->tokens, CL_TRUE, 0, (size_t)rows * 4, tokens, 0, NULL, NULL);
         if (err) return tdacl__fail_cl(m->ctx, err, "model: uploading tokens");
     }
-    st = embed(m, rows, T, pos0, kv);
-    if (!st && T == 1 && slot0 == 0) {
+    if (T == 1 && slot0 == 0) {
         char why[200];
-        if (tdacl__model_decode_fused(m, B, why, sizeof why)) return decode_step(m, B, pos0, kv);
+        if (tdacl__model_decode_fused(m, B, why, sizeof why)) return decode_step(m, B, pos0, kv); /* it embeds */
         tdacl__log(m->ctx, TDACL_LOG_DEBUG, "model decode step: layer by layer, not fused (%s)", why);
     }
+    st = tdacl__model_embed(m, rows, T, pos0, kv);
     for (int l = 0; !st && l < m->info.n_layer; l++) {
         layer *L = &m->layers[l];
         st = norm(m, m->xn, m->x, L->ln1_w, L->ln1_b, rows);

@@ -123,8 +123,13 @@ tdacl_status tdacl__model_decode_layers(tdacl_model *m, int B, int pos, const td
     if (st) return st;
     c.x = mem(m->x), c.xmid = m->dl_xmid, c.qkv = mem(m->qkv), c.att = mem(m->att), c.hid = mem(m->hid);
     c.scratch = m->dl_scratch, c.sync = m->dl_sync, c.rowmap = kv ? kv->mem : NULL;
+    /* the first layer embeds the rows where they are staged; else the embedding kernel first */
+    const int embed_inside = (int64_t)B * m->C <= c.astage;
+    if (!embed_inside) st = tdacl__model_embed(m, B, 1, pos, kv);
     for (int l = 0; l < m->info.n_layer && !st; l++) {
         const layer *L = &m->layers[l];
+        c.tokens = l == 0 && embed_inside ? m->tokens : NULL;
+        c.wte = c.tokens ? mem(m->wte) : NULL, c.wpe = c.tokens ? mem(m->wpe) : NULL;
         c.ln1_w = mem(L->ln1_w), c.ln1_b = mem(L->ln1_b), c.attn_w = mem(L->attn_w), c.attn_b = mem(L->attn_b);
         c.proj_w = mem(L->proj_w), c.proj_b = mem(L->proj_b), c.ln2_w = mem(L->ln2_w), c.ln2_b = mem(L->ln2_b);
         c.fc_w = mem(L->fc_w), c.fc_b = mem(L->fc_b), c.fcproj_w = mem(L->fcproj_w), c.fcproj_b = mem(L->fcproj_b);

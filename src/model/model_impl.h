@@ -85,9 +85,12 @@ struct tdacl_model {
  * of each sequence. */
 tdacl_status tdacl__model_forward(tdacl_model *m, int B, int T, int pos0, int slot0, const tdacl_kv_rows *kv,
                                   const int32_t *tokens, int last_only);
-/* The layers of a decode step of B <= 8 rows at position pos (or kv's) in one launch each
- * (src/ops/decode_layer.h), when the model and device allow it; *taken = 0 otherwise, and
- * nothing ran (the debug log says why, once). */
+/* x = the embeddings of the `tokens` buffer's rows (B sequences of T tokens from pos0, or at
+ * kv's positions). */
+tdacl_status tdacl__model_embed(tdacl_model *m, int rows, int T, int pos0, const tdacl_kv_rows *kv);
+/* The embedding and the layers of a decode step of B <= 8 rows at position pos (or kv's) in
+ * one launch a layer (src/ops/decode_layer.h; the first embeds the rows), when the model and
+ * device allow it; *taken = 0 otherwise, and nothing ran (the debug log says why, once). */
 tdacl_status tdacl__model_decode_layers(tdacl_model *m, int B, int pos, const tdacl_kv_rows *kv, int *taken);
 /* The decode layer's error word, read back (wait: block until the last read lands): an error
  * when a grid barrier gave up.  Releases the decode layer's buffers with release. */

@@ -124,6 +124,8 @@ static tdacl_status kernel_for(tdacl_context *ctx, const tdacl_variant_def *row,
 {
     tdacl_strbuf opts = {0};
     tdacl__variant_options(row, c, v, &opts);
+    const int embed = c->tokens && phase <= 1; /* step 1 embeds */
+    if (embed) tdacl__sb_printf(&opts, " -DDL_EMBED=1");
     if (phase) tdacl__sb_printf(&opts, " -DDL_PHASE=%d", phase);
     if (opts.oom) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "decode_layer: out of memory");
     tdacl_status st = tdacl__variant_kernel(ctx, row, opts.data, "decode_layer", k);
@@ -133,7 +135,11 @@ static tdacl_status kernel_for(tdacl_context *ctx, const tdacl_variant_def *row,
     cl_long cache_ld = c->cache_ld;
     cl_float eps = c->eps, scale = c->scale;
     cl_uint base = c->bar_base;
-    return tdacl__set_args(ctx, *k, "decode_layer", sizeof c->x, &c->x, sizeof c->xmid, &c->xmid, sizeof c->qkv, &c->qkv,
+    /* the embedding's arguments (DL_EMBED) follow only where compiled in */
+    st = embed ? tdacl__set_args_from(ctx, *k, "decode_layer", 33, sizeof c->tokens, &c->tokens, sizeof c->wte,
+                                          &c->wte, sizeof c->wpe, &c->wpe, (size_t)0)
+                   : TDACL_SUCCESS;
+    return st ? st : tdacl__set_args(ctx, *k, "decode_layer", sizeof c->x, &c->x, sizeof c->xmid, &c->xmid, sizeof c->qkv, &c->qkv,
                            sizeof c->att, &c->att, sizeof c->hid, &c->hid, sizeof c->scratch, &c->scratch, sizeof c->sync,
                            &c->sync, sizeof c->ln1_w, &c->ln1_w, sizeof c->ln1_b, &c->ln1_b, sizeof c->attn_w, &c->attn_w,
                            sizeof c->attn_b, &c->attn_b, sizeof c->proj_w, &c->proj_w, sizeof c->proj_b, &c->proj_b,

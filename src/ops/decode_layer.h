@@ -26,6 +26,9 @@ typedef struct tdacl_decode_layer_call {
     uint32_t bar_base;     /* the barrier counter's value at the launch */
     cl_mem x, xmid, qkv, att, hid, scratch, sync, rowmap;
     cl_mem ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w, fcproj_b, kc, vc;
+    /* the first layer may embed the rows itself, x = wte[tokens[m]] + wpe[position] (-DDL_EMBED;
+     * only where M * C <= astage); tokens NULL: x holds the rows */
+    cl_mem tokens, wte, wpe;
 } tdacl_decode_layer_call;
 
 /* Work-groups of a launch of `row`: the persistent kernel's, one per compute unit on NVIDIA
