@@ -4,8 +4,9 @@ medians(out, label) reads out/decode-<label>-*.json and returns two dicts keyed 
 (row name, dtype, context, batch): the median of the runs' median times (ms), and the median
 host enqueue time a step (ms) where the row's note gives one.
 
-python3 bench/decode_medians.py OUT A B [C] prints each row of both A and B: A's ms, B's ms,
-B / A, C's ms (when given), and the host enqueue times of A and B where the notes give them.
+python3 bench/decode_medians.py OUT A B [C] prints each row of B: A's ms ("-" where A has no such
+row), B's ms, B / A, C's ms (when given), and the host enqueue times of A and B where the notes
+give them.
 """
 import glob
 import json
@@ -34,12 +35,11 @@ def compare(out, labels):
     extra = f", {labels[2]} ms" if c is not None else ""
     print(f"row (name dtype ctx B): {labels[0]} ms, {labels[1]} ms, ratio{extra} (medians of the runs' medians); "
           f"host enqueue ms a step, {labels[0]} / {labels[1]}")
-    for k in sorted(b):
-        if k not in a:
-            continue
+    for k in sorted(b):  # a row only B has (a new row): "-" for A
         h = f"   host {ah[k]:.3f} / {bh[k]:.3f}" if k in ah and k in bh else ""
         q = "" if c is None else f" {c[k]:8.4f}" if k in c else "        -"
-        print(f"{k[0]:22s} {k[1]:8s} ctx {k[2]:5d} B{k[3]:<3d} {a[k]:8.4f} {b[k]:8.4f} {b[k] / a[k]:6.3f}{q}{h}")
+        av, r = (f"{a[k]:8.4f}", f"{b[k] / a[k]:6.3f}") if k in a else ("       -", "     -")
+        print(f"{k[0]:22s} {k[1]:8s} ctx {k[2]:5d} B{k[3]:<3d} {av} {b[k]:8.4f} {r}{q}{h}")
 
 
 if __name__ == "__main__":
