@@ -43,7 +43,7 @@ typedef struct bench_row {
     double sparsity;     /* attention: exact-zero fraction of the weights, -1 if unknown */
     double value;        /* peak rows: the measured rate (GFLOP/s, GB/s, us) */
     char unit[12];
-    char note[200];
+    char note[400];
 } bench_row;
 
 typedef struct bench_options {

@@ -316,14 +316,18 @@ static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, const fwd_
                 /* the host's share: a step whose enqueueing takes as long as the step waits on the host */
                 /* and the floor of that many launches at the measured enqueue time (argument-free) */
                 const double floor_ms = bd->have_peak ? (double)j.launches * bd->peak.enqueue_us * 1e-3 : 0.0;
+                char head[160];
+                tdacl__model_head_fused(j.batch, 1, head, sizeof head);
                 if (generate)
-                    snprintf(note, sizeof note, "%s%s%s; greedy, drawn on the device, %d tokens a sample in tdacl "
-                             "generate's loop; %llu kernels a token (launch floor %.3f)", r->note, r->note[0] ? "; " : "",
-                             fused ? fusedw : why, GENERATE_TOKENS, (unsigned long long)j.launches, floor_ms);
+                    snprintf(note, sizeof note, "%s%s%s; head: %s; greedy ids drawn on the device, %d tokens a "
+                             "sample (tdacl generate's loop); %llu kernels a token (launch floor %.3f)", r->note,
+                             r->note[0] ? "; " : "", fused ? fusedw : why, head, GENERATE_TOKENS,
+                             (unsigned long long)j.launches, floor_ms);
                 else
-                    snprintf(note, sizeof note, "%s%s%s; %llu kernels a step; host enqueue %.3f ms a step (launch floor %.3f)",
-                             r->note, r->note[0] ? "; " : "", fused ? fusedw : why, (unsigned long long)j.launches,
-                             j.host_steps > 1 ? j.host_ms / (j.host_steps - 1) : 0.0, floor_ms);
+                    snprintf(note, sizeof note, "%s%s%s; head: %s; %llu kernels a step; host enqueue %.3f ms a step "
+                             "(launch floor %.3f)", r->note, r->note[0] ? "; " : "", fused ? fusedw : why, head,
+                             (unsigned long long)j.launches, j.host_steps > 1 ? j.host_ms / (j.host_steps - 1) : 0.0,
+                             floor_ms);
                 snprintf(r->note, sizeof r->note, "%s", note);
             }
             if (!decode) { /* the host's share of a pass: its launches and the time they took to enqueue */
@@ -406,9 +410,11 @@ static int slots_rows(bench_run *run, tdacl_context *ctx, int dev, const fwd_mod
             char why[200];
             const int fused = tdacl__model_decode_fused(m, n, why, sizeof why);
             const char *fusedw = fused ? fused_decode(m, n, r) : "";
-            snprintf(r->note, sizeof r->note, "%s%s%d sequences at positions %d..%d; %s; %llu kernels a step",
-                     fm->note, fm->note[0] ? "; " : "", n, context / 2,
-                     spread_len(n - 1, n, context), fused ? fusedw : why, (unsigned long long)j.launches);
+            char head[160];
+            tdacl__model_head_fused(n, 1, head, sizeof head);
+            snprintf(r->note, sizeof r->note, "%s%s%d sequences at positions %d..%d; %s; head: %s; %llu kernels a step",
+                     fm->note, fm->note[0] ? "; " : "", n, context / 2, spread_len(n - 1, n, context),
+                     fused ? fusedw : why, head, (unsigned long long)j.launches);
         }
     }
     if (failed) {

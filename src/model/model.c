@@ -750,6 +750,18 @@ tdacl_status tdacl__model_forward(tdacl_model *m, int B, int T, int pos0, int sl
     return st ? st : head(m, B, T, last_only);
 }
 
+int tdacl__model_head_fused(int rows, int one_row, char *what, size_t n)
+{
+    const char *env = getenv("TDACL_HEAD");
+    const int fused = rows <= TDACL_GEMV_MAX_ROWS && !(env && !strcmp(env, "unfused"));
+    snprintf(what, n, "%s",
+             fused ? (one_row ? "one launch (final norm, LM head, greedy pick)"
+                              : "one launch (final norm, LM head; the greedy pick needs one row a sequence)")
+             : rows > TDACL_GEMV_MAX_ROWS ? "norm kernel and LM head (rows exceed the GEMV's 8)"
+                                          : "norm kernel and LM head (TDACL_HEAD=unfused)");
+    return fused;
+}
+
 /* The final norm and the LM head, on every row or on the last row of each sequence. */
 static tdacl_status head(tdacl_model *m, int B, int T, int last_only)
 {
@@ -781,16 +793,11 @@ static tdacl_status head(tdacl_model *m, int B, int T, int last_only)
      * head's GEMV, and with one row a sequence so does the greedy pick, into `tokens`
      * (tdacl_model_sample then launches nothing); more rows: the norm kernel, then the head.
      * $TDACL_HEAD=unfused keeps the separate kernels (comparisons, tests). */
-    const char *env = getenv("TDACL_HEAD");
-    const int one_row = last_only || T == 1, fused = out_rows <= TDACL_GEMV_MAX_ROWS && !(env && !strcmp(env, "unfused"));
-    if (!m->head_logged) {
-        tdacl__log(m->ctx, TDACL_LOG_DEBUG, "model head: %s",
-                   fused ? (one_row ? "final norm and greedy pick fused into the LM head GEMV"
-                                    : "final norm fused into the LM head GEMV (the greedy pick needs one row a sequence)")
-                   : out_rows > TDACL_GEMV_MAX_ROWS ? "norm kernel, then the LM head (rows exceed the GEMV's)"
-                                                    : "norm kernel, then the LM head (TDACL_HEAD=unfused)");
-        m->head_logged = 1;
-    }
+    const int one_row = last_only || T == 1;
+    char what[160];
+    const int fused = tdacl__model_head_fused(out_rows, one_row, what, sizeof what);
+    if (!m->head_logged) tdacl__log(m->ctx, TDACL_LOG_DEBUG, "model head: %s", what);
+    m->head_logged = 1;
     m->greedy_ready = 0;
     if (fused) {
         const tdacl_gemv_fusion f = {.norm_w = m->lnf_w, .norm_b = m->lnf_b, .eps = m->cfg.layer_norm_epsilon,

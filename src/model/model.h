@@ -15,5 +15,8 @@ int tdacl__model_decode_fused(const tdacl_model *m, int batch, char *why, size_t
 /* The decode-layer row (e.g. "decode_layer.persistent") a fused step of `batch` rows takes, or
  * NULL for the five fused kernels, with why; *launches: launches a layer. */
 const char *tdacl__model_decode_layer_choice(tdacl_model *m, int batch, int *launches, char *why, size_t n);
+/* How the head of `rows` rows (one a sequence, or not) runs: 1 when the final norm (and with one
+ * row a sequence the greedy pick) is fused into the LM head's GEMV; what, in words, in what. */
+int tdacl__model_head_fused(int rows, int one_row, char *what, size_t n);
 
 #endif
