@@ -122,6 +122,10 @@ void tdacl__decode_layer_call_options(const void *callp, tdacl_strbuf *sb)
 static tdacl_status kernel_for(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_decode_layer_call *c,
                                const tdacl_param_values *v, int phase, cl_kernel *k)
 {
+    /* step 1 embeds only rows it stages (else the GEMV units would read x before it is written) */
+    if (c->tokens && (int64_t)c->M * c->C > c->astage)
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "decode_layer: %d rows of %d embedded in the launch exceed "
+                           "its local copy of %d elements (embed them first)", c->M, c->C, c->astage);
     tdacl_strbuf opts = {0};
     tdacl__variant_options(row, c, v, &opts);
     const int embed = c->tokens && phase <= 1; /* step 1 embeds */

@@ -81,6 +81,21 @@ void tdacl__gemv_call_options(const void *call, tdacl_strbuf *sb)
     if (c->fuse && c->fuse->argmax_ids) tdacl__sb_printf(sb, " -DGV_ARGMAX=1");
 }
 
+/* The norm fusion's arguments (cl/layers.cl GV_NORM: nw, nb, eps, rms) from argument *next on,
+ * where the call fuses a norm; *next moves past them. */
+static tdacl_status set_norm_args(tdacl_context *ctx, cl_kernel k, const char *name, unsigned *next,
+                                  const tdacl_gemv_fusion *f)
+{
+    if (!f->norm_w) return TDACL_SUCCESS;
+    cl_mem nwm = mem(f->norm_w), nbm = mem(f->norm_b);
+    cl_float eps = f->eps;
+    cl_int rms = f->rms;
+    tdacl_status st = tdacl__set_args_from(ctx, k, name, *next, sizeof nwm, &nwm, sizeof nbm, &nbm, sizeof eps, &eps,
+                                           sizeof rms, &rms, (size_t)0);
+    *next += 4;
+    return st;
+}
+
 static tdacl_status launch_gemv_t(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_matmul_call *c,
                                   const char *opts)
 {
@@ -129,14 +144,7 @@ static tdacl_status launch_gemv_t(tdacl_context *ctx, const tdacl_variant_def *r
                              &rm, sizeof cM, &cM, sizeof cN, &cN, sizeof cK, &cK, sizeof lda, &lda, sizeof ldb, &ldb,
                              sizeof ldc, &ldc, sizeof fl, &fl, xbytes, (const void *)NULL, sizeof xk, &xk, (size_t)0);
     unsigned next = 14; /* the fusions' arguments follow only where compiled in */
-    if (!st && f->norm_w) {
-        cl_mem nwm = mem(f->norm_w), nbm = mem(f->norm_b);
-        cl_float eps = f->eps;
-        cl_int rms = f->rms;
-        st = tdacl__set_args_from(ctx, k, "gemv_t", next, sizeof nwm, &nwm, sizeof nbm, &nbm, sizeof eps, &eps,
-                                  sizeof rms, &rms, (size_t)0);
-        next += 4;
-    }
+    if (!st) st = set_norm_args(ctx, k, "gemv_t", &next, f);
     if (!st && f->argmax_ids)
         st = tdacl__set_args_from(ctx, k, "gemv_t", next, sizeof part, &part, sizeof count, &count, sizeof f->argmax_ids,
                                   &f->argmax_ids, (size_t)0);
@@ -176,11 +184,8 @@ tdacl_status tdacl__gemv_launch(tdacl_context *ctx, const tdacl_variant_def *row
     if (st) return st;
     const tdacl_gemv_fusion none = {.eps = 0}, *f = c->fuse ? c->fuse : &none;
     cl_mem cm = mem(c->c), am = mem(c->a), wm = mem(c->w), bm = mem(c->bias), rm = mem(c->res);
-    cl_mem nwm = mem(f->norm_w), nbm = mem(f->norm_b);
     cl_int cM = c->M, cN = c->N, cK = c->K, lda = (cl_int)c->a->strides[0], ldb = (cl_int)c->w->strides[0],
-           ldc = (cl_int)c->c->strides[0], fl = c->flags, kc = kchunk, nc = nchunks, rms = f->rms, pos = f->pos,
-           C = f->C, d = f->d;
-    cl_float eps = f->eps;
+           ldc = (cl_int)c->c->strides[0], fl = c->flags, kc = kchunk, nc = nchunks, pos = f->pos, C = f->C, d = f->d;
     cl_long cache_ld = f->cache_ld;
     cl_int4 rope_cols = {{f->rope_cols[0], f->rope_cols[1], f->rope_cols[2], f->rope_cols[3]}};
     cl_int4 cache_cols = {{f->cache_cols[0], f->cache_cols[1], f->cache_cols[2], f->cache_cols[3]}};
@@ -190,11 +195,7 @@ tdacl_status tdacl__gemv_launch(tdacl_context *ctx, const tdacl_variant_def *row
                          sizeof lda, &lda, sizeof ldb, &ldb, sizeof ldc, &ldc, sizeof fl, &fl, sizeof kc, &kc,
                          sizeof nc, &nc, (size_t)0);
     unsigned next = 16; /* the arguments set above */
-    if (!st && f->norm_w) {
-        st = tdacl__set_args_from(ctx, k, "gemv", next, sizeof nwm, &nwm, sizeof nbm, &nbm, sizeof eps, &eps, sizeof rms,
-                                  &rms, (size_t)0);
-        next += 4;
-    }
+    if (!st) st = set_norm_args(ctx, k, "gemv", &next, f);
     if (!st && f->scatter)
         st = tdacl__set_args_from(ctx, k, "gemv", next, sizeof f->kc, &f->kc, sizeof f->k2c, &f->k2c, sizeof f->vc, &f->vc,
                                   sizeof cache_ld, &cache_ld, sizeof pos, &pos, sizeof C, &C, sizeof d, &d,
