@@ -97,7 +97,10 @@ static const char *fused_decode(tdacl_model *m, int batch, bench_row *r)
     int launches;
     const char *layer = tdacl__model_decode_layer_choice(m, batch, &launches, why, sizeof why);
     if (layer) snprintf(r->variant, sizeof r->variant, "%s", layer);
-    return launches == 1 ? "fused decode, one launch a layer" : "fused decode, five launches a layer";
+    tdacl_model_info info;
+    tdacl_model_get_info(m, &info);
+    return launches == 1 ? "fused decode, one launch for all layers"
+           : launches == info.n_layer ? "fused decode, one launch a layer" : "fused decode, five launches a layer";
 }
 
 static int spread_len(int i, int n, int context) { return context / 2 + (int)((int64_t)i * (context / 2) / n); }

@@ -69,7 +69,8 @@
 #else
 #define DL_FAILED failed
 #define DL_GRID_ARRIVE(n) grid_arrive(bar)
-#define DL_GRID_WAIT(n) grid_wait(bar, bar_base + (n) * (uint)G, &failed)
+/* barrier n of layer `layer`: 5 a layer, the fifth between it and the next */
+#define DL_GRID_WAIT(n) grid_wait(bar, bar_base + ((uint)layer * 5u + (n)) * (uint)G, &failed)
 #endif
 #ifndef DL_PRELOAD
 /* 1: a work-group issues its next GEMV unit's first DL_LOADS weight loads between its arrival
@@ -89,6 +90,22 @@
 #ifndef DL_EMBED
 #define DL_EMBED 0 /* 1 (a model's first layer): step 1 embeds the rows itself, x = wte[token] + wpe[position]
                       (the host passes it only where the rows are staged: M * C <= DL_AST) */
+#endif
+#ifndef DL_LAYERS
+/* 1: the whole stack in the launch (a token's layers, a grid barrier between them): the
+ * layers' weights packed in one buffer (warena) and their caches in another (carena), layer
+ * l's tensors at l strides past layer 0's; lay holds the byte offsets (src/model/model_pack.c):
+ * s0-sb the twelve weight tensors (ln1_w ... fcproj_b; -1: absent), sc the weights' layer
+ * stride, sd and se the K and V caches, sf the caches' layer stride */
+#define DL_LAYERS 0
+#endif
+#ifndef DL_STACK_PRELOAD
+/* 1 (DL_LAYERS): a work-group issues the next layer's first W_attn loads between its arrival
+ * at the barrier between two layers and its wait there, not after the norm's loads of x */
+#define DL_STACK_PRELOAD DL_LAYERS
+#endif
+#if DL_LAYERS && DL_PHASE
+#error "DL_LAYERS runs every step of every layer: DL_PHASE must be 0"
 #endif
 #ifndef DL_TRACE
 /* profiling only (NVIDIA): at decode position DL_TRACE (> 0) every work-group prints
@@ -578,10 +595,15 @@ UNROLL
 
 __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
     __global float *x, __global float *xmid, __global void *qkv, __global void *att, __global void *hid, __global float *scratch,
-    __global uint *sync, __global const float *ln1_w, __global const float *ln1_b, __global const void *attn_w,
+    __global uint *sync,
+#if DL_LAYERS
+    __global const uchar *warena, __global uchar *carena, long16 lay, int n_layer,
+#else
+    __global const float *ln1_w, __global const float *ln1_b, __global const void *attn_w,
     __global const float *attn_b, __global const void *proj_w, __global const float *proj_b,
     __global const float *ln2_w, __global const float *ln2_b, __global const void *fc_w, __global const float *fc_b,
     __global const void *fcproj_w, __global const float *fcproj_b, __global void *kc, __global void *vc,
+#endif
     __global const int2 *rowmap, int M, int C, int H, int pos, long cache_ld, float eps, int rms, float scale,
     int nsplit, int split_len, uint bar_base
 #if DL_EMBED
@@ -628,13 +650,29 @@ __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
     }
 #endif
 
+#if DL_LAYERS
+    for (int layer = 0; layer < n_layer; layer++) {
+#define DL_AT_OF(type, i, l) ((type)(lay.s##i < 0 ? 0 : warena + lay.s##i + (long)(l) * lay.sc))
+#define DL_AT(type, i) DL_AT_OF(type, i, layer)
+    __global const float *ln1_w = DL_AT(__global const float *, 0), *ln1_b = DL_AT(__global const float *, 1);
+    __global const void *attn_w = DL_AT(__global const void *, 2), *proj_w = DL_AT(__global const void *, 4);
+    __global const float *attn_b = DL_AT(__global const float *, 3), *proj_b = DL_AT(__global const float *, 5);
+    __global const float *ln2_w = DL_AT(__global const float *, 6), *ln2_b = DL_AT(__global const float *, 7);
+    __global const void *fc_w = DL_AT(__global const void *, 8), *fcproj_w = DL_AT(__global const void *, a);
+    __global const float *fc_b = DL_AT(__global const float *, 9), *fcproj_b = DL_AT(__global const float *, b);
+    __global void *kc = carena + lay.sd + (long)layer * lay.sf, *vc = carena + lay.se + (long)layer * lay.sf;
+#else
+    { /* (the body is not indented for the loop) */
+    const int layer = 0;
+    (void)layer;
+#endif
 #if DL_RUN(1)
     /* 1. qkv = Norm1(x) @ W_attn + b_attn; k and v also into the caches */
     const int staged1 = M * C <= DL_AST;
 #if DL_EMBED
-    dl_norm_load(x, M, C, ln1_w, ln1_b, staged1, nx, ng, nb, tokens, wte, wpe, rowmap, pos);
+    dl_norm_load(x, M, C, ln1_w, ln1_b, staged1, nx, ng, nb, layer == 0 ? tokens : NULL, wte, wpe, rowmap, pos);
     /* x itself (the residual, read in step 3 after two grid barriers) from group 0 */
-    if (group == 0)
+    if (group == 0 && layer == 0)
 UNROLL
         for (int i = 0; i < DL_XPT; i++)
 UNROLL
@@ -643,7 +681,7 @@ UNROLL
 #else
     dl_norm_load(x, M, C, ln1_w, ln1_b, staged1, nx, ng, nb, NULL, NULL, NULL, NULL, 0);
 #endif
-    DL_GEMV_STEP(attn_w, C3, C);
+    if (!DL_STACK_PRELOAD || layer == 0) DL_GEMV_STEP(attn_w, C3, C); /* (later layers: at the barrier before) */
     DL_MARK(1);
     dl_norm_rows(M, C, rms, eps, staged1, nx, ng, nb, astage, lbuf, stats);
     DL_MARK(2);
@@ -772,6 +810,17 @@ UNROLL
     }
 #endif
     DL_MARK(12);
+#if DL_LAYERS
+    /* the next layer's norms read all of x */
+    if (layer + 1 < n_layer) {
+        DL_GRID_ARRIVE(5u);
+#if DL_STACK_PRELOAD
+        DL_GEMV_STEP(DL_AT_OF(__global const void *, 2, layer + 1), C3, C);
+#endif
+        DL_GRID_WAIT(5u);
+    }
+#endif
+    } /* the layer */
 #if DL_TRACE && TDACL_NVIDIA
     if (pos == DL_TRACE && tid == 0)
         printf("dl_trace g%d gt %lu %lu: %lu %lu %lu %lu %lu %lu %lu %lu %lu %lu %lu %lu\n", group, gt0,

@@ -989,6 +989,41 @@ static void test_bf16_weights(void **state)
     free(dir);
 }
 
+/* The layers packed in two buffers at load (src/model/model_pack.c; the one-launch decode of
+ * every layer reads them there), their weights converted on the host, against the same
+ * checkpoint loaded with TDACL_PACK=0 (a buffer a tensor, converted on the device): an f16 file
+ * loaded as bf16 weights and as f32 (LayerNorm biases among the packed parts), the same
+ * logits to the bit, and the debug log says which load was not packed and why. */
+static void test_packed_layers(void **state)
+{
+    (void)state;
+    const model_spec *s = spec_by_tag("tra_learned");
+    char *dir = make_checkpoint(s, "tra_learned_packed", TDACL_F32, TDACL_F16);
+    const int T = 7, V = s->vocab;
+    int32_t tok[7] = {3, 1, 4, 1, 5, 9, 2};
+    const tdacl_dtype wdts[2] = {TDACL_BF16, TDACL_F32};
+    for (int w = 0; w < 2; w++) {
+        float *logits[2];
+        for (int packed = 0; packed < 2; packed++) {
+            tu_log lg = {0};
+            tdacl_log_set_callback(tu_log_fn, &lg, TDACL_LOG_DEBUG);
+            if (!packed) setenv("TDACL_PACK", "0", 1);
+            tdacl_model *m = load_device(dir, wdts[w], 1, 0);
+            unsetenv("TDACL_PACK");
+            tdacl_log_set_callback(NULL, NULL, -1);
+            const int said = tu_log_find(&lg, TDACL_LOG_DEBUG, "layers not packed", "TDACL_PACK=0", NULL) >= 0;
+            assert_int_equal(said, !packed);
+            tu_log_clear(&lg);
+            logits[packed] = xcalloc((size_t)T * V, sizeof(float));
+            device_prefill(m, 1, T, tok, logits[packed], V);
+            assert_ok(g_ctx, tdacl_model_destroy(m));
+        }
+        assert_memory_equal(logits[0], logits[1], (size_t)T * V * sizeof(float));
+        free(logits[0]), free(logits[1]);
+    }
+    free(dir);
+}
+
 /* desc.activation_dtype = bf16 (docs/spec.md section 4.6): the norm outputs, q/k/v, the
  * attention output, the MLP hidden layer and the KV cache are stored as bf16; the residual
  * stream, statistics and accumulators stay fp32.  The bound comes from the reference: run
@@ -1611,12 +1646,14 @@ static void bf16_act_bounds(gpt_ref_model *ref, const int32_t *tok, int P, int T
 }
 
 /* The decode layer in one launch (cl/decode_layer.cl; TDACL_DECODE=persistent takes it off
- * NVIDIA, with one work-group): softmax models with learned positions, LayerNorm with f32
+ * NVIDIA, with one work-group), every layer in that launch (packed layers, -DDL_LAYERS) but
+ * at the second step (TDACL_DECODE_LAUNCH=layer: a launch a layer): softmax models with
+ * learned positions, LayerNorm with f32
  * weights and activations (head size 32) and RMSNorm with bf16 weights and activations (64).
  * Two sequences of P = 1030 tokens then decode together past 1030 keys: each (row, head)
  * splits its keys in two (on NVIDIA in eleven), a split walks chunks of 256 keys and the last
  * combines.  Then slots at positions 1033 and 40 (the short row's last splits are empty).  Every step's logits equal
- * the reference's rows, one launch a layer runs (the log says so), and a step with
+ * the reference's rows, one launch runs the stack (the log says so), and a step with
  * TDACL_DECODE=launches takes five a layer and agrees. */
 static void one_launch_case(const char *mode, int P, int NP, int SHORT, int STEPS, int configs, int five)
 {
@@ -1654,26 +1691,34 @@ static void one_launch_case(const char *mode, int P, int NP, int SHORT, int STEP
         errs e = {0}, el = {0};
         for (int t = P; t < T; t++) {
             const int launches = five && t == T - 1;
+            /* the persistent kernel takes every layer in one launch (packed layers), but one
+             * step a launch a layer (TDACL_DECODE_LAUNCH=layer) */
+            const int per_layer_launch = !phased && t == P + 1;
             if (launches) setenv("TDACL_DECODE", "launches", 1);
+            if (per_layer_launch) setenv("TDACL_DECODE_LAUNCH", "layer", 1);
             const int32_t next[2] = {tok[t], tok[T + t]};
             const uint64_t before = g_ctx->launches;
             assert_ok(g_ctx, tdacl_model_decode(m, 2, next));
             const uint64_t n = g_ctx->launches - before;
             setenv("TDACL_DECODE", mode, 1);
+            unsetenv("TDACL_DECODE_LAUNCH");
             if (t == P) {
                 tdacl_log_set_callback(NULL, NULL, -1);
-                assert_true(tu_log_find(&lg, TDACL_LOG_DEBUG, phased ? "five steps in a launch each" : "one launch a layer",
+                assert_true(tu_log_find(&lg, TDACL_LOG_DEBUG, phased ? "five steps in a launch each" : "one launch for every layer",
                                         phased ? "took decode_layer.phased" : "took decode_layer.persistent", NULL) >= 0);
                 tu_log_clear(&lg);
             }
             /* the fused layer's kernels run more than five a layer counting the step's own;
-             * the one-launch layer one a layer (the phased body five), the first embedding
-             * the rows, then the head: one launch, or the norm and the LM head (TDACL_HEAD=unfused) */
+             * the one-launch kernel one for the stack (or one a layer; the phased body five
+             * a layer), the first embedding the rows, then the head: one launch, or the norm
+             * and the LM head (TDACL_HEAD=unfused) */
             const char *head_env = getenv("TDACL_HEAD");
-            const uint64_t per_layer = phased ? 5 : 1, head = head_env && !strcmp(head_env, "unfused") ? 2 : 1;
-            if (launches ? n <= 5 * N_LAYER : n != per_layer * N_LAYER + head)
+            const uint64_t layers = phased ? 5 * N_LAYER : per_layer_launch ? N_LAYER : 1;
+            const uint64_t head = head_env && !strcmp(head_env, "unfused") ? 2 : 1;
+            if (launches ? n <= 5 * N_LAYER : n != layers + head)
                 fail_msg("%s: %llu launches for a decode step (%s)", tag, (unsigned long long)n,
-                         launches ? "five a layer" : phased ? "five steps a layer and the head" : "one a layer and the head");
+                         launches ? "five a layer" : phased ? "five steps a layer and the head"
+                                  : per_layer_launch ? "one a layer and the head" : "one for the stack and the head");
             assert_ok(g_ctx, tdacl_model_logits(m, step, (int64_t)2 * V, NULL));
             for (int b = 0; b < 2; b++) errs_add(launches ? &el : &e, step + (size_t)b * V, want + ((size_t)b * T + t) * V, NULL, (size_t)V);
         }
@@ -2216,6 +2261,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_rope_beyond_n_positions),
         cmocka_unit_test(test_bf16_and_f16_checkpoints),
         cmocka_unit_test(test_bf16_weights),
+        cmocka_unit_test(test_packed_layers),
         cmocka_unit_test(test_bf16_activations),
     };
     /* every --skip pattern (fnmatch) drops the tests it matches */

@@ -57,16 +57,21 @@ static int64_t count_nonfinite(const unsigned char *p, tdacl_dtype dt, int64_t n
     return bad;
 }
 
-static tdacl_status upload(tdacl_model *m, const tdacl_checkpoint *ck, const char *name, int dtype,
-                           tdacl_tensor **out)
+/* Checkpoint tensor `name` on the device in dtype (< 0: its own); layer l's part `part` (l < 0:
+ * a tensor of the model's own). */
+static tdacl_status upload_part(tdacl_model *m, const tdacl_checkpoint *ck, const char *name, int dtype, int l, int part,
+                                tdacl_tensor **out)
 {
     const tdacl_ckpt_tensor *ct = tdacl__checkpoint_get(ck, name);
     if (!ct) return tdacl__fail(m->ctx, TDACL_ERR_FORMAT, "tdacl_model_load: tensor %s is missing", name);
     int64_t shape[4], n = 1;
     int nd = ct->ndim ? ct->ndim : 1;
     for (int i = 0; i < nd; i++) shape[i] = ct->ndim ? ct->shape[i] : 1, n *= shape[i];
-    tdacl_status st = tdacl_tensor_create(m->ctx, dtype < 0 ? ct->dtype : (tdacl_dtype)dtype, nd, shape, out);
-    if (!st) st = tdacl_tensor_upload(*out, ct->data, ct->dtype, n);
+    const tdacl_dtype dt = dtype < 0 ? ct->dtype : (tdacl_dtype)dtype;
+    tdacl_status st = l < 0 ? tdacl_tensor_create(m->ctx, dt, nd, shape, out)
+                            : tdacl__model_part_create(m, l, part, dt, nd, shape, out);
+    if (!st && !(l >= 0 && tdacl__model_part_staged(m, l, part, dt, ct->data, ct->dtype, n)))
+        st = tdacl_tensor_upload(*out, ct->data, ct->dtype, n);
     /* policy (docs/spec.md): non-finite weights are loaded as they are, with one warning
      * per model, since they make the logits NaN; non-finite scalars are refused */
     int64_t bad = st ? 0 : count_nonfinite(ct->data, ct->dtype, n);
@@ -80,6 +85,11 @@ static tdacl_status upload(tdacl_model *m, const tdacl_checkpoint *ck, const cha
         m->info.weight_bytes += (uint64_t)n * tdacl_dtype_size((*out)->dtype);
     }
     return st;
+}
+
+static tdacl_status upload(tdacl_model *m, const tdacl_checkpoint *ck, const char *name, int dtype, tdacl_tensor **out)
+{
+    return upload_part(m, ck, name, dtype, -1, 0, out);
 }
 
 static float scalar(const tdacl_checkpoint *ck, const char *name, int index)
@@ -202,25 +212,14 @@ static tdacl_status load_layer(tdacl_model *m, const tdacl_checkpoint *ck, int l
 {
     layer *L = &m->layers[l];
     char n[160];
-    const int rms = m->cfg.norm_type == 1;
     tdacl_status st = TDACL_SUCCESS;
-    /* h.<l>.<suffix>: matrices in the weight dtype, vectors in f32; biases of the layer
-     * norms only with layernorm, the head norm's gain only with head_norm rms */
-    enum { ALWAYS, LAYERNORM, HEAD_NORM };
-    static const struct { size_t at; const char *suffix; int matrix, when; } parts[] = {
-        {offsetof(layer, ln1_w), "ln_1.weight", 0, ALWAYS},           {offsetof(layer, ln1_b), "ln_1.bias", 0, LAYERNORM},
-        {offsetof(layer, attn_w), "attn.c_attn.weight", 1, ALWAYS},   {offsetof(layer, attn_b), "attn.c_attn.bias", 0, ALWAYS},
-        {offsetof(layer, proj_w), "attn.c_proj.weight", 1, ALWAYS},   {offsetof(layer, proj_b), "attn.c_proj.bias", 0, ALWAYS},
-        {offsetof(layer, ln2_w), "ln_2.weight", 0, ALWAYS},           {offsetof(layer, ln2_b), "ln_2.bias", 0, LAYERNORM},
-        {offsetof(layer, fc_w), "mlp.c_fc.weight", 1, ALWAYS},        {offsetof(layer, fc_b), "mlp.c_fc.bias", 0, ALWAYS},
-        {offsetof(layer, fcproj_w), "mlp.c_proj.weight", 1, ALWAYS},  {offsetof(layer, fcproj_b), "mlp.c_proj.bias", 0, ALWAYS},
-        {offsetof(layer, head_norm), "attn.head_norm.weight", 0, HEAD_NORM},
-    };
-    for (size_t i = 0; i < TDACL_ARRAY_LEN(parts) && !st; i++) {
-        if ((parts[i].when == LAYERNORM && rms) || (parts[i].when == HEAD_NORM && m->cfg.head_norm != TDACL_NORM_RMS))
-            continue;
-        snprintf(n, sizeof n, "h.%d.%s", l, parts[i].suffix);
-        st = upload(m, ck, n, parts[i].matrix ? (int)m->wdt : TDACL_F32, (tdacl_tensor **)((char *)L + parts[i].at));
+    /* h.<l>.<suffix> (model_pack.c's table): biases of the layer norms only with layernorm,
+     * the head norm's gain only with head_norm rms */
+    for (int i = 0; i < TDACL_LAYER_PARTS && !st; i++) {
+        if (!tdacl__layer_part_present(m, i)) continue;
+        const tdacl_layer_part *p = &tdacl__layer_parts[i];
+        snprintf(n, sizeof n, "h.%d.%s", l, p->suffix);
+        st = upload_part(m, ck, n, p->matrix ? (int)m->wdt : TDACL_F32, l, i, (tdacl_tensor **)((char *)L + p->at));
     }
     if (st) return st;
     int kind = m->cfg.attn_kind;
@@ -252,8 +251,8 @@ static tdacl_status load_layer(tdacl_model *m, const tdacl_checkpoint *ck, int l
     if (kind == TDACL_ATTN_ENTMAX && (st = load_entmax(m, ck, l))) return st;
     /* KV cache, token-major [B, ctx, C] per projected view */
     int64_t cs[3] = {m->info.max_batch, m->info.max_context, m->C};
-    st = tdacl_tensor_create(m->ctx, m->adt, 3, cs, &L->kcache);
-    if (!st) st = tdacl_tensor_create(m->ctx, m->adt, 3, cs, &L->vcache);
+    st = tdacl__model_part_create(m, l, TDACL_PART_KCACHE, m->adt, 3, cs, &L->kcache);
+    if (!st) st = tdacl__model_part_create(m, l, TDACL_PART_VCACHE, m->adt, 3, cs, &L->vcache);
     if (!st && m->kqkv == 5) st = tdacl_tensor_create(m->ctx, m->adt, 3, cs, &L->k2cache);
     return st;
 }
@@ -346,7 +345,9 @@ tdacl_status tdacl_model_load(tdacl_context *ctx, const tdacl_model_desc *desc, 
     if (!m->layers || !m->slot_len || !m->rowmap_host) st = tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
     if (!st) st = upload(m, ck, "wte.weight", (int)m->wdt, &m->wte);
     if (!st && m->cfg.position == TDACL_POSITION_LEARNED) st = upload(m, ck, "wpe.weight", (int)m->wdt, &m->wpe);
+    if (!st) st = tdacl__model_pack_plan(m, ck);
     for (int l = 0; !st && l < i->n_layer; l++) st = load_layer(m, ck, l);
+    if (!st) st = tdacl__model_pack_upload(m);
     /* desc.thresholds turns a softmax model into Top-theta (its thresholds are softmax's) */
     m->kind = m->cfg.attn_kind;
     if (!st && desc->thresholds && m->kind != TDACL_ATTN_SOFTMAX && m->kind != TDACL_ATTN_TOPK_THETA)
@@ -385,6 +386,7 @@ tdacl_status tdacl_model_destroy(tdacl_model *m)
         for (size_t k = 0; k < TDACL_ARRAY_LEN(all); k++) free_tensor(all[k]);
     }
     free(m->layers);
+    tdacl__model_pack_release(m); /* after the sub-buffers in them */
     tdacl_tensor **globals[] = {&m->wte, &m->wpe, &m->lnf_w, &m->lnf_b, &m->lm_head, &m->x, &m->xn,
                                 &m->qkv, &m->att, &m->hid, &m->last, &m->logits, &m->inv_norm[0],
                                 &m->inv_norm[1], &m->inv_norm[2], &m->inv_norm[3]};

@@ -13,7 +13,8 @@ const char *tdacl__sample_kernel(float temperature, int top_k, int vocab);
 /* 1 when a decode step of `batch` sequences runs fused (five kernels a layer); 0 with why. */
 int tdacl__model_decode_fused(const tdacl_model *m, int batch, char *why, size_t n);
 /* The decode-layer row (e.g. "decode_layer.persistent") a fused step of `batch` rows takes, or
- * NULL for the five fused kernels, with why; *launches: launches a layer. */
+ * NULL for the five fused kernels, with why; *launches: the launches of a step's layers (1: the
+ * whole stack in one, packed layers; n_layer: one a layer; 5 n_layer). */
 const char *tdacl__model_decode_layer_choice(tdacl_model *m, int batch, int *launches, char *why, size_t n);
 /* How the head of `rows` rows (one a sequence, or not) runs: 1 when the final norm (and with one
  * row a sequence the greedy pick) is fused into the LM head's GEMV; what, in words, in what. */

@@ -71,16 +71,24 @@ static void call_shape(const tdacl_model *m, int B, int pos, tdacl_decode_layer_
     c->astage = tdacl__decode_layer_astage(m->ctx, B);
 }
 
+/* The persistent row runs the whole stack in one launch where the layers are packed
+ * (TDACL_DECODE_LAUNCH=layer: one launch a layer). */
+static int stacked(const tdacl_model *m, const tdacl_variant_def *row)
+{
+    const char *per = getenv("TDACL_DECODE_LAUNCH");
+    return m->warena && tdacl__decode_layer_barriers(row, 1) && !(per && !strcmp(per, "layer"));
+}
+
 const char *tdacl__model_decode_layer_choice(tdacl_model *m, int B, int *launches, char *why, size_t n)
 {
-    *launches = 5;
+    *launches = 5 * m->info.n_layer;
     const char *env = getenv("TDACL_DECODE");
     if (env && !strcmp(env, "launches")) return snprintf(why, n, "TDACL_DECODE=launches"), NULL;
     tdacl_decode_layer_call c;
     call_shape(m, B, 0, &c);
     const tdacl_variant_def *row = NULL;
     if (!tdacl__variant_choose(m->ctx, TDACL_OP_DECODE_LAYER, &c, &row, why, n)) {
-        *launches = tdacl__decode_layer_barriers(row) ? 1 : 5;
+        *launches = stacked(m, row) ? 1 : tdacl__decode_layer_barriers(row, 1) ? m->info.n_layer : 5 * m->info.n_layer;
         return row->name;
     }
     tdacl__clear_error(m->ctx);
@@ -104,10 +112,15 @@ tdacl_status tdacl__model_decode_layers(tdacl_model *m, int B, int pos, const td
         tdacl__clear_error(m->ctx);
         return TDACL_SUCCESS;
     }
-    const int barriers = tdacl__decode_layer_barriers(row);
+    const int stack = stacked(m, row);
+    const int barriers = tdacl__decode_layer_barriers(row, stack ? m->info.n_layer : 1);
     if (!m->dl_logged)
         tdacl__log(m->ctx, TDACL_LOG_DEBUG, "model decode step: %s (%s)",
-                   barriers ? "one launch a layer" : "the one-launch layer's five steps in a launch each", why);
+                   stack      ? "one launch for every layer"
+                   : barriers ? (m->warena ? "one launch a layer (TDACL_DECODE_LAUNCH=layer)"
+                                           : "one launch a layer (the layers are not packed)")
+                              : "the one-launch layer's five steps in a launch each",
+                   why);
     m->dl_logged = 1;
     if ((st = tdacl__decode_layer_groups(m->ctx, row, &c.groups))) return st;
     /* the last step's error word, if it has landed */
@@ -126,7 +139,17 @@ tdacl_status tdacl__model_decode_layers(tdacl_model *m, int B, int pos, const td
     /* the first layer embeds the rows where they are staged; else the embedding kernel first */
     const int embed_inside = (int64_t)B * m->C <= c.astage;
     if (!embed_inside) st = tdacl__model_embed(m, B, 1, pos, kv);
-    for (int l = 0; l < m->info.n_layer && !st; l++) {
+    if (stack) {
+        c.tokens = embed_inside ? m->tokens : NULL;
+        c.wte = c.tokens ? mem(m->wte) : NULL, c.wpe = c.tokens ? mem(m->wpe) : NULL;
+        c.n_layer = m->info.n_layer, c.warena = m->warena, c.carena = m->carena;
+        memcpy(c.lay, m->wlay, sizeof m->wlay);
+        c.lay[12] = m->wstride, c.lay[13] = 0, c.lay[14] = m->cache_bytes, c.lay[15] = 2 * m->cache_bytes;
+        c.bar_base = m->dl_bar;
+        st = row->launch(m->ctx, row, &c, NULL);
+        m->dl_bar += (uint32_t)(barriers * c.groups);
+    }
+    for (int l = 0; l < m->info.n_layer && !st && !stack; l++) {
         const layer *L = &m->layers[l];
         c.tokens = l == 0 && embed_inside ? m->tokens : NULL;
         c.wte = c.tokens ? mem(m->wte) : NULL, c.wpe = c.tokens ? mem(m->wpe) : NULL;

@@ -24,6 +24,18 @@ typedef struct layer {
 
 /* Called before each layer's attention of a prefill (tdacl_model_calibrate): qkv holds the
  * layer's projections, RoPE applied, for B sequences of T tokens. */
+/* A layer's checkpoint tensors h.<l>.<suffix> (model_pack.c): matrices in the weight dtype,
+ * vectors in f32; the first TDACL_PACKED_PARTS are packed for the one-launch token, then the
+ * head norm; the caches are the parts after the table. */
+enum { TDACL_PART_ALWAYS, TDACL_PART_LAYERNORM, TDACL_PART_HEAD_NORM };
+enum { TDACL_PACKED_PARTS = 12, TDACL_LAYER_PARTS = 13, TDACL_PART_KCACHE = 13, TDACL_PART_VCACHE = 14 };
+typedef struct tdacl_layer_part {
+    size_t at; /* offsetof(layer, ...) */
+    const char *suffix;
+    int matrix, when; /* when: ALWAYS, only with LayerNorm, only with an RMS head norm */
+} tdacl_layer_part;
+extern const tdacl_layer_part tdacl__layer_parts[TDACL_LAYER_PARTS];
+
 typedef tdacl_status (*tdacl_attention_hook)(tdacl_model *m, int layer, int B, int T, void *user);
 
 struct tdacl_model {
@@ -76,6 +88,12 @@ struct tdacl_model {
     cl_uint dl_flag;
     cl_event dl_flag_ev;
     int dl_logged; /* the choice of decode path was logged */
+    /* the layers packed (model_pack.c; NULL arenas: not): part i of layer l at byte
+     * l * wstride + wlay[i] of warena (-1: absent), its K and V caches at (2l + 0 or 1) *
+     * cache_bytes of carena */
+    cl_mem warena, carena;
+    int64_t wlay[TDACL_PACKED_PARTS], wstride, cache_bytes;
+    unsigned char *wimage; /* while loading: warena's contents on the host */
 };
 
 /* The whole stack for B sequences of T new tokens at positions pos0 ... pos0 + T - 1 in cache
@@ -96,6 +114,23 @@ tdacl_status tdacl__model_decode_layers(tdacl_model *m, int B, int pos, const td
  * when a grid barrier gave up.  Releases the decode layer's buffers with release. */
 tdacl_status tdacl__model_decode_check(tdacl_model *m, int wait);
 void tdacl__model_decode_release(tdacl_model *m);
+/* Part `part` of the layers' table is present in this model (LayerNorm biases, head norm). */
+int tdacl__layer_part_present(const tdacl_model *m, int part);
+/* Lays out the arenas of the packed layers from the checkpoint's shapes and allocates them,
+ * when every layer's tensors have the same sizes and the arenas fit one allocation (else the
+ * debug log says why and the tensors get buffers of their own). */
+tdacl_status tdacl__model_pack_plan(tdacl_model *m, const tdacl_checkpoint *ck);
+/* Part `part` (or TDACL_PART_KCACHE / _VCACHE) of layer l: in its arena when packed. */
+tdacl_status tdacl__model_part_create(tdacl_model *m, int l, int part, tdacl_dtype dt, int nd, const int64_t *shape,
+                                      tdacl_tensor **out);
+/* While loading packed layers: n elements of data (dtype data_dt) into the host image of
+ * warena as part `part` of layer l in dtype dt; 0 (nothing done) when that part is not packed. */
+int tdacl__model_part_staged(tdacl_model *m, int l, int part, tdacl_dtype dt, const void *data, tdacl_dtype data_dt,
+                             int64_t n);
+/* The packed layers' host image into warena, in one write (then freed). */
+tdacl_status tdacl__model_pack_upload(tdacl_model *m);
+/* Releases the arenas (after the tensors in them). */
+void tdacl__model_pack_release(tdacl_model *m);
 /* A kernel of cl/layers.cl built for the model's weight dtype (and extra options). */
 tdacl_status tdacl__model_layers_kernel(tdacl_model *m, const char *name, const char *extra, cl_kernel *k);
 

@@ -43,7 +43,10 @@ int tdacl__decode_layer_astage(const tdacl_context *ctx, int M)
     return floats < most ? floats : most;
 }
 
-int tdacl__decode_layer_barriers(const tdacl_variant_def *row) { return is_phased(row) ? 0 : 4; }
+int tdacl__decode_layer_barriers(const tdacl_variant_def *row, int n_layer)
+{
+    return is_phased(row) ? 0 : 5 * (n_layer > 1 ? n_layer : 1) - 1;
+}
 
 void tdacl__decode_layer_splits(int groups, int M, int H, int keys, int *nsplit, int *split_len)
 {
@@ -126,11 +129,15 @@ static tdacl_status kernel_for(tdacl_context *ctx, const tdacl_variant_def *row,
     if (c->tokens && (int64_t)c->M * c->C > c->astage)
         return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "decode_layer: %d rows of %d embedded in the launch exceed "
                            "its local copy of %d elements (embed them first)", c->M, c->C, c->astage);
+    if (c->n_layer > 1 && (phase || !c->warena || !c->carena))
+        return tdacl__fail(ctx, TDACL_ERR_INVALID_ARGUMENT, "decode_layer: %d layers in a launch need the persistent "
+                           "kernel and the packed layers' buffers", c->n_layer);
     tdacl_strbuf opts = {0};
     tdacl__variant_options(row, c, v, &opts);
-    const int embed = c->tokens && phase <= 1; /* step 1 embeds */
+    const int embed = c->tokens && phase <= 1, layers = c->n_layer > 1; /* step 1 embeds */
     if (embed) tdacl__sb_printf(&opts, " -DDL_EMBED=1");
     if (phase) tdacl__sb_printf(&opts, " -DDL_PHASE=%d", phase);
+    if (layers) tdacl__sb_printf(&opts, " -DDL_LAYERS=1");
     if (opts.oom) return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "decode_layer: out of memory");
     tdacl_status st = tdacl__variant_kernel(ctx, row, opts.data, "decode_layer", k);
     tdacl__sb_free(&opts);
@@ -139,19 +146,32 @@ static tdacl_status kernel_for(tdacl_context *ctx, const tdacl_variant_def *row,
     cl_long cache_ld = c->cache_ld;
     cl_float eps = c->eps, scale = c->scale;
     cl_uint base = c->bar_base;
+    const char *name = "decode_layer";
+    st = tdacl__set_args(ctx, *k, name, sizeof c->x, &c->x, sizeof c->xmid, &c->xmid, sizeof c->qkv, &c->qkv, sizeof c->att,
+                         &c->att, sizeof c->hid, &c->hid, sizeof c->scratch, &c->scratch, sizeof c->sync, &c->sync, (size_t)0);
+    /* the layer's tensors (7-20), or the packed stack's (7-10) */
+    cl_int nl = c->n_layer;
+    cl_long16 lay;
+    for (int i = 0; i < 16; i++) lay.s[i] = c->lay[i];
+    if (!st)
+        st = layers ? tdacl__set_args_from(ctx, *k, name, 7, sizeof c->warena, &c->warena, sizeof c->carena, &c->carena,
+                                           sizeof lay, &lay, sizeof nl, &nl, (size_t)0)
+                    : tdacl__set_args_from(ctx, *k, name, 7, sizeof c->ln1_w, &c->ln1_w, sizeof c->ln1_b, &c->ln1_b,
+                                           sizeof c->attn_w, &c->attn_w, sizeof c->attn_b, &c->attn_b, sizeof c->proj_w,
+                                           &c->proj_w, sizeof c->proj_b, &c->proj_b, sizeof c->ln2_w, &c->ln2_w,
+                                           sizeof c->ln2_b, &c->ln2_b, sizeof c->fc_w, &c->fc_w, sizeof c->fc_b, &c->fc_b,
+                                           sizeof c->fcproj_w, &c->fcproj_w, sizeof c->fcproj_b, &c->fcproj_b,
+                                           sizeof c->kc, &c->kc, sizeof c->vc, &c->vc, (size_t)0);
+    const cl_uint rest = layers ? 11 : 21;
+    if (!st)
+        st = tdacl__set_args_from(ctx, *k, name, rest, sizeof c->rowmap, &c->rowmap, sizeof M, &M, sizeof C, &C, sizeof H,
+                                  &H, sizeof pos, &pos, sizeof cache_ld, &cache_ld, sizeof eps, &eps, sizeof rms, &rms,
+                                  sizeof scale, &scale, sizeof ns, &ns, sizeof sl, &sl, sizeof base, &base, (size_t)0);
     /* the embedding's arguments (DL_EMBED) follow only where compiled in */
-    st = embed ? tdacl__set_args_from(ctx, *k, "decode_layer", 33, sizeof c->tokens, &c->tokens, sizeof c->wte,
-                                          &c->wte, sizeof c->wpe, &c->wpe, (size_t)0)
-                   : TDACL_SUCCESS;
-    return st ? st : tdacl__set_args(ctx, *k, "decode_layer", sizeof c->x, &c->x, sizeof c->xmid, &c->xmid, sizeof c->qkv, &c->qkv,
-                           sizeof c->att, &c->att, sizeof c->hid, &c->hid, sizeof c->scratch, &c->scratch, sizeof c->sync,
-                           &c->sync, sizeof c->ln1_w, &c->ln1_w, sizeof c->ln1_b, &c->ln1_b, sizeof c->attn_w, &c->attn_w,
-                           sizeof c->attn_b, &c->attn_b, sizeof c->proj_w, &c->proj_w, sizeof c->proj_b, &c->proj_b,
-                           sizeof c->ln2_w, &c->ln2_w, sizeof c->ln2_b, &c->ln2_b, sizeof c->fc_w, &c->fc_w, sizeof c->fc_b,
-                           &c->fc_b, sizeof c->fcproj_w, &c->fcproj_w, sizeof c->fcproj_b, &c->fcproj_b, sizeof c->kc,
-                           &c->kc, sizeof c->vc, &c->vc, sizeof c->rowmap, &c->rowmap, sizeof M, &M, sizeof C, &C,
-                           sizeof H, &H, sizeof pos, &pos, sizeof cache_ld, &cache_ld, sizeof eps, &eps, sizeof rms,
-                           &rms, sizeof scale, &scale, sizeof ns, &ns, sizeof sl, &sl, sizeof base, &base, (size_t)0);
+    if (!st && embed)
+        st = tdacl__set_args_from(ctx, *k, name, rest + 12, sizeof c->tokens, &c->tokens, sizeof c->wte, &c->wte,
+                                  sizeof c->wpe, &c->wpe, (size_t)0);
+    return st;
 }
 
 static tdacl_status launch_steps(tdacl_context *ctx, const tdacl_variant_def *row, const tdacl_decode_layer_call *c,

@@ -29,6 +29,13 @@ typedef struct tdacl_decode_layer_call {
     /* the first layer may embed the rows itself, x = wte[tokens[m]] + wpe[position] (-DDL_EMBED;
      * only where M * C <= astage); tokens NULL: x holds the rows */
     cl_mem tokens, wte, wpe;
+    /* n_layer > 1 (the persistent row only): the whole stack in the launch (-DDL_LAYERS) from
+     * the packed layers (src/model/model_pack.c), the per-layer tensors above unused: layer l's
+     * weight tensor i at byte l * lay[12] + lay[i] of warena (lay[i] < 0: absent), its K and V
+     * caches at l * lay[15] + lay[13] and + lay[14] of carena */
+    int n_layer;
+    cl_mem warena, carena;
+    int64_t lay[16];
 } tdacl_decode_layer_call;
 
 /* Work-groups of a launch of `row`: the persistent kernel's, one per compute unit on NVIDIA
@@ -38,13 +45,14 @@ tdacl_status tdacl__decode_layer_groups(tdacl_context *ctx, const tdacl_variant_
 /* Key splits of M rows of H heads over `keys` keys: about one unit per work-group, at most
  * TDACL_DECODE_LAYER_MAX_SPLIT keys a split. */
 void tdacl__decode_layer_splits(int groups, int M, int H, int keys, int *nsplit, int *split_len);
-/* Grid barriers a launch of `row` passes (the host advances bar_base by this times groups). */
 /* fp32 elements of the kernel's local copy of the GEMVs' activation rows (-DDL_AST) for M rows
  * on the context's device: what its local memory holds beside the kernel's other arrays, at
  * most 4096 at M = 1 and 8192 above (a step whose rows exceed it reads them from global memory) */
 int tdacl__decode_layer_astage(const tdacl_context *ctx, int M);
 
-int tdacl__decode_layer_barriers(const tdacl_variant_def *row);
+/* Grid barriers a launch of `row` over n_layer layers passes (the host advances bar_base by
+ * this times groups): five a layer less one, or none (the phased row) */
+int tdacl__decode_layer_barriers(const tdacl_variant_def *row, int n_layer);
 /* Floats of the attention scratch for nsplit splits of M rows and H heads of size d. */
 size_t tdacl__decode_layer_scratch(int M, int H, int d, int nsplit);
 

@@ -165,6 +165,10 @@ struct tdacl_tensor {
 };
 
 int tdacl__tensor_is_contiguous(const tdacl_tensor *t);
+/* A contiguous tensor over the sub-buffer of parent at byte origin (a multiple of the device's
+ * CL_DEVICE_MEM_BASE_ADDR_ALIGN); the parent must outlive it. */
+tdacl_status tdacl__tensor_create_sub(tdacl_context *ctx, cl_mem parent, size_t origin, tdacl_dtype dtype, int ndim,
+                                     const int64_t *shape, tdacl_tensor **out);
 /* 1 when no two elements of the view share a storage location (an output must be). */
 int tdacl__view_is_injective(const tdacl_tensor *t);
 int64_t tdacl__numel(const tdacl_tensor *t);

@@ -150,6 +150,35 @@ tdacl_status tdacl_tensor_create(tdacl_context *ctx, tdacl_dtype dtype, int ndim
     return TDACL_SUCCESS;
 }
 
+tdacl_status tdacl__tensor_create_sub(tdacl_context *ctx, cl_mem parent, size_t origin, tdacl_dtype dtype, int ndim,
+                                     const int64_t *shape, tdacl_tensor **out)
+{
+    const char *call = "tdacl__tensor_create_sub";
+    *out = NULL;
+    int64_t n;
+    tdacl_status st = check_shape(ctx, call, ndim, shape, &n);
+    if (st) return st;
+    const size_t bytes = (size_t)n * tdacl_dtype_size(dtype);
+    tdacl_tensor *t = calloc(1, sizeof *t);
+    tdacl_storage *s = calloc(1, sizeof *s);
+    if (!t || !s) {
+        free(t), free(s);
+        return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "%s: out of host memory", call);
+    }
+    cl_buffer_region region = {origin, bytes ? bytes : 4};
+    cl_int err;
+    s->mem = clCreateSubBuffer(parent, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+    if (!s->mem) {
+        free(t), free(s);
+        return tdacl__fail_cl(ctx, err, "%s: clCreateSubBuffer(%zu bytes at %zu)", call, region.size, origin);
+    }
+    s->bytes = bytes;
+    s->refs = 1;
+    contiguous_on(t, ctx, s, dtype, ndim, shape);
+    *out = t;
+    return TDACL_SUCCESS;
+}
+
 tdacl_status tdacl_tensor_from_cl_mem(tdacl_context *ctx, void *cl_mem_handle, size_t offset_bytes,
                                       tdacl_dtype dtype, int ndim, const int64_t *shape, tdacl_tensor **out)
 {
