@@ -9,6 +9,8 @@
 #include "model/model_impl.h"
 #include "ops/decode_layer.h"
 
+enum { DL_CHECK_STEPS = 8 };
+
 static cl_mem mem(const tdacl_tensor *t) { return t ? t->storage->mem : NULL; }
 
 static tdacl_status buffer(tdacl_model *m, cl_mem *b, size_t bytes, const char *what)
@@ -33,7 +35,16 @@ static tdacl_status reset_sync(tdacl_model *m)
     return err ? tdacl__fail_cl(m->ctx, err, "model decode layer: zeroing the barrier counters") : TDACL_SUCCESS;
 }
 
-tdacl_status tdacl__model_decode_check(tdacl_model *m, int wait)
+/* The error word read without waiting (dl_flag_ev marks its landing). */
+static tdacl_status read_flag(tdacl_model *m)
+{
+    m->dl_unread = 0;
+    cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->dl_sync, CL_FALSE, 4, 4, &m->dl_flag, 0, NULL, &m->dl_flag_ev);
+    return err ? tdacl__fail_cl(m->ctx, err, "model decode layer: reading its error word") : TDACL_SUCCESS;
+}
+
+/* The last read of the error word, if it has landed (wait: once it has). */
+static tdacl_status landed(tdacl_model *m, int wait)
 {
     if (!m->dl_flag_ev) return TDACL_SUCCESS;
     cl_int state = CL_QUEUED;
@@ -49,6 +60,14 @@ tdacl_status tdacl__model_decode_check(tdacl_model *m, int wait)
     return st ? st : tdacl__fail(m->ctx, TDACL_ERR_INTERNAL, "model decode: a grid barrier of the one-launch decode layer "
                                  "gave up waiting (its work-groups were not all resident); the logits since are NaN. "
                                  "TDACL_DECODE=launches decodes without it");
+}
+
+tdacl_status tdacl__model_decode_check(tdacl_model *m, int wait)
+{
+    tdacl_status st = landed(m, wait);
+    if (st || !wait || !m->dl_unread) return st;
+    /* waiting (a read of the logits): the steps since that read too */
+    return (st = read_flag(m)) ? st : landed(m, 1);
 }
 
 void tdacl__model_decode_release(tdacl_model *m)
@@ -161,11 +180,10 @@ tdacl_status tdacl__model_decode_layers(tdacl_model *m, int B, int pos, const td
         st = row->launch(m->ctx, row, &c, NULL);
         m->dl_bar += (uint32_t)(barriers * c.groups);
     }
-    /* the error word back without waiting, when the last read has landed */
-    if (!st && !m->dl_flag_ev) {
-        cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->dl_sync, CL_FALSE, 4, 4, &m->dl_flag, 0, NULL, &m->dl_flag_ev);
-        if (err) st = tdacl__fail_cl(m->ctx, err, "model decode layer: reading its error word");
-    }
+    /* the error word back without waiting, every DL_CHECK_STEPS steps when the last read has
+     * landed: each read between two kernels of the in-order queue costs the step a stall */
+    m->dl_unread++;
+    if (!st && !m->dl_flag_ev && m->dl_unread >= DL_CHECK_STEPS) st = read_flag(m);
     if (!st) *taken = 1;
     return st;
 }

@@ -87,6 +87,7 @@ struct tdacl_model {
     uint32_t dl_bar;
     cl_uint dl_flag;
     cl_event dl_flag_ev;
+    int dl_unread; /* steps since the error word's last read was issued */
     int dl_logged; /* the choice of decode path was logged */
     /* the layers packed (model_pack.c; NULL arenas: not): part i of layer l at byte
      * l * wstride + wlay[i] of warena (-1: absent), its K and V caches at (2l + 0 or 1) *
