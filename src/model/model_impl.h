@@ -77,6 +77,7 @@ struct tdacl_model {
     int drawn_on_device;
     int32_t *drawn;
     cl_event drawn_ev;
+    cl_command_queue read_queue; /* the copies into `drawn` (model_sample.c) */
     int greedy_ready; /* the last head's GEMV left each sequence's greedy pick in `tokens` */
     int head_logged;  /* the head's path was logged */
     /* the decode layer in one launch (model_decode.c): its grid barrier's counter and error
@@ -132,6 +133,9 @@ int tdacl__model_part_staged(tdacl_model *m, int l, int part, tdacl_dtype dt, co
 tdacl_status tdacl__model_pack_upload(tdacl_model *m);
 /* Releases the arenas (after the tensors in them). */
 void tdacl__model_pack_release(tdacl_model *m);
+/* Before a write to `tokens` on the context's queue: that queue waits for the copy of the last
+ * draw (on the model's read queue) to finish reading it. */
+void tdacl__model_tokens_guard(tdacl_model *m);
 /* A kernel of cl/layers.cl built for the model's weight dtype (and extra options). */
 tdacl_status tdacl__model_layers_kernel(tdacl_model *m, const char *name, const char *extra, cl_kernel *k);
 

@@ -14,6 +14,31 @@ const char *tdacl__sample_kernel(float temperature, int top_k, int vocab)
     return temperature == 0.0f || top_k == 1 ? "sample_greedy" : top_k >= vocab ? "sample_all" : "sample_topk";
 }
 
+void tdacl__model_tokens_guard(tdacl_model *m)
+{
+    if (m->drawn_ev) clEnqueueBarrierWithWaitList(m->ctx->queue, 1, &m->drawn_ev, NULL);
+}
+
+/* The ids back to `drawn` once the queue's work so far is done, on a queue of their own: a read
+ * between two kernels of the in-order queue stalled the next step's kernels (H200,
+ * bench/results/decode-stack-h200/side-read).  Writers of `tokens` wait for it
+ * (tdacl__model_tokens_guard). */
+static cl_int read_ids(tdacl_model *m)
+{
+    cl_int err = CL_SUCCESS;
+    if (!m->read_queue) m->read_queue = clCreateCommandQueue(m->ctx->cl, m->ctx->device, 0, &err);
+    if (!m->read_queue) return err;
+    cl_event done;
+    if ((err = clEnqueueMarkerWithWaitList(m->ctx->queue, 0, NULL, &done))) return err;
+    err = clEnqueueReadBuffer(m->read_queue, m->tokens, CL_FALSE, 0, (size_t)m->batch * 4, m->drawn, 1, &done,
+                              &m->drawn_ev);
+    clReleaseEvent(done);
+    /* start now: the caller may enqueue the next step before waiting */
+    if (!err) err = clFlush(m->ctx->queue);
+    if (!err) err = clFlush(m->read_queue);
+    return err;
+}
+
 tdacl_status tdacl_model_sample(tdacl_model *m, float temperature, int top_k, uint64_t *seed)
 {
     const char *call = "tdacl_model_sample";
@@ -52,10 +77,8 @@ tdacl_status tdacl_model_sample(tdacl_model *m, float temperature, int top_k, ui
         if (st) return st;
     }
     m->greedy_ready = greedy; /* `tokens` holds greedy picks still, or another draw now */
-    cl_int err = clEnqueueReadBuffer(m->ctx->queue, m->tokens, CL_FALSE, 0, (size_t)m->batch * 4, m->drawn, 0, NULL,
-                                     &m->drawn_ev);
+    cl_int err = read_ids(m);
     if (err) return tdacl__fail_cl(m->ctx, err, "%s: reading the ids back", call);
-    clFlush(m->ctx->queue); /* start now: the caller may enqueue the next step before waiting */
     if (!greedy) *seed += (uint64_t)m->batch * 0x9e3779b97f4a7c15ULL;
     m->drawn_on_device = 1;
     return TDACL_SUCCESS;
