@@ -729,7 +729,7 @@ tdacl_status tdacl__model_forward(tdacl_model *m, int B, int T, int pos0, int sl
     /* blocking: `tokens` is the caller's memory, free to change once we return; NULL: the
      * tokens tdacl_model_sample left on the device */
     if (tokens) {
-        tdacl__model_tokens_guard(m);
+        if ((st = tdacl__model_tokens_guard(m))) return st;
         cl_int err = clEnqueueWriteBuffer(m->ctx->queue, m->tokens, CL_TRUE, 0, (size_t)rows * 4, tokens, 0, NULL, NULL);
         if (err) return tdacl__fail_cl(m->ctx, err, "model: uploading tokens");
     }
@@ -804,10 +804,10 @@ static tdacl_status head(tdacl_model *m, int B, int T, int last_only)
     m->head_logged = 1;
     m->greedy_ready = 0;
     if (fused) {
-        if (one_row) tdacl__model_tokens_guard(m); /* the greedy picks go to `tokens` */
         const tdacl_gemv_fusion f = {.norm_w = m->lnf_w, .norm_b = m->lnf_b, .eps = m->cfg.layer_norm_epsilon,
                                      .rms = m->cfg.norm_type == 1, .argmax_ids = one_row ? m->tokens : NULL};
-        st = tdacl__gemv_fused(m->ctx, m->logits, src, head, NULL, NULL, 0, out_rows, V, C, 1, &f);
+        if (one_row) st = tdacl__model_tokens_guard(m); /* the greedy picks go to `tokens` */
+        if (!st) st = tdacl__gemv_fused(m->ctx, m->logits, src, head, NULL, NULL, 0, out_rows, V, C, 1, &f);
         m->greedy_ready = !st && one_row;
     } else {
         st = norm(m, m->xn, src, m->lnf_w, m->lnf_b, out_rows);

@@ -135,7 +135,7 @@ tdacl_status tdacl__model_pack_upload(tdacl_model *m);
 void tdacl__model_pack_release(tdacl_model *m);
 /* Before a write to `tokens` on the context's queue: that queue waits for the copy of the last
  * draw (on the model's read queue) to finish reading it. */
-void tdacl__model_tokens_guard(tdacl_model *m);
+tdacl_status tdacl__model_tokens_guard(tdacl_model *m);
 /* A kernel of cl/layers.cl built for the model's weight dtype (and extra options). */
 tdacl_status tdacl__model_layers_kernel(tdacl_model *m, const char *name, const char *extra, cl_kernel *k);
 

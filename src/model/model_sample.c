@@ -14,9 +14,10 @@ const char *tdacl__sample_kernel(float temperature, int top_k, int vocab)
     return temperature == 0.0f || top_k == 1 ? "sample_greedy" : top_k >= vocab ? "sample_all" : "sample_topk";
 }
 
-void tdacl__model_tokens_guard(tdacl_model *m)
+tdacl_status tdacl__model_tokens_guard(tdacl_model *m)
 {
-    if (m->drawn_ev) clEnqueueBarrierWithWaitList(m->ctx->queue, 1, &m->drawn_ev, NULL);
+    cl_int err = m->drawn_ev ? clEnqueueBarrierWithWaitList(m->ctx->queue, 1, &m->drawn_ev, NULL) : CL_SUCCESS;
+    return err ? tdacl__fail_cl(m->ctx, err, "model: ordering a write of the ids after their last read") : TDACL_SUCCESS;
 }
 
 /* The ids back to `drawn` once the queue's work so far is done, on a queue of their own: a read
