@@ -158,27 +158,25 @@ tdacl_status tdacl__model_decode_layers(tdacl_model *m, int B, int pos, const td
     /* the first layer embeds the rows where they are staged; else the embedding kernel first */
     const int embed_inside = (int64_t)B * m->C <= c.astage;
     if (!embed_inside) st = tdacl__model_embed(m, B, 1, pos, kv);
+    /* only the first launch embeds */
+    c.tokens = embed_inside ? m->tokens : NULL;
+    c.wte = c.tokens ? mem(m->wte) : NULL, c.wpe = c.tokens ? mem(m->wpe) : NULL;
     if (stack) {
-        c.tokens = embed_inside ? m->tokens : NULL;
-        c.wte = c.tokens ? mem(m->wte) : NULL, c.wpe = c.tokens ? mem(m->wpe) : NULL;
         c.n_layer = m->info.n_layer, c.warena = m->warena, c.carena = m->carena;
-        memcpy(c.lay, m->wlay, sizeof m->wlay);
-        c.lay[12] = m->wstride, c.lay[13] = 0, c.lay[14] = m->cache_bytes, c.lay[15] = 2 * m->cache_bytes;
-        c.bar_base = m->dl_bar;
-        st = row->launch(m->ctx, row, &c, NULL);
-        m->dl_bar += (uint32_t)(barriers * c.groups);
+        tdacl__model_pack_layout(m, c.lay);
     }
-    for (int l = 0; l < m->info.n_layer && !st && !stack; l++) {
-        const layer *L = &m->layers[l];
-        c.tokens = l == 0 && embed_inside ? m->tokens : NULL;
-        c.wte = c.tokens ? mem(m->wte) : NULL, c.wpe = c.tokens ? mem(m->wpe) : NULL;
-        c.ln1_w = mem(L->ln1_w), c.ln1_b = mem(L->ln1_b), c.attn_w = mem(L->attn_w), c.attn_b = mem(L->attn_b);
-        c.proj_w = mem(L->proj_w), c.proj_b = mem(L->proj_b), c.ln2_w = mem(L->ln2_w), c.ln2_b = mem(L->ln2_b);
-        c.fc_w = mem(L->fc_w), c.fc_b = mem(L->fc_b), c.fcproj_w = mem(L->fcproj_w), c.fcproj_b = mem(L->fcproj_b);
-        c.kc = mem(L->kcache), c.vc = mem(L->vcache);
+    for (int l = 0; l < (stack ? 1 : m->info.n_layer) && !st; l++) {
+        if (!stack) {
+            const layer *L = &m->layers[l];
+            c.ln1_w = mem(L->ln1_w), c.ln1_b = mem(L->ln1_b), c.attn_w = mem(L->attn_w), c.attn_b = mem(L->attn_b);
+            c.proj_w = mem(L->proj_w), c.proj_b = mem(L->proj_b), c.ln2_w = mem(L->ln2_w), c.ln2_b = mem(L->ln2_b);
+            c.fc_w = mem(L->fc_w), c.fc_b = mem(L->fc_b), c.fcproj_w = mem(L->fcproj_w), c.fcproj_b = mem(L->fcproj_b);
+            c.kc = mem(L->kcache), c.vc = mem(L->vcache);
+        }
         c.bar_base = m->dl_bar;
         st = row->launch(m->ctx, row, &c, NULL);
         m->dl_bar += (uint32_t)(barriers * c.groups);
+        c.tokens = c.wte = c.wpe = NULL;
     }
     /* the error word back without waiting, every DL_CHECK_STEPS steps when the last read has
      * landed: each read between two kernels of the in-order queue costs the step a stall */

@@ -131,6 +131,9 @@ int tdacl__model_part_staged(tdacl_model *m, int l, int part, tdacl_dtype dt, co
                              int64_t n);
 /* The packed layers' host image into warena, in one write (then freed). */
 tdacl_status tdacl__model_pack_upload(tdacl_model *m);
+/* The packed layers' byte offsets as cl/decode_layer.cl's DL_LAYERS takes them
+ * (tdacl_decode_layer_call.lay): the weight parts, their layer stride, K, V, the caches' stride. */
+void tdacl__model_pack_layout(const tdacl_model *m, int64_t lay[16]);
 /* Releases the arenas (after the tensors in them). */
 void tdacl__model_pack_release(tdacl_model *m);
 /* Before a write to `tokens` on the context's queue: that queue waits for the copy of the last

@@ -142,10 +142,19 @@ tdacl_status tdacl__model_part_create(tdacl_model *m, int l, int part, tdacl_dty
     if (part < TDACL_PACKED_PARTS && m->warena)
         return tdacl__tensor_create_sub(m->ctx, m->warena, (size_t)(l * m->wstride + m->wlay[part]), dt, nd, shape, out);
     if ((part == TDACL_PART_KCACHE || part == TDACL_PART_VCACHE) && m->carena) {
-        const int64_t at = (2 * (int64_t)l + (part == TDACL_PART_VCACHE)) * m->cache_bytes;
+        int64_t lay[16];
+        tdacl__model_pack_layout(m, lay);
+        const int64_t at = l * lay[15] + lay[part == TDACL_PART_KCACHE ? 13 : 14];
         return tdacl__tensor_create_sub(m->ctx, m->carena, (size_t)at, dt, nd, shape, out);
     }
     return tdacl_tensor_create(m->ctx, dt, nd, shape, out);
+}
+
+void tdacl__model_pack_layout(const tdacl_model *m, int64_t lay[16])
+{
+    memcpy(lay, m->wlay, sizeof m->wlay);
+    lay[12] = m->wstride;
+    lay[13] = 0, lay[14] = m->cache_bytes, lay[15] = 2 * m->cache_bytes; /* layer l: K then V */
 }
 
 void tdacl__model_pack_release(tdacl_model *m)
