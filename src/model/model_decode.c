@@ -87,7 +87,8 @@ static void call_shape(const tdacl_model *m, int B, int pos, tdacl_decode_layer_
     c->wdt = m->wdt, c->adt = m->adt, c->M = B, c->C = m->C, c->H = m->H, c->d = m->d, c->pos = pos;
     c->cache_ld = (int64_t)m->info.max_context * m->C;
     c->eps = m->cfg.layer_norm_epsilon, c->scale = 1.0f / sqrtf((float)m->d);
-    c->astage = tdacl__decode_layer_astage(m->ctx, B);
+    tdacl__decode_layer_wg(&c->wg); /* a bad $TDACL_DECODE_WG fails the step (tdacl__model_decode_layers) */
+    c->astage = tdacl__decode_layer_astage(m->ctx, B, c->wg);
 }
 
 /* The persistent row runs the whole stack in one launch where the layers are packed
@@ -142,6 +143,9 @@ tdacl_status tdacl__model_decode_layers(tdacl_model *m, int B, int pos, const td
                    why);
     m->dl_logged = 1;
     if ((st = tdacl__decode_layer_groups(m->ctx, row, &c.groups))) return st;
+    if (tdacl__decode_layer_wg(&c.wg))
+        return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "TDACL_DECODE_WG=%s is not a power of two 64..1024",
+                           getenv("TDACL_DECODE_WG"));
     /* the last step's error word, if it has landed */
     if ((st = tdacl__model_decode_check(m, 0))) return st;
     tdacl__decode_layer_splits(c.groups, B, m->H, pos + 1, &c.nsplit, &c.split_len);

@@ -35,9 +35,23 @@ tdacl_status tdacl__decode_layer_groups(tdacl_context *ctx, const tdacl_variant_
     return TDACL_SUCCESS;
 }
 
-int tdacl__decode_layer_astage(const tdacl_context *ctx, int M)
+int tdacl__decode_layer_wg(int *wg)
 {
-    const int64_t others = 14 * 1024; /* lbuf, out, lq, lp, red, stats: under 14 KB at M = 8 */
+    *wg = TDACL_DECODE_LAYER_WG;
+    const char *env = getenv("TDACL_DECODE_WG");
+    if (!env || !*env) return 0;
+    char *end;
+    const long v = strtol(env, &end, 10);
+    if (*end || v < 64 || v > 1024 || (v & (v - 1))) return -1;
+    *wg = (int)v;
+    return 0;
+}
+
+int tdacl__decode_layer_astage(const tdacl_context *ctx, int M, int wg)
+{
+    /* lbuf (8 wg floats), lp and red (wg each), out, lq and stats (1024 at most): under 14 KB
+     * at 256 work-items and M = 8 */
+    const int64_t others = 4 * (10 * (int64_t)wg + 1024) + 512;
     const int64_t spare = (int64_t)ctx->info.local_mem_bytes - others;
     const int floats = spare > 0 ? (int)(spare / 4 / 1024) * 1024 : 0, most = M <= 1 ? 4096 : 8192;
     return floats < most ? floats : most;
@@ -73,10 +87,10 @@ static int shape_supports(const tdacl_decode_layer_call *c, int forced_row, char
     if (c->rope) return snprintf(why, n, "it runs learned positions, not RoPE"), 1;
     if (c->M < 1 || c->M > 8) return snprintf(why, n, "%d rows: it takes 1 to 8", c->M), 1;
     const int vw = c->adt == TDACL_F32 ? 4 : 8, dg = c->d / vw;
-    if (c->C % 8 || c->C > 8 * TDACL_DECODE_LAYER_WG || c->d % 8 || c->d > 256 || TDACL_DECODE_LAYER_WG % dg ||
-        (dg & (dg - 1)))
-        return snprintf(why, n, "width %d and head size %d: it takes multiples of 8, width <= %d, head size <= 256 "
-                        "with d / %d a power of two", c->C, c->d, 8 * TDACL_DECODE_LAYER_WG, vw), 1;
+    if (c->C % 8 || c->C > 8 * c->wg || c->d % 8 || c->d > 256 || c->d > c->wg || c->wg % dg || (dg & (dg - 1)))
+        return snprintf(why, n, "width %d and head size %d: at %d work-items a work-group it takes multiples of 8, "
+                        "width <= %d, head size <= %d with d / %d a power of two", c->C, c->d, c->wg, 8 * c->wg,
+                        c->wg < 256 ? c->wg : 256, vw), 1;
     /* measured on the H200 (bench/results/decode-layer-h200): with fp32 activations five
      * launches a layer are faster (0.90 against 1.05 ms a GPT-2-small token at ctx 1024) */
     if (c->adt == TDACL_F32 && !forced_row)
@@ -118,7 +132,7 @@ void tdacl__decode_layer_call_options(const void *callp, tdacl_strbuf *sb)
 {
     const tdacl_decode_layer_call *c = callp;
     tdacl__sb_printf(sb, "-DWDT=%d -DADT=%d -DCDT=%d -DD=%d -DDL_M=%d -DDL_WG=%d -DDL_AST=%d", (int)c->wdt, (int)c->adt,
-                     (int)c->adt, c->d, pow2_at_least(c->M), TDACL_DECODE_LAYER_WG, c->astage);
+                     (int)c->adt, c->d, pow2_at_least(c->M), c->wg, c->astage);
 }
 
 /* The kernel built for step `phase` (0: every step) with the call's arguments set. */
@@ -178,7 +192,7 @@ static tdacl_status launch_steps(tdacl_context *ctx, const tdacl_variant_def *ro
                                  const tdacl_param_values *v, int first, int last)
 {
     tdacl_status st = TDACL_SUCCESS;
-    size_t g[1] = {(size_t)c->groups * TDACL_DECODE_LAYER_WG}, l[1] = {TDACL_DECODE_LAYER_WG};
+    size_t g[1] = {(size_t)c->groups * (size_t)c->wg}, l[1] = {(size_t)c->wg};
     for (int phase = first; phase <= last && !st; phase++) {
         cl_kernel k;
         st = kernel_for(ctx, row, c, v, phase, &k);

@@ -6,7 +6,7 @@
 
 #include "ops/variants.h"
 
-#define TDACL_DECODE_LAYER_WG 256       /* cl/decode_layer.cl DL_WG */
+#define TDACL_DECODE_LAYER_WG 256       /* cl/decode_layer.cl DL_WG, unless $TDACL_DECODE_WG says otherwise */
 #define TDACL_DECODE_LAYER_MAX_SPLIT 1024 /* keys of an attention unit at most */
 
 /* One layer of a decode step.  The model fills every field; the row checks the shape. */
@@ -22,6 +22,7 @@ typedef struct tdacl_decode_layer_call {
     float eps, scale;
     int nsplit, split_len; /* attention key splits (tdacl__decode_layer_splits) */
     int groups;            /* work-groups (tdacl__decode_layer_groups) */
+    int wg;                /* work-items a work-group (tdacl__decode_layer_wg) */
     int astage;            /* fp32 elements of the activation rows' local copy (tdacl__decode_layer_astage) */
     uint32_t bar_base;     /* the barrier counter's value at the launch */
     cl_mem x, xmid, qkv, att, hid, scratch, sync, rowmap;
@@ -42,13 +43,18 @@ typedef struct tdacl_decode_layer_call {
  * GPUs (all resident at once) and one elsewhere (where nothing promises that two run at
  * once); the phased steps', one per compute unit; $TDACL_DECODE_GROUPS (1..65536) instead. */
 tdacl_status tdacl__decode_layer_groups(tdacl_context *ctx, const tdacl_variant_def *row, int *groups);
+/* Work-items a work-group: TDACL_DECODE_LAYER_WG, or $TDACL_DECODE_WG (a power of two 64..1024:
+ * trying a device; the Oclgrind tests take 64, which the simulator runs four times faster).
+ * Returns 0, or -1 when the variable is set to anything else (*wg then holds the default). */
+int tdacl__decode_layer_wg(int *wg);
 /* Key splits of M rows of H heads over `keys` keys: about one unit per work-group, at most
  * TDACL_DECODE_LAYER_MAX_SPLIT keys a split. */
 void tdacl__decode_layer_splits(int groups, int M, int H, int keys, int *nsplit, int *split_len);
 /* fp32 elements of the kernel's local copy of the GEMVs' activation rows (-DDL_AST) for M rows
- * on the context's device: what its local memory holds beside the kernel's other arrays, at
- * most 4096 at M = 1 and 8192 above (a step whose rows exceed it reads them from global memory) */
-int tdacl__decode_layer_astage(const tdacl_context *ctx, int M);
+ * and wg work-items on the context's device: what its local memory holds beside the kernel's
+ * other arrays, at most 4096 at M = 1 and 8192 above (a step whose rows exceed it reads them
+ * from global memory) */
+int tdacl__decode_layer_astage(const tdacl_context *ctx, int M, int wg);
 
 /* Grid barriers a launch of `row` over n_layer layers passes (the host advances bar_base by
  * this times groups): five a layer less one, or none (the phased row) */
