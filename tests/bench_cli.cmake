@@ -13,6 +13,13 @@ cmake_minimum_required(VERSION 3.19) # string(JSON)
 # lists travel as '|'-separated strings: a ';' would split add_test's arguments
 string(REPLACE "|" ";" args "${ARGS}")
 string(REPLACE "|" ";" WANT "${WANT}")
+# --min-samples N among the arguments: the rows' least sample count below
+set(asked_samples "")
+list(FIND args "--min-samples" at)
+if(at GREATER -1)
+  math(EXPR at "${at} + 1")
+  list(GET args ${at} asked_samples)
+endif()
 
 if(MODE STREQUAL "fail")
   execute_process(COMMAND ${BENCH} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -113,10 +120,13 @@ foreach(i RANGE ${last})
     continue()
   endif()
   # a timed row: a positive median over at least the default 10 samples (forward rows on
-  # a CPU take 3: each is a whole model pass), and no failure
+  # a CPU take 3: each is a whole model pass) or the --min-samples asked for, and no failure
   set(least 10)
   if(suite STREQUAL "forward")
     set(least 3)
+  endif()
+  if(asked_samples AND asked_samples LESS least)
+    set(least ${asked_samples})
   endif()
   string(JSON median GET "${json}" rows ${i} time_ms median)
   string(JSON nsamples LENGTH "${json}" rows ${i} time_ms samples)
