@@ -1649,7 +1649,8 @@ static void bf16_act_bounds(gpt_ref_model *ref, const int32_t *tok, int P, int T
  * NVIDIA, with one work-group), every layer in that launch (packed layers, -DDL_LAYERS) but
  * at the second step (TDACL_DECODE_LAUNCH=layer: a launch a layer): softmax models with
  * learned positions, LayerNorm with f32
- * weights and activations (head size 32) and RMSNorm with bf16 weights and activations (64).
+ * weights and activations (head size 32) and RMSNorm with bf16 weights and activations (64;
+ * 32 in the one-token runs).
  * Two sequences of P = 1030 tokens then decode together past 1030 keys: each (row, head)
  * splits its keys in two (on NVIDIA in eleven), a split walks chunks of 256 keys and the last
  * combines.  Then slots at positions 1033 and 40 (the short row's last splits are empty).  Every step's logits equal
