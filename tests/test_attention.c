@@ -720,6 +720,12 @@ static tdacl_tensor *view_of(tdacl_context *ctx, const attn_case *c, const dev_p
  * token-major [B,T,H*dv] a fused projection consumes, or [B,H,dv,Tq]. */
 /* The tuned kernel parameters of a planned call with some of them overridden by name
  * ("BM=64 BN=32"), so the test does not depend on the full parameter list. */
+/* TDACL_MMA_EMULATE names an AMD or Intel body (dpas8, dpas16, mfma, wmma), not the portable one */
+static int emulates_vendor_body(const char *emu)
+{
+    return emu && *emu && strcmp(emu, "0") && strcmp(emu, "1") && strcmp(emu, "portable");
+}
+
 static tdacl_param_values forced_params(tdacl_context *ctx, const tdacl_attention_plan *plan, const char *force)
 {
     const tdacl_kernel_space *ks = plan->row->space;
@@ -729,6 +735,8 @@ static tdacl_param_values forced_params(tdacl_context *ctx, const tdacl_attentio
     CHECK_OK(ctx, tdacl__variant_params(ctx, plan->row, &call, NULL, &tuned));
     char name[32], why[256];
     int value, used;
+    tdacl_problem pr;
+    plan->row->problem(ctx, &call, &pr);
     for (int round = 0; round < 2; round++) {
         for (const char *p = force; sscanf(p, " %31[A-Z0-9_]=%d%n", name, &value, &used) == 2; p += used) {
             int i = tdacl__param_index(ks, name);
@@ -738,8 +746,6 @@ static tdacl_param_values forced_params(tdacl_context *ctx, const tdacl_attentio
         /* the forced names over the device's own tile may not fit its local memory (an
          * emulated vendor body on a GPU of 48 KB needs more than the tile it was tuned for):
          * then over the smallest tile of the generic ladder */
-        tdacl_problem pr;
-        plan->row->problem(ctx, &call, &pr);
         if (!tdacl__params_check(ks, &ctx->info, &pr, &tuned.values, why, sizeof why)) break;
         if (round) fail_msg("%s: forced %s does not fit this device even over its smallest tile: %s", kernel, force, why);
         if (tdacl__params_parse(ks, ks->ladder[ks->nladder - 1], &tuned.values, why, sizeof why))
@@ -1586,8 +1592,7 @@ static void mma_shapes(void **state, int first, int count, int alternate)
             if (g_expect_mma && (s == 1 || s == 3)) c.force = s == 1 ? "KSTAGES=3" : "KSTAGES=3 BN=16";
             /* the softmax kinds' single K and V buffers: 128-key tiles, a partial one (64-key
              * tiles for an emulated vendor body on a GPU of 48 KB, where 128 do not fit) */
-            const int vendor = emu && *emu && strcmp(emu, "0") && strcmp(emu, "1") && strcmp(emu, "portable");
-            const int small_local = vendor && info.local_mem_bytes < 64 * 1024;
+            const int small_local = emulates_vendor_body(emu) && info.local_mem_bytes < 64 * 1024;
             if (g_expect_mma && s == 0 && KINDS[ki] == TDACL_ATTN_SOFTMAX)
                 c.force = small_local ? "KSTAGES=1 BN=64" : "KSTAGES=1 BN=128";
             if (g_expect_mma && s == 0 && KINDS[ki] == TDACL_ATTN_DIFF_SOFTMAX) c.force = "KSTAGES=1 NWARPS=2";
@@ -1799,7 +1804,7 @@ static void test_mma_tiny(void **state)
      * runs take, for time, the three ways the kernel drives the fragment layer: one view
      * (softmax), the sparse kinds' per-warp skipping (tra) and two views (tda); every kind
      * through every body is test_mma_units' (PoCL) */
-    const int vendor = g_expect_mma && strcmp(emu, "1") && strcmp(emu, "portable");
+    const int vendor = emulates_vendor_body(emu);
     const int nkinds = emu && !strcmp(emu, "1") ? 7 : 6;
     for (int ki = 0; ki < nkinds; ki++) {
         if (vendor && ki != 0 && ki != 2 && ki != 3) continue;

@@ -79,7 +79,7 @@ void tdacl__model_decode_release(tdacl_model *m)
 }
 
 /* The shape of a step of B rows at position pos (the buffers come later). */
-static void call_shape(const tdacl_model *m, int B, int pos, tdacl_decode_layer_call *c)
+static void call_shape(const tdacl_model *m, int B, int pos, int wg, tdacl_decode_layer_call *c)
 {
     memset(c, 0, sizeof *c);
     c->kind = m->kind, c->rope = m->cfg.position == TDACL_POSITION_ROPE, c->views = m->kqkv == 5 ? 2 : 1;
@@ -87,7 +87,7 @@ static void call_shape(const tdacl_model *m, int B, int pos, tdacl_decode_layer_
     c->wdt = m->wdt, c->adt = m->adt, c->M = B, c->C = m->C, c->H = m->H, c->d = m->d, c->pos = pos;
     c->cache_ld = (int64_t)m->info.max_context * m->C;
     c->eps = m->cfg.layer_norm_epsilon, c->scale = 1.0f / sqrtf((float)m->d);
-    tdacl__decode_layer_wg(&c->wg); /* a bad $TDACL_DECODE_WG fails the step (tdacl__model_decode_layers) */
+    c->wg = wg;
     c->astage = tdacl__decode_layer_astage(m->ctx, B, c->wg);
 }
 
@@ -105,7 +105,9 @@ const char *tdacl__model_decode_layer_choice(tdacl_model *m, int B, int *launche
     const char *env = getenv("TDACL_DECODE");
     if (env && !strcmp(env, "launches")) return snprintf(why, n, "TDACL_DECODE=launches"), NULL;
     tdacl_decode_layer_call c;
-    call_shape(m, B, 0, &c);
+    int wg;
+    tdacl__decode_layer_wg(&wg); /* a bad $TDACL_DECODE_WG fails the step itself (tdacl__model_decode_layers) */
+    call_shape(m, B, 0, wg, &c);
     const tdacl_variant_def *row = NULL;
     if (!tdacl__variant_choose(m->ctx, TDACL_OP_DECODE_LAYER, &c, &row, why, n)) {
         *launches = stacked(m, row) ? 1 : tdacl__decode_layer_barriers(row, 1) ? m->info.n_layer : 5 * m->info.n_layer;
@@ -120,8 +122,10 @@ tdacl_status tdacl__model_decode_layers(tdacl_model *m, int B, int pos, const td
     *taken = 0;
     const char *env = getenv("TDACL_DECODE");
     if (env && !strcmp(env, "launches")) return TDACL_SUCCESS;
+    int wg;
+    const int bad_wg = tdacl__decode_layer_wg(&wg); /* refused below, where the kernel would run */
     tdacl_decode_layer_call c;
-    call_shape(m, B, pos, &c);
+    call_shape(m, B, pos, wg, &c);
     const tdacl_variant_def *row = NULL;
     char why[600];
     tdacl_status st = tdacl__variant_choose(m->ctx, TDACL_OP_DECODE_LAYER, &c, &row, why, sizeof why);
@@ -143,7 +147,7 @@ tdacl_status tdacl__model_decode_layers(tdacl_model *m, int B, int pos, const td
                    why);
     m->dl_logged = 1;
     if ((st = tdacl__decode_layer_groups(m->ctx, row, &c.groups))) return st;
-    if (tdacl__decode_layer_wg(&c.wg))
+    if (bad_wg)
         return tdacl__fail(m->ctx, TDACL_ERR_INVALID_ARGUMENT, "TDACL_DECODE_WG=%s is not a power of two 64..1024",
                            getenv("TDACL_DECODE_WG"));
     /* the last step's error word, if it has landed */
