@@ -1,0 +1,19 @@
+#!/bin/bash
+# The device calls of this folder, from the repository root (bundle in .gpubundle/, gpu-env.sh in .gpu/).
+# pipe/r1, r2: the tree with pipe.patch applied
+DS=64 TUNE_KINDS=softmax TILES="BN=64 NWARPS=4 MT=1 KSTAGES=2 PIPE=1;BN=64 NWARPS=4 MT=2 KSTAGES=2 PIPE=1;BN=32 NWARPS=4 MT=2 KSTAGES=2 PIPE=1;BN=64 NWARPS=4 MT=1 KSTAGES=2 PIPE=0;BN=64 NWARPS=8 MT=1 KSTAGES=2 PIPE=1;BN=32 NWARPS=4 MT=1 KSTAGES=2 PIPE=1" \
+    bash bench/gpu-attention-tiles.sh
+TUNE_KINDS=diff_softmax NATIVE_PARTS=mma-rescale TILES="BN=32 NWARPS=4 MT=1 KSTAGES=2 PIPE=1;BN=32 NWARPS=4 MT=1 KSTAGES=2 PIPE=0;BN=32 NWARPS=2 MT=1 KSTAGES=2 PIPE=1;BN=32 NWARPS=8 MT=1 KSTAGES=2 PIPE=1;BN=16 NWARPS=4 MT=1 KSTAGES=2 PIPE=1;BN=16 NWARPS=4 MT=2 KSTAGES=2 PIPE=1" \
+    bash bench/gpu-attention-tiles.sh
+# pipe/ncu: Nsight Compute on softmax d=64 BN=64 NWARPS=4 MT=1 KSTAGES=2, PIPE=1 and PIPE=0
+for pipe in 1 0; do
+    echo "attention_mma class=nvidia-sm_90 kind=softmax dtype=bf16 d=64 dv=64 t=long : BN=64 NWARPS=4 MT=1 KSTAGES=2 PIPE=$pipe" >/tmp/pipe$pipe.tdb
+    OUT=/tmp/ncu-pipe$pipe TDACL_TUNING_FILE=/tmp/pipe$pipe.tdb NCU_KINDS=softmax bash bench/profile/gpu-ncu-attention.sh
+done
+# rowsum/: the tree with rowsum.patch applied, against 388baf2
+BASE=388baf2 NATIVE_PARTS="mma mma-wide mma-decode mma-f32" TUNE_KINDS=softmax DEC_TQ=4 TILES="BN=128 NWARPS=4 MT=1 KSTAGES=1" \
+    bash bench/gpu-attention-tiles.sh
+# d128-tiles/: this tree
+KINDS=softmax DS=128 TS=4096,8192,16384,32768 NATIVE_PARTS=mma-rescale \
+    TILES="BN=32 NWARPS=4 MT=1 KSTAGES=2;BN=32 NWARPS=4 MT=2 KSTAGES=2;BN=32 NWARPS=8 MT=1 KSTAGES=2;BN=32 NWARPS=4 MT=1 KSTAGES=1;BN=64 NWARPS=4 MT=2 KSTAGES=1;BN=128 NWARPS=4 MT=1 KSTAGES=1" \
+    bash bench/gpu-attention-tiles.sh
