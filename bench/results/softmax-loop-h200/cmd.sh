@@ -17,3 +17,5 @@ BASE=388baf2 NATIVE_PARTS="mma mma-wide mma-decode mma-f32" TUNE_KINDS=softmax D
 KINDS=softmax DS=128 TS=4096,8192,16384,32768 NATIVE_PARTS=mma-rescale \
     TILES="BN=32 NWARPS=4 MT=1 KSTAGES=2;BN=32 NWARPS=4 MT=2 KSTAGES=2;BN=32 NWARPS=8 MT=1 KSTAGES=2;BN=32 NWARPS=4 MT=1 KSTAGES=1;BN=64 NWARPS=4 MT=2 KSTAGES=1;BN=128 NWARPS=4 MT=1 KSTAGES=1" \
     bash bench/gpu-attention-tiles.sh
+# ex2-rate.txt
+. .gpu/gpu-env.sh .gpubundle >/dev/null 2>&1; python3 bench/probes/ex2_rate.py
