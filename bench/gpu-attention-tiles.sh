@@ -6,7 +6,7 @@
 #  - native tests of this tree: test_attention parts $NATIVE_PARTS (default mma mma-wide) -> test-native.txt
 #  - BASE's build on its shipped tiles: att-base-dD.json; this tree's: att-ship-dD.json; each tile
 #    of $TILES (';'-separated parameter strings, given to every kind of $KINDS through a user
-#    tuning file): att-tN-dD.json
+#    tuning file, with the kernel switches of $TILE_OPTS, a TDACL_BUILD_OPTIONS string): att-tN-dD.json
 #  - with DEC_TQ (e.g. 4): the split (decode) form at that many query rows, BASE and this tree -> dec-compare.txt
 #  - with TUNE_KINDS (e.g. softmax,diff_softmax): tdacl tune of this tree at d=64, T=8192 -> mma.tdb, mma-tune.log
 #  - att-table.txt: every row against FA2.  Everything also in $OUT/data.tgz.
@@ -28,7 +28,7 @@ for d in ${DS:-64 128}; do
         for kind in $(echo ${KINDS:-softmax,diff_softmax} | tr , ' '); do
             echo "attention_mma class=nvidia-sm_90 kind=$kind dtype=bf16 d=$d dv=$d t=long : ${tiles[$i]}" >>$f
         done
-        TDACL_TUNING_FILE=$f timeout 120 build-gpu/tdacl-bench "${A[@]}" --d $d --json "$OUT/att-t$i-d$d.json" \
+        TDACL_BUILD_OPTIONS="${TILE_OPTS:-}" TDACL_TUNING_FILE=$f timeout 120 build-gpu/tdacl-bench "${A[@]}" --d $d --json "$OUT/att-t$i-d$d.json" \
             >"$OUT/att-t$i-d$d.log" 2>&1
     done
     timeout 60 python3 bench/anchors/anchors.py --T ${TS:-8192,16384} --d $d --skip sdpa-fp32,tra,tda --out "$OUT/anchors-d$d.json" \

@@ -19,3 +19,9 @@ KINDS=softmax DS=128 TS=4096,8192,16384,32768 NATIVE_PARTS=mma-rescale \
     bash bench/gpu-attention-tiles.sh
 # ex2-rate.txt
 . .gpu/gpu-env.sh .gpubundle >/dev/null 2>&1; python3 bench/probes/ex2_rate.py
+# qlocal/: the tree with qlocal.patch applied, each tile with and without the switch
+for q in 1 0; do
+    OUT=qlocal/q$q KINDS=softmax DS=64 NATIVE_PARTS=mma-rescale TILE_OPTS="-DQLOCAL=$q" \
+        TILES="BN=128 NWARPS=2 MT=2 KSTAGES=1;BN=64 NWARPS=2 MT=2 KSTAGES=2;BN=64 NWARPS=4 MT=2 KSTAGES=1;BN=128 NWARPS=4 MT=1 KSTAGES=1;BN=64 NWARPS=4 MT=1 KSTAGES=2" \
+        bash bench/gpu-attention-tiles.sh
+done
