@@ -11,7 +11,7 @@
 #  - with TUNE_KINDS (e.g. softmax,diff_softmax): tdacl tune of this tree at d=64, T=8192 -> mma.tdb, mma-tune.log
 #  - att-table.txt: every row against FA2.  Everything also in $OUT/data.tgz.
 #   BASE=HEAD TILES="BN=64 NWARPS=4 MT=1 KSTAGES=2;..." bash bench/gpu-attention-tiles.sh
-# (bench/results/pipe-h200/ ran it with the parameter PIPE of pipe.patch there.)
+# (bench/results/softmax-loop-h200/ ran it, with the patches there applied: cmd.sh.)
 . bench/gpu-setup.sh
 [ -n "${BASE:-}" ] && build_base "$BASE"
 pack() { (cd "$OUT" && tar -czf data.tgz --exclude=data.tgz . 2>/dev/null); }
@@ -44,9 +44,8 @@ def rows(f):
 fa = {(r["shape"]["Tq"], r["shape"]["d"]): r["time_ms"]["median"] for d in (64, 128)
       for r in rows("%s/anchors-d%d.json" % (out, d)) if r["impl"] == "pytorch-sdpa" and r["dtype"] == "bf16"}
 print("ms, bf16 B4 H8 causal; FA2 (SDPA bf16) in the same run:", fa)
-runs = [("base", "base"), ("ship", "shipped")] + [("t%d" % i, o) for i, o in enumerate(tiles)]
 for d in (64, 128):
-    for tag, label in runs:
+    for tag in ["base", "ship"] + ["t%d" % i for i in range(len(tiles))]:
         for r in rows("%s/att-%s-d%d.json" % (out, tag, d)):
             if r.get("path") != "prefill": continue
             t, ms = r["shape"]["Tq"], r["time_ms"]["median"]
