@@ -25,3 +25,5 @@ for q in 1 0; do
         TILES="BN=128 NWARPS=2 MT=2 KSTAGES=1;BN=64 NWARPS=2 MT=2 KSTAGES=2;BN=64 NWARPS=4 MT=2 KSTAGES=1;BN=128 NWARPS=4 MT=1 KSTAGES=1;BN=64 NWARPS=4 MT=1 KSTAGES=2" \
         bash bench/gpu-attention-tiles.sh
 done
+# profile-shipped/: this tree
+OUT=/tmp/ncu-ship NCU_KINDS=tra,softmax bash bench/profile/gpu-ncu-attention.sh
