@@ -35,24 +35,9 @@ for d in ${DS:-64 128}; do
         >/dev/null 2>&1
     echo "attention d$d timed ($SECONDS s)"
 done
-python3 - "$OUT" "${tiles[@]}" <<'PY' | tee "$OUT/att-table.txt"
-import json, sys
-out, tiles = sys.argv[1], sys.argv[2:]
-def rows(f):
-    try: return json.load(open(f))["rows"]
-    except (OSError, ValueError): return []
-fa = {(r["shape"]["Tq"], r["shape"]["d"]): r["time_ms"]["median"] for d in (64, 128)
-      for r in rows("%s/anchors-d%d.json" % (out, d)) if r["impl"] == "pytorch-sdpa" and r["dtype"] == "bf16"}
-print("ms, bf16 B4 H8 causal; FA2 (SDPA bf16) in the same run:", fa)
-for d in (64, 128):
-    for tag in ["base", "ship"] + ["t%d" % i for i in range(len(tiles))]:
-        for r in rows("%s/att-%s-d%d.json" % (out, tag, d)):
-            if r.get("path") != "prefill": continue
-            t, ms = r["shape"]["Tq"], r["time_ms"]["median"]
-            f = fa.get((t, d))
-            print("%-7s %-13s d%-4d T%-6d %.4f%-12s %s (%s)" % (tag, r["name"], d, t, ms, "  %.2fx FA2" % (ms / f) if f else "",
-                                                  r.get("tuning", {}).get("params"), r.get("tuning", {}).get("source")))
-PY
+targs=()
+for i in "${!tiles[@]}"; do targs+=("t$i"); done
+python3 bench/att_table.py "$OUT" base ship "${targs[@]}" | tee "$OUT/att-table.txt"
 pack
 if [ -n "${DEC_TQ:-}" ]; then # the split (decode) form at DEC_TQ query rows, BASE against this tree
     DM=(--device nvidia --suite attention --dtype bf16 --no-prefill --kinds ${KINDS:-softmax,diff_softmax} --decode-Tq $DEC_TQ --min-samples 5)

@@ -70,24 +70,9 @@ for d in 64 128; do
     timeout 60 python3 bench/anchors/anchors.py --T 8192,16384 --d $d --skip sdpa-fp32,tra,tda --out "$OUT/anchors-d$d.json" \
         >/dev/null 2>&1
 done
-python3 - "$OUT" "${aopts[@]}" <<'PY' | tee "$OUT/att-table.txt"
-import json, sys
-out, opts = sys.argv[1], sys.argv[2:]
-def rows(f):
-    try: return json.load(open(f))["rows"]
-    except (OSError, ValueError): return []
-fa = {(r["shape"]["Tq"], r["shape"]["d"]): r["time_ms"]["median"] for d in (64, 128)
-      for r in rows("%s/anchors-d%d.json" % (out, d)) if r["impl"] == "pytorch-sdpa" and r["dtype"] == "bf16"}
-print("ms, bf16 B4 H8 causal; FA2 (SDPA bf16) in the same run:", fa)
-runs = [("base", "base")] + [("new", "new")] + [("opt%d" % i, o) for i, o in enumerate(opts)]
-for d in (64, 128):
-    for tag, label in runs:
-        for r in rows("%s/att-%s-d%d.json" % (out, tag, d)):
-            if r.get("path") != "prefill": continue
-            t, ms = r["shape"]["Tq"], r["time_ms"]["median"]
-            f = fa.get((t, d))
-            print("%-32s %-13s d%-4d T%-6d %.4f%s" % (label, r["name"], d, t, ms, "  %.2fx FA2" % (ms / f) if f else ""))
-PY
+oargs=()
+for i in "${!aopts[@]}"; do oargs+=("opt$i=${aopts[$i]}"); done
+python3 bench/att_table.py "$OUT" base new "${oargs[@]}" | tee "$OUT/att-table.txt"
 pack
 # tile tuning of this tree ($TUNE_KINDS, d=64, T=8192, 30 s a kind) -> mma.tdb, mma-tune.log
 for kind in ${TUNE_KINDS//,/ }; do

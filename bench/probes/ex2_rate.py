@@ -8,6 +8,8 @@ import torch
 import triton
 import triton.language as tl
 
+# one kernel a type: Triton takes the assembly's result dtype as a literal, not as a constexpr
+# parameter (a single kernel with the type as a parameter did not compile on the GPU host)
 @triton.jit
 def chain_f32(X, Y, ITERS: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
