@@ -27,3 +27,17 @@ for q in 1 0; do
 done
 # profile-shipped/: this tree
 OUT=/tmp/ncu-ship NCU_KINDS=tra,softmax bash bench/profile/gpu-ncu-attention.sh
+# --- the next session (2026-11-28, second) ---
+# two-view-tiles/qlocal-*: qlocal.patch applied; TILE_OPTS=-DQLOCAL=1 on two-m-tile tiles of each kind
+#   (the call's script: run() { OUT=... KINDS=$2 DS=64 TS=8192 NATIVE_PARTS=" " TILE_OPTS="-DQLOCAL=1" TILES="$3" bash bench/gpu-attention-tiles.sh; })
+#   diff_softmax,softmax "BN=32 NWARPS=2 MT=2 KSTAGES=1;BN=32 NWARPS=2 MT=2 KSTAGES=2;BN=16 NWARPS=4 MT=2 KSTAGES=2;BN=16 NWARPS=4 MT=2 KSTAGES=1"
+#   tda "BN=64 NWARPS=2 MT=2 KSTAGES=1;BN=64 NWARPS=2 MT=2 KSTAGES=2;BN=32 NWARPS=2 MT=2 KSTAGES=2;BN=32 NWARPS=4 MT=2 KSTAGES=1"
+#   tra "BN=128 NWARPS=2 MT=2 KSTAGES=1;BN=64 NWARPS=4 MT=2 KSTAGES=2;BN=64 NWARPS=2 MT=2 KSTAGES=2;BN=128 NWARPS=4 MT=2 KSTAGES=1"
+#   test-native-qlocal.txt: TDACL_BUILD_OPTIONS=-DQLOCAL=1 with those tiles in TDACL_TUNING_FILE, test_attention --part mma
+# two-view-tiles/tra-one-mtile and tda-eager-ncu: this tree
+KINDS=tra DS=64 TS=8192 NATIVE_PARTS=" " TILES="BN=64 NWARPS=4 MT=1 KSTAGES=2;BN=64 NWARPS=4 MT=1 KSTAGES=3;BN=32 NWARPS=4 MT=2 KSTAGES=2" \
+    bash bench/gpu-attention-tiles.sh
+OUT=/tmp/ncu-tda NCU_KINDS=tda bash bench/profile/gpu-ncu-attention.sh
+# sum-guard/: the tree with sum-guard.patch applied, against ecb81d1
+BASE=ecb81d1 KINDS=softmax,diff_softmax DS="64 128" TS=4096,8192,16384 DEC_TQ=4 NATIVE_PARTS="mma mma-wide mma-rescale mma-decode" \
+    TILES="BN=128 NWARPS=4 MT=1 KSTAGES=2;BN=64 NWARPS=4 MT=1 KSTAGES=2" bash bench/gpu-attention-tiles.sh
