@@ -4,6 +4,10 @@ write them in tdacl-bench's JSON schema (tdacl-bench/1) so that
 `tdacl-bench --compare anchors.json` prints our/anchor ratios row by row.
 
   PyTorch SDPA (causal), fp32 and bf16            -> rows name=softmax impl=pytorch-sdpa
+    (whatever backend PyTorch picks; the row's note names the kernel that ran: on an H200 with
+    torch 2.11 that is cuDNN's sm90 wgmma kernel, not FlashAttention-2)
+  FlashAttention-2 itself, bf16: SDPA held to its flash backend
+                                                  -> rows name=softmax impl=fa2
   the TDA authors' Triton TRA and TDA (fp32 in)   -> rows name=tra|tda impl=authors-triton
     (only with --triton PATH/triton_threshold_attention.py; the file is never committed)
 
@@ -15,6 +19,9 @@ import argparse, datetime, importlib.util, json, math, statistics, sys
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend
+from torch.nn.attention import sdpa_kernel as sdpa_backend
+from torch.profiler import ProfilerActivity, profile
 
 
 def timed(fn, min_samples=10, min_ms=100.0, warmup=3):
@@ -38,6 +45,17 @@ def timed(fn, min_samples=10, min_ms=100.0, warmup=3):
     med = statistics.median(s)
     return {"min": s[0], "median": med, "max": s[-1], "mean": sum(s) / len(s),
             "spread": (q(0.9) - q(0.1)) / med if med > 0 else 0.0, "noisy": False, "samples": samples}
+
+
+def sdpa_kernel_name(fn):
+    """The longest-running CUDA kernel of one call of fn (which backend SDPA took)."""
+    with profile(activities=[ProfilerActivity.CUDA]) as p:
+        fn()
+        torch.cuda.synchronize()
+    kernels = [e for e in p.key_averages() if e.device_type.name == "CUDA" and not e.key.startswith("Memset")]
+    if not kernels:
+        return "?"
+    return max(kernels, key=lambda e: e.device_time_total).key[:100]
 
 
 def attention_flops(kind, bh, t, d):
@@ -77,7 +95,7 @@ def main():
     ap.add_argument("--H", type=int, default=8)
     ap.add_argument("--d", type=int, default=64)
     ap.add_argument("--triton", help="path of the authors' triton_threshold_attention.py")
-    ap.add_argument("--skip", default="", help="comma list of impls to skip (sdpa-fp32,sdpa-bf16,tra,tda)")
+    ap.add_argument("--skip", default="", help="comma list of impls to skip (sdpa-fp32,sdpa-bf16,fa2,tra,tda)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     dev = torch.cuda.get_device_name(0)
@@ -96,9 +114,18 @@ def main():
                 continue
             try:
                 q, k, v = (torch.randn(shape, device="cuda", dtype=dtype) for _ in range(3))
-                t = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
-                rows.append(row("softmax", "pytorch-sdpa", tag, a.B, a.H, T, a.d, t, dev))
-                print(f"sdpa {tag} T={T}: {t['median']:.3f} ms", flush=True)
+                sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                t = timed(sdpa)
+                kernel = sdpa_kernel_name(sdpa)
+                rows.append(row("softmax", "pytorch-sdpa", tag, a.B, a.H, T, a.d, t, dev, note="kernel " + kernel))
+                print(f"sdpa {tag} T={T}: {t['median']:.3f} ms ({kernel})", flush=True)
+                if tag == "bf16" and "fa2" not in skip:
+                    with sdpa_backend(SDPBackend.FLASH_ATTENTION):
+                        t = timed(sdpa)
+                        kernel = sdpa_kernel_name(sdpa)
+                    rows.append(row("softmax", "fa2", tag, a.B, a.H, T, a.d, t, dev,
+                                    note="SDPA held to its flash backend, kernel " + kernel))
+                    print(f"fa2 {tag} T={T}: {t['median']:.3f} ms ({kernel})", flush=True)
                 del q, k, v
             except Exception as e:  # out of memory or no kernel for this shape
                 print(f"sdpa {tag} T={T}: skipped ({type(e).__name__}: {e})", flush=True)
