@@ -24,3 +24,7 @@ ncu --clock-control none -k regex:flash -s 2 -c 1 --section SourceCounters --sec
     python3 /tmp/fa2.py >profile-fa2/fa2.source.csv 2>&1
 python3 bench/profile/sass_breakdown.py profile-fa2/fa2.source.csv --top 20 >profile-fa2/fa2.breakdown.txt
 gzip -f profile-fa2/fa2.source.csv
+# d128-spread/: softmax d=128 at T=16384 and 32768 against FlashAttention-2, three runs in one call
+for i in 1 2 3; do
+    OUT=d128-spread/run$i KINDS=softmax DS=128 TS=16384,32768 NATIVE_PARTS=" " NO_GPU_TXT=1 bash bench/gpu-attention-tiles.sh
+done
