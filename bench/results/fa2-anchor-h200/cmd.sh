@@ -28,3 +28,7 @@ gzip -f profile-fa2/fa2.source.csv
 for i in 1 2 3; do
     OUT=d128-spread/run$i KINDS=softmax DS=128 TS=16384,32768 NATIVE_PARTS=" " NO_GPU_TXT=1 bash bench/gpu-attention-tiles.sh
 done
+# d128-tiles/: five more d=128 softmax tiles over T=4096..32768 (those marked "shipped" in the table were refused: local memory or registers)
+OUT=d128-tiles KINDS=softmax DS=128 TS=4096,8192,16384,32768 NATIVE_PARTS=" " \
+    TILES="BN=64 NWARPS=8 MT=1 KSTAGES=1;BN=64 NWARPS=2 MT=1 KSTAGES=1;BN=32 NWARPS=8 MT=1 KSTAGES=1;BN=64 NWARPS=4 MT=2 KSTAGES=1;BN=32 NWARPS=4 MT=1 KSTAGES=1" \
+    bash bench/gpu-attention-tiles.sh
