@@ -2,14 +2,15 @@
 # The tensor-core attention of this tree on chosen tiles, against the shipped tiles and
 # (BASE=commit) against another tree, in one run on the GPU host: bf16, B4 H8, causal, $KINDS
 # (default softmax,diff_softmax) at T=$TS (default 8192,16384) and d in $DS (default 64 128),
-# PyTorch SDPA bf16 (FlashAttention-2) in the same run.
+# PyTorch SDPA bf16 (its default backend: cuDNN's wgmma kernel on an H200) and FlashAttention-2
+# (SDPA held to its flash backend) in the same run.
 #  - native tests of this tree: test_attention parts $NATIVE_PARTS (default mma mma-wide) -> test-native.txt
 #  - BASE's build on its shipped tiles: att-base-dD.json; this tree's: att-ship-dD.json; each tile
 #    of $TILES (';'-separated parameter strings, given to every kind of $KINDS through a user
 #    tuning file, with the kernel switches of $TILE_OPTS, a TDACL_BUILD_OPTIONS string): att-tN-dD.json
 #  - with DEC_TQ (e.g. 4): the split (decode) form at that many query rows, BASE and this tree -> dec-compare.txt
 #  - with TUNE_KINDS (e.g. softmax,diff_softmax): tdacl tune of this tree at d=64, T=8192 -> mma.tdb, mma-tune.log
-#  - att-table.txt: every row against FA2.  Everything also in $OUT/data.tgz.
+#  - att-table.txt: every row against both anchors (bench/att_table.py).  Everything also in $OUT/data.tgz.
 #   BASE=HEAD TILES="BN=64 NWARPS=4 MT=1 KSTAGES=2;..." bash bench/gpu-attention-tiles.sh
 # (bench/results/softmax-loop-h200/ ran it, with the patches there applied: cmd.sh.)
 . bench/gpu-setup.sh

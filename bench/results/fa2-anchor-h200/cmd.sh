@@ -1,6 +1,7 @@
 #!/bin/bash
 # The device calls of this folder, from the repository root (bundle in .gpubundle/, gpu-env.sh in .gpu/).
-# sdpa-backends.txt: which kernel SDPA runs by default, each backend's time
+# sdpa-backends.txt: which kernel SDPA runs by default, each backend's time (written by the same
+# code run inline in the device call, before it was committed as the probe)
 . .gpu/gpu-env.sh .gpubundle >/dev/null 2>&1; python3 bench/probes/sdpa_backends.py | tee sdpa-backends.txt
 # att-*.json, anchors-*.json, att-table.txt: every tensor-core kind of 1d5ad4c (the kernels of ecb81d1) on its shipped
 # tiles against SDPA's default (cuDNN) and FlashAttention-2 (SDPA's flash backend), anchors.py with the fa2 rows
