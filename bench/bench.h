@@ -67,6 +67,7 @@ typedef struct bench_options {
     int64_t topk; /* topk_theta: keys its thresholds keep a row (of N(0,1) scores) */
     int topk_post; /* topk_theta: post-softmax thresholds (on the weights) */
     int decode;          /* include decode rows */
+    int serving;         /* forward serving rows with --quick (always without it) */
     int no_prefill;      /* skip the attention prefill rows */
     int vs_generic;      /* also time the generic-ladder parameters */
     const char *json, *csv, *plot, *compare;

@@ -31,6 +31,7 @@ static void usage(FILE *f)
             "  --topk K           topk_theta: thresholds keeping K keys a row of N(0,1) scores (default 64)\n"
             "  --topk-post        topk_theta: post-softmax thresholds (on the weights) keeping as many\n"
             "  --no-decode        skip decode rows (attention and forward suites; forward: serving rows too)\n"
+            "  --serving          forward: the serving rows with --quick too (their programs are its longest build on a CPU)\n"
             "  --no-prefill       skip prefill rows (attention and forward suites)\n"
             "  --vs-generic       also time the generic default parameters (tuning gain)\n"
             "  --min-samples N --min-ms X   sampling (default 10 samples and 100 ms per row)\n"
@@ -91,6 +92,7 @@ int bench_parse_args(int argc, char **argv, bench_options *o)
         }
         else if (!strcmp(a, "--quick")) o->quick = 1;
         else if (!strcmp(a, "--no-decode")) o->decode = 0;
+        else if (!strcmp(a, "--serving")) o->serving = 1;
         else if (!strcmp(a, "--topk-post")) o->topk_post = 1;
         else if (!strcmp(a, "--no-prefill")) o->no_prefill = 1;
         else if (!strcmp(a, "--vs-generic")) o->vs_generic = 1;

@@ -194,12 +194,14 @@ static int forward_modes(const bench_options *o, fwd_mode out[3])
 static int slots_rows(bench_run *run, tdacl_context *ctx, int dev, const fwd_mode *fm, const char *kind, const char *dir,
                       int n, int context, const tdacl_measure_opts *mo);
 
-/* Serving rows of a model: 32 and 64 sequences on GPUs; --quick, the softmax model's only;
- * none with --no-decode */
+/* Serving rows of a model: 32 and 64 sequences on GPUs; none with --no-decode; --quick, none
+ * unless --serving, then the softmax model's only (on a 2-core CPU its slot programs took 95 s
+ * of a cold --quick) */
 static int serving_rows(const bench_options *o, int gpu, const char *kind)
 {
     if (!o->decode) return 0;
-    return o->quick ? !strcmp(kind, "softmax") : gpu ? 2 : 1;
+    if (o->quick) return o->serving && !strcmp(kind, "softmax");
+    return gpu ? 2 : 1;
 }
 
 static int forward_dtype(bench_run *run, tdacl_context *ctx, int dev, const fwd_mode *fm, const char *const kinds[2],

@@ -545,6 +545,9 @@ static void test_options(void **state)
     assert_int_equal(PARSE(&o, err, "--dtype", "tf32,f32", "--decode-Tq", "8", "--no-prefill"), 0);
     assert_int_equal(o.ndtypes, 2); assert_string_equal(o.dtypes[0], "tf32");
     assert_int_equal(o.decode_Tq, 8); assert_true(o.no_prefill);
+    assert_false(o.serving);
+    assert_int_equal(PARSE(&o, err, "--quick", "--serving"), 0); /* --quick's serving rows back */
+    assert_true(o.quick); assert_true(o.serving);
     assert_int_equal(PARSE(&o, err, "--decode-Tq", "17"), 2);
     assert_contains(err, "bad value '17' for --decode-Tq");
 

@@ -7,6 +7,8 @@
 # 3. a new process (`tdacl devices --verbose`) must report that entry, from that file,
 #    instead of the shipped or class default;
 # 4. (below) the tensor-core rows' tuners write their own keys.
+# Budgets of 9-12 s: two or three candidates each (3-4 s a candidate on a cold 2-core CI
+# machine); every second here runs twice in CI (Release and ASan).
 set -euo pipefail
 TDACL="$1"
 WORK="$2"
@@ -15,7 +17,7 @@ mkdir -p "$WORK"
 export TDACL_TUNING_FILE="$WORK/tuning.tdb"
 
 "$TDACL" tune --kernel attention_decode --kinds tra --dtype f32 --d 64 --T 8192 --B 1 --H 2 \
-    --budget 20 --strategy random --seed 7 --quiet 2>"$WORK/tune.log" || {
+    --budget 12 --strategy random --seed 7 --quiet 2>"$WORK/tune.log" || {
     cat "$WORK/tune.log"
     echo "FAIL: tdacl tune exited non-zero"
     exit 1
@@ -52,7 +54,7 @@ esac
 for run in "attention_mma tf32 64 dtype=tf32" "attention_decode_mma bf16 256 dtype=bf16"; do
     set -- $run
     TDACL_MMA_EMULATE=1 "$TDACL" tune --kernel "$1" --kinds tra --dtype "$2" --d 32 --T "$3" --B 1 --H 1 \
-        --budget 15 --strategy random --seed 7 --quiet --out "$WORK/mma.tdb" 2>"$WORK/tune-$1.log" || {
+        --budget 9 --strategy random --seed 7 --quiet --out "$WORK/mma.tdb" 2>"$WORK/tune-$1.log" || {
         cat "$WORK/tune-$1.log"
         echo "FAIL: tdacl tune --kernel $1 --dtype $2 exited non-zero"
         exit 1
@@ -85,7 +87,7 @@ tune_checked() {
     echo "PASS: $kernel wrote an entry, no candidate wrong"
 }
 # 5. the entmax row
-tune_checked attention_entmax entmax --T 64 --B 1 --H 1 --budget 15
+tune_checked attention_entmax entmax --T 64 --B 1 --H 1 --budget 9
 # 6. the Top-theta decode row: thresholds keeping ~16 keys of N(0, 1) scores on the device and
 #    in the tuner's reference alike (tdacl__topk_normal_threshold), key splits included
 tune_checked attention_topk_decode topk_theta --T 300 --B 1 --H 2 --budget 10
