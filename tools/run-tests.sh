@@ -14,7 +14,7 @@
 #      into a fresh virtual environment and import it
 #   4. the tests labelled "oclgrind" (kernels under the Oclgrind simulator), if any
 #   5. the libFuzzer targets (tools/fuzz.sh, clang build in build-fuzz/), $FUZZ_SECONDS
-#      (default 20) seconds each, one per core at a time, on the safetensors, config.json, .npy, tuning-database,
+#      (default 10) seconds each, one per core at a time, on the safetensors, config.json, .npy, tuning-database,
 #      cache-entry and command-line parsers
 # Any failure stops the script with a non-zero status.
 set -euo pipefail
@@ -120,8 +120,8 @@ else
 fi
 
 # ---- 5. fuzzing ----
-step "fuzz the parsers (tools/fuzz.sh, ${FUZZ_SECONDS:-20}s per target)"
-tools/fuzz.sh "${FUZZ_SECONDS:-20}"
+step "fuzz the parsers (tools/fuzz.sh, ${FUZZ_SECONDS:-10}s per target)"
+tools/fuzz.sh "${FUZZ_SECONDS:-10}"
 
 step "summary"
 for run in release asan oclgrind; do
