@@ -17,7 +17,7 @@ static void usage(FILE *f)
             "usage: tdacl-bench [options]\n"
             "  --suite LIST       peak,attention,gemm,forward or all (default all)\n"
             "  --device SEL       devices matching SEL (index or name substring); default: all\n"
-            "  --quick            a representative subset (under 2 minutes on a 2-core CPU)\n"
+            "  --quick            a representative subset (4 minutes on a 2-core CPU the first time, PoCL compiling; 25 s then)\n"
             "  --kinds LIST       attention kinds (%s)\n"
             "  --T LIST           sequence lengths (default 512..32768 on GPUs, 128..4096 on CPUs; forward: prefill lengths at batch 1)\n"
             "  --dtype LIST       f32,bf16 (default both; forward: f32 unless named, bf16 = bf16 weights at TDACL_PRECISION=bf16);\n"
