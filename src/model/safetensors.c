@@ -4,6 +4,7 @@
  * (huggingface/safetensors): the tensors must tile the data buffer exactly, in any header
  * order.  Header values never size an allocation: N is checked against the image length
  * before the header is copied, and offsets and shapes are only compared. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,17 +168,21 @@ static tdacl_status parse_header(const char *file, const cJSON *root, const unsi
                                  tdacl_ckpt_tensor **tensors, int *count)
 {
     if (!cJSON_IsObject(root)) FAIL("%s: header must be a JSON object", file);
-    int n = 0, meta = 0;
+    size_t count_all = 0;
+    int meta = 0;
     for (const cJSON *c = root->child; c; c = c->next) {
         if (!strcmp(c->string, "__metadata__")) {
             if (meta++) FAIL("%s: '__metadata__' appears twice", file);
             tdacl_status st = check_metadata(file, c);
             if (st) return st;
         } else {
-            n++;
+            count_all++;
         }
     }
-    entry *e = calloc(n ? (size_t)n : 1, sizeof *e);
+    /* (a bound the compiler sees too: GCC 13 otherwise warns that the sizes below may wrap) */
+    if (count_all > INT_MAX / 2) FAIL("%s: %zu tensors in the header, more than a checkpoint can hold", file, count_all);
+    const int n = (int)count_all;
+    entry *e = calloc(count_all ? count_all : 1, sizeof *e);
     if (!e) return tdacl__fail(NULL, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory listing %d tensors", file, n);
     tdacl_status st = TDACL_SUCCESS;
     int i = 0;
@@ -190,7 +195,7 @@ static tdacl_status parse_header(const char *file, const cJSON *root, const unsi
         return st;
     }
     /* compact to the public struct, in offset order */
-    tdacl_ckpt_tensor *t = malloc(n ? (size_t)n * sizeof *t : 1);
+    tdacl_ckpt_tensor *t = malloc(count_all ? count_all * sizeof *t : 1);
     if (!t) {
         free(e);
         return tdacl__fail(NULL, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", file);
