@@ -1571,6 +1571,41 @@ static void test_decode_launches(void **state)
  * width of 60, not a multiple of the KV append's 8 elements a work-item).  Each prefill
  * equals the reference, and each decodes to its own prefill's logits (tda: two q/k views,
  * the k2 cache). */
+/* Every row's logits of prefills of at most 8 rows and more than one row a sequence (the LM
+ * head's fused GEMV without the greedy pick), each after a call whose logits buffer already held
+ * them: the head once read an unset status on that path (clang's analyzer found it) and could
+ * skip the GEMV. */
+static void test_prefill_few_rows_again(void **state)
+{
+    (void)state;
+    const model_spec *sp = spec_by_tag("softmax_learned");
+    char *dir = make_checkpoint(sp, "few_rows_again", TDACL_F32, -1);
+    tdacl_model *m = load_device(dir, TDACL_F32, 2, 0);
+    gpt_ref_model ref;
+    load_reference(dir, 0, &ref);
+    const int V = sp->vocab, shapes[5][2] = {{1, 8}, {1, 3}, {2, 4}, {2, 2}, {1, 5}}; /* B, T */
+    rng r = {4242};
+    for (int c = 0; c < 5; c++) {
+        const int B = shapes[c][0], T = shapes[c][1];
+        int32_t tok[8];
+        random_tokens(&r, V, B * T, tok);
+        float *got = xcalloc((size_t)B * T * V, sizeof(float));
+        double *want = xcalloc((size_t)B * T * V, sizeof(double));
+        device_prefill(m, B, T, tok, got, V);
+        for (int b = 0; b < B; b++)
+            assert_int_equal(gpt_ref_forward(&ref, T, tok + b * T, want + (size_t)b * T * V, NULL), 0);
+        char what[32];
+        snprintf(what, sizeof what, "B%d T%d", B, T);
+        errs er = {0};
+        errs_add(&er, got, want, NULL, (size_t)B * T * V);
+        errs_check(&er, NMSE_F32, MAXABS_F32, "prefill vs ref", what);
+        free(got), free(want);
+    }
+    gpt_ref_free(&ref);
+    assert_ok(g_ctx, tdacl_model_destroy(m));
+    free(dir);
+}
+
 static void test_decode_head_sizes(void **state)
 {
     (void)state;
@@ -2248,6 +2283,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_head_greedy_pick),
         cmocka_unit_test(test_decode_launches),
         cmocka_unit_test(test_decode_head_sizes),
+        cmocka_unit_test(test_prefill_few_rows_again),
         cmocka_unit_test(test_decode_slots),
         cmocka_unit_test(test_decode_one_launch),
         cmocka_unit_test(test_decode_one_launch_tiny),

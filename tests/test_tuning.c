@@ -1186,6 +1186,80 @@ static void test_upsert(void **state)
     tdacl_context_destroy(ctx);
 }
 
+/* tdacl tune --import-clblast: a CLBlast tuner result into a database entry of this device */
+static void test_clblast_import(void **state)
+{
+    (void)state;
+    tdacl_context *ctx = make_ctx(NULL, 0, NULL);
+    char json[1024], db_path[1024];
+    snprintf(json, sizeof json, "%s/clblast.json", dir);
+    snprintf(db_path, sizeof db_path, "%s/imported.tdb", dir);
+    write_text(json, "{\"kernel_family\": \"xgemm_1\", \"precision\": \"32\", \"best_time\": \"1.25\", "
+                     "\"best_parameters\": \"GEMMK=0 KREG=1 KWG=32 MWG=64 PRECISION=32 NWG=128 VWM=4\"}");
+    assert_ok(ctx, tdacl__clblast_import(ctx, json, db_path));
+    tdacl_tdb db = read_db(db_path);
+    assert_int_equal(db.count, 1);
+    const tdacl_tdb_entry *e = &db.entries[0];
+    assert_string_equal(e->kernel, "clblast_xgemm");
+    assert_int_equal(e->dtype, TDACL_F32);
+    assert_string_equal(e->arch, ctx->info.arch);
+    const char *names[6] = {"GEMMK", "KREG", "KWG", "MWG", "NWG", "VWM"}; /* PRECISION left out */
+    const int values[6] = {0, 1, 32, 64, 128, 4};
+    assert_int_equal(e->nparams, 6);
+    for (int i = 0; i < 6; i++) {
+        assert_string_equal(e->pname[i], names[i]);
+        assert_int_equal(e->pvalue[i], values[i]);
+    }
+    assert_contains(e->comment, "1.25");
+    tdacl__tdb_free(&db);
+
+    /* a direct-GEMM half-precision result: a second entry */
+    write_text(json, "{\"kernel_family\": \"xgemm_direct_1\", \"precision\": \"16\", "
+                     "\"best_parameters\": \"WGD=16 MDIMCD=8\"}");
+    assert_ok(ctx, tdacl__clblast_import(ctx, json, db_path));
+    db = read_db(db_path);
+    assert_int_equal(db.count, 2);
+    assert_string_equal(db.entries[1].kernel, "clblast_xgemm_direct");
+    assert_int_equal(db.entries[1].dtype, TDACL_F16);
+    assert_int_equal(db.entries[1].nparams, 2);
+    assert_int_equal(db.entries[1].pvalue[0], 16);
+    tdacl__tdb_free(&db);
+
+    /* refused, each by name; the database keeps its two entries */
+    static const struct {
+        const char *text, *says;
+        tdacl_status st;
+    } bad[] = {
+        {"not json at all", "is not JSON", TDACL_ERR_FORMAT},
+        {"{\"kernel_family\": \"xgemm_1\", \"precision\": \"32\"}", "kernel_family, precision, best_parameters",
+         TDACL_ERR_FORMAT},
+        {"{\"kernel_family\": \"xgemm_1\", \"precision\": \"64\", \"best_parameters\": \"KWG=32\"}",
+         "precision 64 is not imported", TDACL_ERR_UNSUPPORTED},
+        {"{\"kernel_family\": \"xgemm_1\", \"precision\": \"32\", \"best_parameters\": \"PRECISION=32 junk\"}",
+         "no parameters in best_parameters", TDACL_ERR_FORMAT},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_text(json, bad[i].text);
+        assert_status(ctx, tdacl__clblast_import(ctx, json, db_path), bad[i].st);
+        assert_contains(tdacl_last_error(ctx), bad[i].says);
+        assert_contains(tdacl_last_error(ctx), json);
+    }
+    char many[4096] = "{\"kernel_family\": \"xgemm_1\", \"precision\": \"32\", \"best_parameters\": \"";
+    for (int i = 0; i < TDACL_MAX_PARAMS + 1; i++) snprintf(many + strlen(many), sizeof many - strlen(many), "P%d=%d ", i, i);
+    snprintf(many + strlen(many), sizeof many - strlen(many), "\"}");
+    write_text(json, many);
+    assert_status(ctx, tdacl__clblast_import(ctx, json, db_path), TDACL_ERR_FORMAT);
+    assert_contains(tdacl_last_error(ctx), "more than");
+    char missing[1100];
+    snprintf(missing, sizeof missing, "%s/no-such.json", dir);
+    assert_status(ctx, tdacl__clblast_import(ctx, missing, db_path), TDACL_ERR_IO);
+    assert_contains(tdacl_last_error(ctx), missing);
+    db = read_db(db_path);
+    assert_int_equal(db.count, 2);
+    tdacl__tdb_free(&db);
+    tdacl_context_destroy(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1207,6 +1281,7 @@ int main(void)
         cmocka_unit_test(test_missing_or_odd_files),
         cmocka_unit_test(test_many_rejected_entries),
         cmocka_unit_test(test_upsert),
+        cmocka_unit_test(test_clblast_import),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

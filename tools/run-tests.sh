@@ -16,6 +16,8 @@
 #   5. the libFuzzer targets (tools/fuzz.sh, clang build in build-fuzz/), $FUZZ_SECONDS
 #      (default 10) seconds each, one per core at a time, on the safetensors, config.json, .npy, tuning-database,
 #      cache-entry and command-line parsers
+#   6. clang's static analyzer over the library, the CLI and the tuner (tools/analyze.sh,
+#      build-analyze/): any report fails
 # Any failure stops the script with a non-zero status.
 set -euo pipefail
 
@@ -122,6 +124,10 @@ fi
 # ---- 5. fuzzing ----
 step "fuzz the parsers (tools/fuzz.sh, ${FUZZ_SECONDS:-10}s per target)"
 tools/fuzz.sh "${FUZZ_SECONDS:-10}"
+
+# ---- 6. static analysis ----
+step "clang's static analyzer (tools/analyze.sh)"
+tools/analyze.sh
 
 step "summary"
 for run in release asan oclgrind; do

@@ -35,6 +35,18 @@ tdacl_status tdacl__fail(const tdacl_context *ctx, tdacl_status st, const char *
 /* For a failed OpenCL call: maps the code to a status and names it in the message. */
 tdacl_status tdacl__fail_cl(const tdacl_context *ctx, cl_int err, const char *fmt, ...)
     TDACL_PRINTF(3, 4);
+#ifdef __clang_analyzer__
+/* clang's static analyzer (tools/analyze.sh) reads one translation unit at a time: it is told
+ * here that a recorded failure is never TDACL_SUCCESS (every caller passes an error), or it
+ * follows paths on which a failed step "succeeded" */
+static inline tdacl_status tdacl__analyzer_failure(tdacl_status st)
+{
+    if (st == TDACL_SUCCESS) __builtin_unreachable();
+    return st;
+}
+#define tdacl__fail(...) tdacl__analyzer_failure(tdacl__fail(__VA_ARGS__))
+#define tdacl__fail_cl(...) tdacl__analyzer_failure(tdacl__fail_cl(__VA_ARGS__))
+#endif
 const char *tdacl__cl_error_name(cl_int err);
 tdacl_status tdacl__cl_status(cl_int err);
 void tdacl__clear_error(const tdacl_context *ctx);

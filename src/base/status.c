@@ -45,6 +45,9 @@ static tdacl_status record(const tdacl_context *ctx, tdacl_status st, const char
     return st;
 }
 
+#undef tdacl__fail /* (the analyzer's wrappers, base.h) */
+#undef tdacl__fail_cl
+
 tdacl_status tdacl__fail(const tdacl_context *ctx, tdacl_status st, const char *fmt, ...)
 {
     char msg[2048];

@@ -83,6 +83,7 @@ static void print_variants(tdacl_context *ctx)
         tdacl_attention_desc_init(&desc);
         desc.kind = probes[i].kind;
         tdacl_attention_plan plan;
+        memset(&plan, 0, sizeof plan); /* the message below reads plan.path even when a step failed */
         tdacl_tuned tuned;
         const tdacl_attention_call call = {&plan, &t, NULL, NULL};
         if (!st) st = tdacl__attention_plan(ctx, &desc, &t, &plan);

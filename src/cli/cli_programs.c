@@ -45,7 +45,7 @@ static int write_program(tdacl_context *ctx, dump *d, const tdacl_variant_def *r
         if (!s) return 1;
         tdacl__sb_printf(&src, "/* ---- %s ---- */\n%.*s\n", s->name, (int)s->size, s->text);
     }
-    if (opts.oom || src.oom) return 1;
+    if (opts.oom || src.oom || !src.data) return 1;
     const uint64_t key = tdacl__fnv1a64(src.data, strlen(src.data), tdacl__fnv1a64(opts.data, strlen(opts.data), 1));
     int dup = 0;
     for (int i = 0; i < d->nseen; i++) dup |= d->seen[i] == key;

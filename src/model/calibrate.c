@@ -122,7 +122,7 @@ static void *heads_job(void *arg)
     for (int h = j->h0; h < c->H; h += j->step)
         for (int r = 0; r < c->S; r++) {
             float *t = &c->table[(size_t)h * c->S + r];
-            if (r >= j->T) *t = t[-1]; /* unread: rows past this sequence */
+            if (r >= j->T) *t = r ? t[-1] : -INFINITY; /* unread: rows past this sequence */
             else if (r + 1 <= c->k[j->l]) *t = -INFINITY;
             else
                 *t = (float)row_threshold(c, j->l, h, r, c->host_qkv + (size_t)r * c->ld + (size_t)h * c->d, r + 1,
@@ -141,15 +141,16 @@ static tdacl_status hook(tdacl_model *m, int l, int B, int T, void *user)
     if (!st) st = tdacl_tensor_download(rows, c->host_qkv, TDACL_F32, (int64_t)T * c->ld);
     tdacl_tensor_destroy(rows);
     if (st) return st;
+    const int nt = c->nthreads < 1 ? 1 : c->nthreads > 64 ? 64 : c->nthreads; /* (set to 1..64) */
     pthread_t threads[64];
     calib_job jobs[64];
     int running[64] = {0};
-    for (int i = 0; i < c->nthreads; i++)
-        jobs[i] = (calib_job){c, l, T, i, c->nthreads, c->scratch + (size_t)2 * i * c->S,
+    for (int i = 0; i < nt; i++)
+        jobs[i] = (calib_job){c, l, T, i, nt, c->scratch + (size_t)2 * i * c->S,
                               c->scratch + (size_t)(2 * i + 1) * c->S};
-    for (int i = 1; i < c->nthreads; i++) running[i] = !pthread_create(&threads[i], NULL, heads_job, &jobs[i]);
+    for (int i = 1; i < nt; i++) running[i] = !pthread_create(&threads[i], NULL, heads_job, &jobs[i]);
     heads_job(&jobs[0]);
-    for (int i = 1; i < c->nthreads; i++) {
+    for (int i = 1; i < nt; i++) {
         if (running[i]) pthread_join(threads[i], NULL);
         else heads_job(&jobs[i]); /* a thread that could not start: its share runs here */
     }
@@ -323,7 +324,9 @@ tdacl_status tdacl_model_calibrate(tdacl_model *m, const tdacl_calibrate_desc *d
     c.host_qkv = malloc((size_t)S * c.ld * sizeof *c.host_qkv);
     c.table = malloc((size_t)H * S * sizeof *c.table);
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    c.nthreads = cores < 1 ? 1 : cores > H ? H : cores > 64 ? 64 : (int)cores;
+    /* one thread a head at most, and at most 64 (hook's arrays) */
+    long nthreads = cores < H ? cores : H;
+    c.nthreads = nthreads < 1 ? 1 : nthreads > 64 ? 64 : (int)nthreads;
     c.scratch = malloc((size_t)2 * c.nthreads * S * sizeof *c.scratch);
     if (!c.k || !c.sum || !c.sq || !c.eta || !c.count || !c.host_qkv || !c.table || !c.scratch)
         st = tdacl__fail(m->ctx, TDACL_ERR_OUT_OF_MEMORY, "tdacl_model_calibrate: out of memory for %d x %d x %d rows", L, H, S);

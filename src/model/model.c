@@ -770,7 +770,7 @@ int tdacl__model_head_fused(int rows, int one_row, char *what, size_t n)
 static tdacl_status head(tdacl_model *m, int B, int T, int last_only)
 {
     const int rows = B * T, C = m->C, V = m->info.vocab_size;
-    tdacl_status st;
+    tdacl_status st = TDACL_SUCCESS;
     const tdacl_tensor *head = m->lm_head ? m->lm_head : m->wte;
     tdacl_tensor *src = m->x;
     int out_rows = rows;

@@ -71,6 +71,7 @@ static tdacl_status get_rows(const reader *r, const cJSON *o, const char *key, i
         }
         n = m;
     }
+    if (n < 1) return bad(r, "key '%s' must be an array of one array a head%s", key, layer, ""); /* (no heads) */
     double *v = malloc((size_t)r->n_head * (size_t)n * sizeof *v);
     if (!v) return tdacl__fail(NULL, TDACL_ERR_OUT_OF_MEMORY, "%s: out of memory", r->file);
     h = 0;

@@ -230,6 +230,7 @@ void tdacl__gemm_call_options(const void *call, tdacl_strbuf *sb)
 static tdacl_status k_chunk(tdacl_context *ctx, int64_t tiles, int K, int step, int *nsplit, cl_int *kchunk)
 {
     const int64_t units = ctx->info.compute_units ? ctx->info.compute_units : 1;
+    if (tiles < 1) tiles = 1; /* (an empty product has no tiles; callers pass M, N >= 1) */
     const char *env = getenv("TDACL_GEMM_SPLIT_K");
     int64_t n = tiles >= units ? 1 : (2 * units + tiles - 1) / tiles;
     if (env && *env) {

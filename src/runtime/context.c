@@ -75,10 +75,11 @@ static tdacl_status finish_context(tdacl_context *ctx, const tdacl_context_desc 
         tdacl_context_destroy(ctx);
         return tdacl__fail(NULL, keep, "%s", msg);
     }
+    const char *profile;
     tdacl__log(ctx, TDACL_LOG_INFO, "context on [%d] %s / %s (%s)%s", ctx->device_index, ctx->info.platform_name,
                ctx->info.name, ctx->info.arch, ctx->borrowed ? ", the caller's OpenCL context" : "");
     if (ctx->queue_profiling) tdacl__profile_init(ctx);
-    else if (getenv("TDACL_PROFILE") && *getenv("TDACL_PROFILE") && strcmp(getenv("TDACL_PROFILE"), "0"))
+    else if ((profile = getenv("TDACL_PROFILE")) && *profile && strcmp(profile, "0"))
         tdacl__log(ctx, TDACL_LOG_WARN, "TDACL_PROFILE: the caller's queue has no profiling; nothing is timed");
     *out = ctx;
     return TDACL_SUCCESS;

@@ -280,6 +280,7 @@ tdacl_status tdacl__program_get(tdacl_context *ctx, const tdacl_program_def *def
         tdacl__sb_free(&src);
         return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "program '%s': out of memory", name);
     }
+    if (!src.data) return tdacl__fail(ctx, TDACL_ERR_INTERNAL, "program '%s' names no kernel source", name);
     /* the registry keys the program by the caller's options; the class's own are fixed per context */
     const char *cls = tdacl__program_class_options(ctx, name);
     tdacl_strbuf all = {0};

@@ -371,11 +371,12 @@ static tdacl_status staged(const tdacl_tensor *t, void *host, tdacl_dtype host_d
     tdacl_context *ctx = t->ctx;
     size_t hsize = tdacl_dtype_size(host_dtype);
     uint64_t limit = ctx->staging_limit ? ctx->staging_limit : ctx->info.max_alloc_bytes;
+    const int nd = t->ndim; /* (read once: the analyzer otherwise lets it change across the OpenCL calls) */
     int outer = 0; /* the dimension to slice */
-    while (outer < t->ndim - 1 && t->shape[outer] == 1) outer++;
+    while (outer < nd - 1 && t->shape[outer] == 1) outer++;
     int64_t inner = 1; /* elements of one slice */
-    for (int i = outer + 1; i < t->ndim; i++) inner *= t->shape[i];
-    int64_t rows = t->ndim ? t->shape[outer] : 1;
+    for (int i = outer + 1; i < nd; i++) inner *= t->shape[i];
+    int64_t rows = nd ? t->shape[outer] : 1;
     int64_t per = (int64_t)(limit / hsize / (uint64_t)inner);
     if (per < 1)
         return tdacl__fail(ctx, TDACL_ERR_TOO_LARGE, "%s: one slice of %lld elements in %s exceeds the staging limit of "
@@ -386,22 +387,22 @@ static tdacl_status staged(const tdacl_tensor *t, void *host, tdacl_dtype host_d
     cl_mem tmp = clCreateBuffer(ctx->cl, up ? CL_MEM_READ_ONLY : CL_MEM_WRITE_ONLY, bytes, NULL, &err);
     if (!tmp) return tdacl__fail_cl(ctx, err, "%s: staging clCreateBuffer(%zu bytes)", call, bytes);
     int64_t cstr[TDACL_MAX_DIMS], shape[TDACL_MAX_DIMS], s = 1;
-    for (int i = t->ndim - 1; i >= 0; i--) cstr[i] = s, s *= t->shape[i], shape[i] = t->shape[i];
+    for (int i = nd - 1; i >= 0; i--) cstr[i] = s, s *= t->shape[i], shape[i] = t->shape[i];
     tdacl_status st = TDACL_SUCCESS;
     for (int64_t r0 = 0; r0 < rows && !st; r0 += per) {
         int64_t n = rows - r0 < per ? rows - r0 : per;
-        if (t->ndim) shape[outer] = n;
+        if (nd) shape[outer] = n;
         size_t chunk = (size_t)(n * inner) * hsize;
         char *h = (char *)host + (size_t)(r0 * inner) * hsize;
         strided tmpv = {tmp, host_dtype, 0, cstr};
-        strided dev = {t->storage->mem, t->dtype, t->offset + (t->ndim ? r0 * t->strides[outer] : 0), t->strides};
+        strided dev = {t->storage->mem, t->dtype, t->offset + (nd ? r0 * t->strides[outer] : 0), t->strides};
         if (up) {
             err = clEnqueueWriteBuffer(ctx->queue, tmp, CL_TRUE, 0, chunk, h, 0, NULL, NULL);
             if (err) st = tdacl__fail_cl(ctx, err, "%s: clEnqueueWriteBuffer", call);
-            if (!st) st = copy_kernel(ctx, call, tmpv, dev, t->ndim, shape, n * inner);
+            if (!st) st = copy_kernel(ctx, call, tmpv, dev, nd, shape, n * inner);
             if (!st && (err = clFinish(ctx->queue))) st = tdacl__fail_cl(ctx, err, "%s: clFinish", call);
         } else {
-            st = copy_kernel(ctx, call, dev, tmpv, t->ndim, shape, n * inner);
+            st = copy_kernel(ctx, call, dev, tmpv, nd, shape, n * inner);
             if (!st && (err = clEnqueueReadBuffer(ctx->queue, tmp, CL_TRUE, 0, chunk, h, 0, NULL, NULL)))
                 st = tdacl__fail_cl(ctx, err, "%s: clEnqueueReadBuffer", call);
         }

@@ -695,14 +695,23 @@ tdacl_status tdacl__clblast_import(tdacl_context *ctx, const char *json_path, co
     if (!text) return tdacl__fail(ctx, TDACL_ERR_IO, "cannot read %s: %s", json_path, strerror(errno));
     cJSON *root = cJSON_ParseWithLength(text, len);
     free(text);
-    const cJSON *fam = root ? cJSON_GetObjectItemCaseSensitive(root, "kernel_family") : NULL;
-    const cJSON *prec = root ? cJSON_GetObjectItemCaseSensitive(root, "precision") : NULL;
-    const cJSON *best = root ? cJSON_GetObjectItemCaseSensitive(root, "best_parameters") : NULL;
-    const cJSON *tm = root ? cJSON_GetObjectItemCaseSensitive(root, "best_time") : NULL;
+    if (!root) return tdacl__fail(ctx, TDACL_ERR_FORMAT, "%s is not JSON (a CLBlast tuner result)", json_path);
+    const cJSON *fam = cJSON_GetObjectItemCaseSensitive(root, "kernel_family");
+    const cJSON *prec = cJSON_GetObjectItemCaseSensitive(root, "precision");
+    const cJSON *best = cJSON_GetObjectItemCaseSensitive(root, "best_parameters");
+    const cJSON *tm = cJSON_GetObjectItemCaseSensitive(root, "best_time");
     if (!cJSON_IsString(fam) || !cJSON_IsString(prec) || !cJSON_IsString(best)) {
         cJSON_Delete(root);
         return tdacl__fail(ctx, TDACL_ERR_FORMAT, "%s is not a CLBlast tuner result (kernel_family, precision, "
                            "best_parameters)", json_path);
+    }
+    /* CLBlast's precision codes: 16 half, 32 single; 64, 3232 and 6464 (double, complex) are
+     * none of this library's dtypes */
+    if (strcmp(prec->valuestring, "16") && strcmp(prec->valuestring, "32")) {
+        tdacl_status st = tdacl__fail(ctx, TDACL_ERR_UNSUPPORTED, "%s: precision %.16s is not imported (16 half and "
+                                      "32 single are)", json_path, prec->valuestring);
+        cJSON_Delete(root);
+        return st;
     }
     tdacl_tdb_entry e;
     tdacl__tdb_entry_init(&e);

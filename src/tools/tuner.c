@@ -33,11 +33,14 @@ static float stored(float x, tdacl_dtype dt)
     return x;
 }
 
-/* Every combination of the space's candidate values (+1 slot for the generic default). */
+/* Every combination of the space's candidate values (+1 slot for the generic default); -1 out of
+ * memory, -2 a space of more than TDACL_MAX_PARAMS parameters. */
 static int enumerate(const tdacl_kernel_space *ks, tdacl_param_values **out)
 {
+    const int np = ks->nparams;
     int total = 1, count[TDACL_MAX_PARAMS];
-    for (int p = 0; p < ks->nparams; p++) {
+    if (np < 0 || np > TDACL_MAX_PARAMS) return -2;
+    for (int p = 0; p < np; p++) {
         count[p] = 0;
         while (count[p] < TDACL_MAX_CANDIDATES && ks->params[p].candidates[count[p]] != TDACL_END) count[p]++;
         total *= count[p];
@@ -46,7 +49,7 @@ static int enumerate(const tdacl_kernel_space *ks, tdacl_param_values **out)
     if (!*out) return -1;
     for (int i = 0; i < total; i++) {
         int rem = i;
-        for (int p = ks->nparams - 1; p >= 0; p--) {
+        for (int p = np - 1; p >= 0; p--) {
             (*out)[i].v[p] = ks->params[p].candidates[rem % count[p]];
             rem /= count[p];
         }
@@ -431,7 +434,9 @@ tdacl_status tdacl__tune(tdacl_context **ctxp, const tdacl_tune_job *job, tdacl_
     int total = enumerate(ks, &cands);
     res->combinations = total;
     if (total < 0) {
-        st = tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "tune: out of memory");
+        st = total == -2 ? tdacl__fail(ctx, TDACL_ERR_INTERNAL, "tune: space %s has more than %d parameters", ks->kernel,
+                                       TDACL_MAX_PARAMS)
+                         : tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "tune: out of memory");
         goto done;
     }
     /* keep only candidates that pass the constraints; the generic default goes first so
