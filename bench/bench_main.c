@@ -100,7 +100,7 @@ static int bench_main(int argc, char **argv)
         return 1;
     }
     int only = -1;
-    if (run.opt.device && (st = tdacl_device_select(run.opt.device, &only))) {
+    if (run.opt.device && tdacl_device_select(run.opt.device, &only)) {
         fprintf(stderr, "tdacl-bench: %s\n", tdacl_last_error(NULL));
         return 2;
     }
@@ -142,13 +142,13 @@ static int bench_main(int argc, char **argv)
         snprintf(idx, sizeof idx, "%d", i);
         desc.device = idx;
         tdacl_context *ctx;
-        if ((st = tdacl_context_create(&desc, &ctx))) {
+        if (tdacl_context_create(&desc, &ctx)) {
             fprintf(stderr, "tdacl-bench: device %d: %s\n", i, tdacl_last_error(NULL));
             failures++;
             continue;
         }
         bench_progress(&run, "%s: measuring peak", bd->info.name);
-        if ((st = tdacl_measure_peak(ctx, &bd->peak)) == 0) bd->have_peak = 1;
+        if (tdacl_measure_peak(ctx, &bd->peak) == 0) bd->have_peak = 1;
         else fprintf(stderr, "tdacl-bench: peak probe failed on %s: %s\n", bd->info.name, tdacl_last_error(ctx));
         if (run.opt.progress) fprintf(stderr, "\r\033[K");
         bench_print_device(&run, dev, stdout);

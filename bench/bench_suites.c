@@ -161,6 +161,7 @@ static int attn_row(bench_run *run, tdacl_context *ctx, int dev, int kind, const
     bench_progress(run, "%s attention %s %s %s T=%lld%s", run->devices[dev].info.name, r->name, r->dtype, r->path,
                    (long long)Tk, generic ? " (generic params)" : "");
     tdacl_status st = tdacl__attention_plan(ctx, &desc, &job.t, &job.plan);
+    if (!st && !job.plan.row) st = tdacl__fail(ctx, TDACL_ERR_INTERNAL, "the attention plan names no variant");
     tdacl_tuned used;
     tdacl_param_values generic_values;
     const tdacl_kernel_space *ks = st ? NULL : job.plan.row->space;

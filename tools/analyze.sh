@@ -1,6 +1,6 @@
 #!/bin/bash
 # clang's static analyzer (scan-build, package clang-tools-14) over the library, the command
-# line and the tuner: a Debug build in build-analyze/ (tests and bench left out), failing on any
+# line, the tuner and tdacl-bench: a Debug build in build-analyze/ (tests left out), failing on any
 # report; the HTML reports stay in build-analyze/reports/ (`scan-view` opens them).
 #
 #   tools/analyze.sh
@@ -17,7 +17,7 @@ SCAN="${SCAN_BUILD:-$(command -v scan-build-14 || command -v scan-build || true)
 BUILD="${ANALYZE_BUILD_DIR:-build-analyze}"
 rm -rf "$BUILD"
 "$SCAN" -o "$BUILD/reports" cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DTDACL_BUILD_TESTS=OFF \
-    -DTDACL_BUILD_BENCH=OFF >/dev/null
+    -DTDACL_BUILD_BENCH=ON >/dev/null
 status=0
 "$SCAN" -o "$BUILD/reports" --status-bugs cmake --build "$BUILD" -j"$(nproc)" >"$BUILD/analyze.log" 2>&1 || status=$?
 grep -E "warning:|scan-build:" "$BUILD/analyze.log" || true # (the build's progress lines left out)

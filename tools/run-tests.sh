@@ -16,7 +16,7 @@
 #   5. the libFuzzer targets (tools/fuzz.sh, clang build in build-fuzz/), $FUZZ_SECONDS
 #      (default 10) seconds each, one per core at a time, on the safetensors, config.json, .npy, tuning-database,
 #      cache-entry and command-line parsers
-#   6. clang's static analyzer over the library, the CLI and the tuner (tools/analyze.sh,
+#   6. clang's static analyzer over the library, the CLI, the tuner and tdacl-bench (tools/analyze.sh,
 #      build-analyze/): any report fails
 # Any failure stops the script with a non-zero status.
 set -euo pipefail
