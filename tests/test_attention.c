@@ -578,6 +578,10 @@ static double bits_to_double(tdacl_dtype dt, const void *bits, size_t i)
  * that variant to have run. */
 static int g_variant, g_expect_mma;
 static int g_expect_mma_decode; /* decode calls must run on the tensor-core decode too */
+/* two-view kinds: the output checked is that of the call without statistics, which takes
+ * attention.mma_views (one view a launch) where the tensor-core variant runs; the statistics
+ * still come from the one-pass kernel */
+static int g_views;
 /* run each call a second time without statistics and compare (the mma-f32 part) */
 static int g_also_without_stats;
 
@@ -807,6 +811,26 @@ static void dev_run(tdacl_context *ctx, const attn_case *c, const dev_problem *d
         fail_msg("the tensor-core variant did not run [%s] (TDACL_LOG=debug says why)", cs);
     }
 
+    if (g_views && g_expect_mma && path == TDACL_PATH_PREFILL) {
+        /* again without statistics, on attention.mma_views; the output of the statistics run
+         * is overwritten first, so that a launch that wrote nothing fails */
+        fill = xcalloc((size_t)n_out, sizeof(float));
+        for (int64_t i = 0; i < n_out; i++) fill[i] = (float)OUT_SENTINEL;
+        upload_raw(ctx, obase, c->odtype, fill, (size_t)n_out);
+        free(fill);
+        desc.want_stats = 0;
+        tdacl_attention_plan plan;
+        setenv("TDACL_VARIANT", "attention.mma_views", 1); /* at any length */
+        tdacl_status pst = tdacl__attention_plan(ctx, &desc, &ts, &plan);
+        unsetenv("TDACL_VARIANT");
+        CHECK_OK(ctx, pst);
+        if (g_expect_mma && strcmp(plan.row->name, "attention.mma_views"))
+            fail_msg("%s ran instead of attention.mma_views: %s", plan.row->name, plan.variant_why);
+        tdacl_param_values values;
+        if (force) values = forced_params(ctx, &plan, force);
+        tdacl_attention_stats plain;
+        CHECK_OK(ctx, tdacl__attention_run(ctx, &plan, &ts, force ? &values : NULL, NULL, &plain));
+    }
     void *bits = xcalloc((size_t)n_out, tdacl_dtype_size(c->odtype));
     CHECK_OK(ctx, tdacl_tensor_download(obase, bits, c->odtype, n_out));
     if (g_also_without_stats && !force) {
@@ -1582,6 +1606,7 @@ static void mma_shapes(void **state, int first, int count, int alternate)
     for (int ki = 0; ki < 5; ki++)
         for (int s = first; s < first + count; s++) {
             if (alternate && s != first + ki % count) continue; /* one shape per kind, in turn */
+            if (g_views && !two_views(KINDS[ki])) continue;
             attn_case c = make_case(KINDS[ki], VAR_TINY_BF16, shapes[s].Tq, shapes[s].Tk, shapes[s].off);
             c.d = shapes[s].d, c.dv = shapes[s].dv, c.lay = shapes[s].lay;
             c.dtype = c.odtype = shapes[s].dt;
@@ -1620,6 +1645,28 @@ static void test_mma_f32_tf32(void **state)
     g_f32_precision = TDACL_PRECISION_TF32;
     mma_shapes(state, 4, 3, 0);
     g_f32_precision = TDACL_PRECISION_BF16;
+}
+
+/* tda and diff_softmax one view a launch (attention.mma_views): the 16-bit shapes of the mma
+ * parts (d 32 to 128, dv 40, offsets, three layouts), forced tiles included */
+static void test_mma_views(void **state)
+{
+    g_views = 1;
+    mma_shapes(state, 0, 4, 0);
+    /* dv not a multiple of 4: the combine's column at a time */
+    tdacl_device_info info;
+    CHECK_OK(ctx_of(state), tdacl_context_get_info(ctx_of(state), &info));
+    const char *emu = getenv("TDACL_MMA_EMULATE");
+    g_expect_mma = info.nv_cc_major >= 8 || (emu && *emu && strcmp(emu, "0"));
+    for (int ki = 0; ki < 5; ki++) {
+        if (!two_views(KINDS[ki])) continue;
+        attn_case c = make_case(KINDS[ki], VAR_TINY_BF16, 37, 37, -1);
+        c.d = 48, c.dv = 30, c.B = 2, c.H = 3, c.lay = LAYOUT_BTHD;
+        apply_pset(&c, &PSETS[ki]);
+        check_case(state, &c, TDACL_PATH_PREFILL);
+    }
+    g_expect_mma = 0;
+    g_views = 0;
 }
 
 /* The tensor-core decode (the split form of cl/attention_mma.cl, one warp of 16 query rows per
@@ -1823,7 +1870,11 @@ static void test_mma_tiny(void **state)
          * launch at the default four warps of two m-tiles, mostly on padding rows */
         if (g_expect_mma && ki == 0) c.force = vendor ? "KSTAGES=1 BN=16 NWARPS=2 MT=1" : "KSTAGES=1 BN=16";
         else if (vendor) c.force = "BN=16 NWARPS=2 MT=1";
+        /* tda also one view a launch through the portable body (attention.mma_views and its
+         * combine kernel) */
+        g_views = g_expect_mma && !vendor && ki == 3;
         check_case(&own_state, &c, TDACL_PATH_PREFILL);
+        g_views = 0;
         tdacl_context_destroy(own);
     }
     g_expect_mma = 0;
@@ -2333,6 +2384,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_entmax_mma),
         cmocka_unit_test(test_mma_rescale),
         cmocka_unit_test(test_mma_lazy_weights),
+        cmocka_unit_test(test_mma_views),
     };
     const struct CMUnitTest small[] = {
         cmocka_unit_test(test_reference_by_hand),
@@ -2350,6 +2402,7 @@ int main(int argc, char **argv)
         {"mma-f32", 20, 1}, {"mma-tf32", 21, 1}, {"mma-decode", 22, 1}, {"mma-tiny", 23, 1}, {"class-tiles", 24, 1},
         {"entmax", 25, 3}, {"entmax-layouts", 28, 1}, {"topk-theta", 29, 3}, {"topk-theta-layouts", 32, 1},
         {"topk-theta-mma", 33, 1}, {"entmax-mma", 34, 1}, {"mma-rescale", 35, 1}, {"mma-lazy-weights", 36, 1},
+        {"mma-views", 37, 1},
     };
     int first = 0, count = (int)(sizeof full / sizeof full[0]);
     if (part) {
@@ -2357,7 +2410,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
             if (!strcmp(part, parts[i].name)) first = parts[i].first, count = parts[i].count, found = 1;
         if (!found) {
-            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-tra, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-units, mma-f32, mma-tf32, mma-decode, mma-tiny, class-tiles, entmax, entmax-layouts, topk-theta, topk-theta-layouts, topk-theta-mma, entmax-mma, mma-rescale, mma-lazy-weights)\n", part);
+            fprintf(stderr, "test_attention: unknown --part '%s' (basics, layouts, layouts-bf16, layouts-f16, layouts-f16-tra, layouts-f16-two-views, decode, forced-big, semantics, ladder-ends, semantics-edge, mma, mma-wide, mma-units, mma-f32, mma-tf32, mma-decode, mma-tiny, class-tiles, entmax, entmax-layouts, topk-theta, topk-theta-layouts, topk-theta-mma, entmax-mma, mma-rescale, mma-lazy-weights, mma-views)\n", part);
             return 2;
         }
     }

@@ -357,6 +357,20 @@ static tdacl_status plan_of(tdacl_context *ctx, tdacl_attention_kind kind, tdacl
     return st;
 }
 
+/* A causal prefill plan of T rows and keys (beta, want_stats as given). */
+static tdacl_status plan_prefill(tdacl_context *ctx, tdacl_attention_kind kind, int d, int T, float beta, int want_stats,
+                                 tdacl_attention_plan *plan)
+{
+    attn_bufs b;
+    make_bufs(ctx, kind, TDACL_BF16, d, T, T, &b);
+    tdacl_attention_desc desc;
+    tdacl_attention_desc_init(&desc);
+    desc.kind = kind, desc.beta = beta, desc.want_stats = want_stats;
+    tdacl_status st = tdacl__attention_plan(ctx, &desc, &b.t, plan);
+    free_bufs(&b);
+    return st;
+}
+
 /* Device classes this machine does not have, through a retargeted context: the class
  * defaults chosen from the offline compilers' reports (tools/offline-sweep.sh) and the
  * compiler options a class adds to a program (register mode, sub-group size). */
@@ -502,6 +516,32 @@ static void test_dispatch(void **state)
     assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TDA, TDACL_F16, 64, 64, &plan));
     assert_string_equal(plan.row->name, "attention.mma");
     assert_int_equal(plan.row->matrix_units, 1);
+    /* the two-view kinds one view a launch where that measured faster: diff_softmax from 4096
+     * rows, tda from 8192 at beta >= 1 and d <= 64; a call asking for statistics, and any
+     * length with the row pinned by TDACL_VARIANT */
+    assert_ok(ctx, plan_prefill(ctx, TDACL_ATTN_DIFF_SOFTMAX, 64, 4095, 1.0f, 0, &plan));
+    assert_string_equal(plan.row->name, "attention.mma");
+    assert_contains(plan.variant_why, "attention.mma_views: Tq=4095 below 4096");
+    assert_ok(ctx, plan_prefill(ctx, TDACL_ATTN_DIFF_SOFTMAX, 64, 4096, 1.0f, 0, &plan));
+    assert_string_equal(plan.row->name, "attention.mma_views");
+    assert_ok(ctx, plan_prefill(ctx, TDACL_ATTN_DIFF_SOFTMAX, 64, 4096, 1.0f, 1, &plan));
+    assert_string_equal(plan.row->name, "attention.mma");
+    assert_contains(plan.variant_why, "attention.mma_views: statistics asked");
+    assert_ok(ctx, plan_prefill(ctx, TDACL_ATTN_TDA, 64, 8192, 1.0f, 0, &plan));
+    assert_string_equal(plan.row->name, "attention.mma_views");
+    assert_ok(ctx, plan_prefill(ctx, TDACL_ATTN_TDA, 64, 4096, 1.0f, 0, &plan));
+    assert_contains(plan.variant_why, "attention.mma_views: Tq=4096 below 8192");
+    assert_ok(ctx, plan_prefill(ctx, TDACL_ATTN_TDA, 64, 8192, 0.5f, 0, &plan));
+    assert_contains(plan.variant_why, "attention.mma_views: tda at beta < 1");
+    assert_ok(ctx, plan_prefill(ctx, TDACL_ATTN_TDA, 128, 8192, 1.0f, 0, &plan));
+    assert_contains(plan.variant_why, "attention.mma_views: tda at d > 64");
+    assert_string_equal(plan.row->name, "attention.mma");
+    assert_ok(ctx, plan_prefill(ctx, TDACL_ATTN_TRA, 64, 8192, 1.0f, 0, &plan));
+    assert_contains(plan.variant_why, "attention.mma_views: two-view kinds only");
+    setenv("TDACL_VARIANT", "attention.mma_views", 1);
+    assert_ok(ctx, plan_prefill(ctx, TDACL_ATTN_TDA, 128, 100, 0.5f, 0, &plan));
+    assert_string_equal(plan.row->name, "attention.mma_views");
+    unsetenv("TDACL_VARIANT");
     /* f32 storage and d > 128 stay on the FP32 lanes, with the reason */
     assert_ok(ctx, plan_of(ctx, TDACL_ATTN_TRA, TDACL_F32, 64, 64, &plan));
     assert_string_equal(plan.row->name, "attention.simt");

@@ -5,14 +5,14 @@
 #include "base/kinds.h"
 
 static const tdacl_kind_info kinds[] = {
-    /* kind                   name            views sets softmax thr  pow  lam  clamp cosine fields */
-    {TDACL_ATTN_SOFTMAX,      "softmax",      1,    1,   1,      0,   0,   0,   0,    0,     ""},
-    {TDACL_ATTN_RELA,         "rela",         1,    1,   0,      0,   0,   0,   0,    0,     ""},
-    {TDACL_ATTN_TRA,          "tra",          1,    1,   0,      1,   1,   0,   0,    1,     "beta kappa power normalize"},
-    {TDACL_ATTN_TDA,          "tda",          2,    1,   0,      1,   1,   1,   1,    1,     "beta kappa power normalize lambda"},
-    {TDACL_ATTN_DIFF_SOFTMAX, "diff_softmax", 2,    2,   1,      0,   0,   1,   0,    0,     "lambda"},
-    {TDACL_ATTN_ENTMAX,       "entmax",       1,    1,   0,      0,   0,   0,   0,    0,     "alpha temp_delta temp_beta temp_gamma"},
-    {TDACL_ATTN_TOPK_THETA,   "topk_theta",   1,    1,   0,      0,   0,   0,   0,    0,     "theta_post sdc sdc_gamma vmc"},
+    /* kind                   name            views sets softmax thr  pow  lam  clamp cosine view_kind            fields */
+    {TDACL_ATTN_SOFTMAX,      "softmax",      1,    1,   1,      0,   0,   0,   0,    0,     -1,                  ""},
+    {TDACL_ATTN_RELA,         "rela",         1,    1,   0,      0,   0,   0,   0,    0,     -1,                  ""},
+    {TDACL_ATTN_TRA,          "tra",          1,    1,   0,      1,   1,   0,   0,    1,     -1,                  "beta kappa power normalize"},
+    {TDACL_ATTN_TDA,          "tda",          2,    1,   0,      1,   1,   1,   1,    1,     TDACL_ATTN_TRA,      "beta kappa power normalize lambda"},
+    {TDACL_ATTN_DIFF_SOFTMAX, "diff_softmax", 2,    2,   1,      0,   0,   1,   0,    0,     TDACL_ATTN_SOFTMAX,  "lambda"},
+    {TDACL_ATTN_ENTMAX,       "entmax",       1,    1,   0,      0,   0,   0,   0,    0,     -1,                  "alpha temp_delta temp_beta temp_gamma"},
+    {TDACL_ATTN_TOPK_THETA,   "topk_theta",   1,    1,   0,      0,   0,   0,   0,    0,     -1,                  "theta_post sdc sdc_gamma vmc"},
 };
 
 const tdacl_kind_info *tdacl__kind(int kind)

@@ -18,6 +18,8 @@ typedef struct tdacl_kind_info {
     int lambda;       /* desc.lambda (or the per-head lambdas) combines the views */
     int lambda_clamped; /* lambda is clamped to [0, 1] (tda) */
     int cosine_scale; /* default scale 1 (cosine scores of normalised q, k); else 1/sqrt(d) */
+    int view_kind;    /* two views: the one-view kind each view is on its own (tda: tra), whose
+                         weights combine linearly (attention.mma_views); -1 otherwise */
     const char *fields; /* descriptor fields the kind reads besides scale, norm, out_scale */
 } tdacl_kind_info;
 

@@ -921,6 +921,30 @@ static tdacl_status topk_split_passes(tdacl_context *ctx, const tdacl_variant_de
     return st;
 }
 
+/* Key tiles a prefill visits: per query block of bm rows (and key split), the tiles of bn keys up
+ * to its last visible key, over every (batch, head). */
+static uint64_t prefill_tiles(const tdacl_attention_plan *p, int64_t bm, int64_t bn, int64_t nsplit, int64_t split_len)
+{
+    uint64_t visited = 0;
+    for (int64_t qb = 0; qb * bm < p->Tq; qb++) {
+        int64_t last = (qb + 1) * bm < p->Tq ? (qb + 1) * bm : p->Tq;
+        int64_t kend = p->offset + last < p->Tk ? p->offset + last : p->Tk;
+        visited += nsplit > 1 ? split_tiles(kend, nsplit, split_len, bn) : (uint64_t)((kend + bn - 1) / bn);
+    }
+    return visited * (uint64_t)(p->B * p->H);
+}
+
+/* Each launch's device time into call->ms; the events released. */
+static tdacl_status add_events_ms(tdacl_context *ctx, cl_event *evs, int n, double *ms, tdacl_status st)
+{
+    for (int i = 0; i < n; i++) {
+        if (!evs[i]) continue;
+        tdacl_status s2 = add_event_ms(ctx, evs[i], ms);
+        if (!st) st = s2;
+    }
+    return st;
+}
+
 /* Both prefill variants take the same arguments; they differ in program, work-group size
  * and tile, which follow from their named parameters. */
 tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
@@ -993,29 +1017,86 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
             if (!st) st = tdacl__launch(ctx, k, 3, global, local, &kevs[0], kernel_name);
         }
     }
-    for (int i = 0; i < 4; i++) {
-        if (evs[i]) {
-            tdacl_status s2 = add_event_ms(ctx, evs[i], call->ms);
-            if (!st) st = s2;
-        }
-    }
-    for (int i = 0; i < 4; i++) {
-        if (!kevs[i]) continue;
-        tdacl_status s2 = add_event_ms(ctx, kevs[i], call->ms);
-        if (!st) st = s2;
-    }
+    st = add_events_ms(ctx, evs, 4, call->ms, st);
+    st = add_events_ms(ctx, kevs, 4, call->ms, st);
     if (!st && call->stats) {
-        /* tiles visited: per query block (and key split), the key tiles up to its last visible key */
-        uint64_t visited = 0;
-        for (int64_t qb = 0; qb < nqb; qb++) {
-            int64_t last = (qb + 1) * bm < p->Tq ? (qb + 1) * bm : p->Tq;
-            int64_t kend = p->offset + last < p->Tk ? p->offset + last : p->Tk;
-            visited += nsplit > 1 ? split_tiles(kend, nsplit, split_len, bn) : (uint64_t)((kend + bn - 1) / bn);
-        }
         /* a post-softmax split decode reads the keys in two passes */
-        call->stats->tiles_visited = visited * (uint64_t)bh * (topk && nsplit > 1 && d->theta_post ? 2 : 1);
+        call->stats->tiles_visited = prefill_tiles(p, bm, bn, nsplit, split_len) * (topk && nsplit > 1 && d->theta_post ? 2 : 1);
         if (want) st = read_stats(ctx, p, stats_mem, (size_t)(bh * nqb * nsplit), call->stats);
     }
+    return st;
+}
+
+/* attention.mma_views (attention_mma.c): each view as its one-view kind into an f32 buffer
+ * [B, H, Tq, dv], then attention_views_combine.  A call that wants statistics (the bench's
+ * counting run, on a plan made without them) runs on the one-pass kernel. */
+tdacl_status tdacl__attention_views_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
+                                           const tdacl_param_values *v)
+{
+    const tdacl_attention_call *call = callp;
+    const tdacl_attention_plan *p = call->plan;
+    const tdacl_attention_tensors *t = call->t;
+    const tdacl_attention_desc *d = &p->desc;
+    if (call->stats && d->want_stats) {
+        const tdacl_variant_def *fused = tdacl__variant("attention.mma");
+        tdacl_tuned tuned;
+        tdacl__log(ctx, TDACL_LOG_DEBUG, "%s: statistics asked, so %s runs this call (the combined weights are counted in "
+                   "one pass)", row->name, fused->name);
+        tdacl_status st = tdacl__variant_params(ctx, fused, call, NULL, &tuned);
+        return st ? st : fused->launch(ctx, fused, call, &tuned.values);
+    }
+    const tdacl_kernel_space *space = row->space;
+    const int bn = tdacl__param(space, v, "BN"), nt = 32 * tdacl__param(space, v, "NWARPS");
+    const int bm = 16 * tdacl__param(space, v, "MT") * tdacl__param(space, v, "NWARPS");
+    const int64_t bh = p->B * p->H, nqb = (p->Tq + bm - 1) / bm;
+
+    tdacl_attention_plan one;
+    tdacl__attention_one_view_plan(p, &one);
+    cl_mem view_out[2] = {NULL, NULL};
+    const size_t bytes = (size_t)(bh * p->Tq) * (size_t)p->dv * sizeof(cl_float);
+    tdacl_status st = TDACL_SUCCESS;
+    for (int i = 0; i < 2 && !st; i++) st = tdacl__scratch(ctx, TDACL_SCRATCH_VIEWS + i, bytes, &view_out[i]);
+    cl_kernel k, kc;
+    tdacl_strbuf opts = {0};
+    tdacl__variant_options(row, call, v, &opts);
+    if (!st) st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
+                           : tdacl__variant_kernel(ctx, row, opts.data, "attention_mma_fwd", &k);
+    if (!st) st = tdacl__variant_kernel(ctx, row, opts.data, "attention_views_combine", &kc);
+    tdacl__sb_free(&opts);
+    if (st) return st;
+
+    cl_event evs[4] = {0}, kevs[3] = {0};
+    cl_mem subs[4] = {0};
+    st = prepare_norms(ctx, p, t, 1, subs, evs);
+    const size_t global[3] = {(size_t)nt, (size_t)bh, (size_t)nqb}, local[3] = {(size_t)nt, 1, 1};
+    for (int i = 0; i < 2 && !st; i++) { /* view i + 1 in the one-view kind's place */
+        tdacl_storage s = {view_out[i], bytes, 1};
+        tdacl_tensor o = {ctx, &s, TDACL_F32, 4, {p->B, p->H, p->Tq, p->dv}, {p->H * p->Tq * p->dv, p->Tq * p->dv, p->dv, 1},
+                          0, NULL, NULL};
+        tdacl_attention_tensors tv = *t;
+        tv.out = &o, tv.gain = NULL;
+        if (i) tv.q = t->q2, tv.k = t->k2;
+        cl_mem norms[4] = {subs[2 * i], subs[2 * i + 1], NULL, NULL};
+        st = set_prefill_args(ctx, k, "attention_mma_fwd", &one, &tv, norms, NULL, 0);
+        if (!st) st = tdacl__launch(ctx, k, 3, global, local, &kevs[i], i ? "attention_mma_fwd (view 2)" : "attention_mma_fwd (view 1)");
+    }
+    if (!st) {
+        launch_args a;
+        launch_args_of(p, t, &a);
+        cl_int H = (cl_int)p->H, dv = p->dv, norm = d->norm == TDACL_NORM_RMS;
+        cl_long Tq = p->Tq;
+        st = tdacl__set_args(ctx, kc, "attention_views_combine", sizeof(cl_mem), &view_out[0], sizeof(cl_mem), &view_out[1],
+                             sizeof a.gm, &a.gm, sizeof a.lm, &a.lm, sizeof a.om, &a.om, sizeof a.os, &a.os, sizeof a.oo, &a.oo,
+                             sizeof H, &H, sizeof Tq, &Tq, sizeof dv, &dv, sizeof a.lambda, &a.lambda, sizeof norm, &norm,
+                             sizeof a.eps, &a.eps, sizeof a.out_scale, &a.out_scale, (size_t)0);
+        /* cl/attention_views.cl: dv / vec work-items a row, 128 / that rows a work-group */
+        const size_t lanes = (size_t)(p->dvpad / tdacl__attention_views_vec(p)), rows = 128 / lanes;
+        const size_t cg[3] = {lanes, (size_t)bh, ((size_t)p->Tq + rows - 1) / rows * rows}, cl[3] = {lanes, 1, rows};
+        if (!st) st = tdacl__launch(ctx, kc, 3, cg, cl, &kevs[2], "attention_views_combine");
+    }
+    st = add_events_ms(ctx, evs, 4, call->ms, st);
+    st = add_events_ms(ctx, kevs, 3, call->ms, st);
+    if (!st && call->stats) call->stats->tiles_visited = 2 * prefill_tiles(p, bm, bn, 1, 0);
     return st;
 }
 

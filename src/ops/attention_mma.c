@@ -138,3 +138,71 @@ void tdacl__attention_mma_call_options(const void *callp, tdacl_strbuf *sb)
                      (int)p->desc.kind, (int)p->dtype, (int)p->odtype, (int)p->gdtype, p->dpad, p->dvpad, tdacl__attention_mma_in(p), pmode,
                      stats, kinv, tdacl__attention_mma_lazy(p), p->aligned16 ? " -DALIGNED16" : "");
 }
+
+/* ---- attention.mma_views: a two-view kind one view a launch ----
+ * tda's weight is w1 - lambda w2 and diff_softmax's output O1 - lambda O2 (each view's softmax
+ * normalised on its own): both are linear in the views, so each view can run as its one-view
+ * kind (tra, softmax) on that kind's own tile, into an f32 buffer, and a third launch combines
+ * the two and applies the epilogue (cl/attention_views.cl).  The one-pass kernel (attention.mma)
+ * reads each V tile once for both views but holds both views' scores and Q fragments in
+ * registers, which leaves it one m-tile a warp. */
+int tdacl__attention_views_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
+{
+    const tdacl_attention_plan *p = ((const tdacl_attention_call *)call)->plan;
+    const tdacl_kind_info *k = tdacl__kind(p->desc.kind);
+    if (!k || k->view_kind < 0) return snprintf(why, n, "two-view kinds only"), 1;
+    /* tda's survivor count is of w1 - lambda w2, which neither view sees */
+    if (p->desc.want_stats)
+        return snprintf(why, n, "statistics asked (the combined weights are counted by the one-pass kernel)"), 1;
+    if (p->kv_rows) return snprintf(why, n, "per-sequence key ranges"), 1;
+    /* where it pays (H200, bf16, B4 H8, bench/results/views-h200/): diff_softmax from 4096 rows
+     * (0.88-0.91x the one-pass time at T >= 8192, 0.91x at d=128 T=4096, 1.01x at d=64
+     * T=4096, 1.05-1.13x at 2048); tda at beta >= 1 and d <= 64 from 8192 rows (0.84-0.90x;
+     * 0.99x at 4096; 1.07x at d=128, where tda's one-pass tile keeps two m-tiles, and 1.02x
+     * below beta 1, where its W V products are dense and the one pass shares them) */
+    if (!tdacl__variant_pinned("attention.mma_views")) {
+        const int64_t min_rows = p->desc.kind == TDACL_ATTN_TDA ? 8192 : 4096;
+        if (p->Tq < min_rows)
+            return snprintf(why, n, "Tq=%lld below %lld (the one-pass kernel is as fast there)", (long long)p->Tq,
+                            (long long)min_rows), 1;
+        if (p->desc.kind == TDACL_ATTN_TDA && (!tdacl__attention_mma_lazy(p) || p->dpad > 64))
+            return snprintf(why, n, "tda at %s (the one-pass kernel is faster there)",
+                            p->dpad > 64 ? "d > 64" : "beta < 1 or f16"), 1;
+    }
+    return tdacl__attention_mma_supports(ctx, call, why, n);
+}
+
+void tdacl__attention_one_view_plan(const tdacl_attention_plan *p, tdacl_attention_plan *one)
+{
+    *one = *p;
+    one->desc.kind = (tdacl_attention_kind)tdacl__kind(p->desc.kind)->view_kind;
+    one->desc.norm = TDACL_NORM_NONE, one->desc.out_scale = 1.0f, one->odtype = TDACL_F32;
+    one->problem.kind = (int)one->desc.kind;
+}
+
+/* the one-view kind's tuning entries */
+void tdacl__attention_views_problem(const tdacl_context *ctx, const void *callp, tdacl_problem *prob)
+{
+    const tdacl_attention_call *call = callp;
+    tdacl_attention_plan one;
+    tdacl__attention_one_view_plan(call->plan, &one);
+    const tdacl_attention_call c1 = {&one, call->t, call->stats, call->ms};
+    tdacl__attention_mma_problem(ctx, &c1, prob);
+}
+
+/* One program for the three launches: the one-view kind writing f32 (ODT), and the combine's
+ * output dtype and lambda rule */
+void tdacl__attention_views_call_options(const void *callp, tdacl_strbuf *sb)
+{
+    const tdacl_attention_call *call = callp;
+    tdacl_attention_plan one;
+    tdacl__attention_one_view_plan(call->plan, &one);
+    const tdacl_attention_call c1 = {&one, call->t, call->stats, call->ms};
+    tdacl__attention_mma_call_options(&c1, sb);
+    tdacl__sb_printf(sb, " -DVIEWS_ODT=%d -DVIEWS_CLAMP=%d -DVIEWS_VEC=%d", (int)call->plan->odtype,
+                     tdacl__kind(call->plan->desc.kind)->lambda_clamped, tdacl__attention_views_vec(call->plan));
+}
+
+/* columns a work-item of attention_views_combine takes: 4 (one vload4 from each view) where the
+ * views' rows hold whole groups of 4 */
+int tdacl__attention_views_vec(const tdacl_attention_plan *p) { return p->dv % 4 == 0 ? 4 : 1; }

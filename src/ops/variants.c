@@ -12,56 +12,62 @@
 #define ATTENTION_SOURCES "common.cl", "attention_math.cl"
 
 static const tdacl_variant_def rows[] = {
-    /* attention prefill: matrix units first, the FP32 lanes everywhere */
+    /* attention prefill: matrix units first, the FP32 lanes everywhere; the two-view kinds one
+     * view a launch first, on the one-view kinds' tiles (they borrow attention.mma's space) */
+    {"attention.mma_views", TDACL_OP_ATTENTION_PREFILL,
+     {"attention_mma_views", {ATTENTION_SOURCES, "mma.cl", "mma_units.cl", "attention_mma.cl", "attention_views.cl"}},
+     &tdacl__attention_mma_space, 1,
+     tdacl__attention_views_supports, tdacl__attention_views_problem, tdacl__attention_views_call_options,
+     tdacl__attention_views_launch, 1},
     {"attention.mma", TDACL_OP_ATTENTION_PREFILL, {"attention_mma", {ATTENTION_SOURCES, "mma.cl", "mma_units.cl", "attention_mma.cl"}},
      &tdacl__attention_mma_space, 1, tdacl__attention_mma_supports, tdacl__attention_mma_problem,
-     tdacl__attention_mma_call_options, tdacl__attention_prefill_launch},
+     tdacl__attention_mma_call_options, tdacl__attention_prefill_launch, 0},
     {"attention.simt", TDACL_OP_ATTENTION_PREFILL, {"attention", {ATTENTION_SOURCES, "attention.cl"}},
      &tdacl__attention_space, 0, tdacl__attention_simt_supports, tdacl__attention_problem, tdacl__attention_call_options,
-     tdacl__attention_prefill_launch},
+     tdacl__attention_prefill_launch, 0},
     /* alpha-entmax: its own multi-pass kernel, for prefill and decode alike */
     {"attention.entmax", TDACL_OP_ATTENTION_PREFILL, {"attention_entmax", {ATTENTION_SOURCES, "attention_rows.cl", "attention_entmax.cl"}},
      &tdacl__entmax_space, 0, tdacl__attention_entmax_supports, tdacl__attention_problem, tdacl__attention_rows_call_options,
-     tdacl__attention_prefill_launch},
+     tdacl__attention_prefill_launch, 0},
     /* Top-theta: its own two-pass kernel in the same row tiling, for prefill and decode alike */
     {"attention.topk_theta", TDACL_OP_ATTENTION_PREFILL,
      {"attention_topk", {ATTENTION_SOURCES, "attention_rows.cl", "attention_topk.cl"}}, &tdacl__topk_space, 0,
-     tdacl__attention_topk_supports, tdacl__attention_problem, tdacl__attention_rows_call_options, tdacl__attention_prefill_launch},
+     tdacl__attention_topk_supports, tdacl__attention_problem, tdacl__attention_rows_call_options, tdacl__attention_prefill_launch, 0},
     /* attention decode: the matrix units for 2..16 query rows, the FP32 lanes everywhere */
     {"attention_decode.mma", TDACL_OP_ATTENTION_DECODE,
      {"attention_mma_decode", {ATTENTION_SOURCES, "mma.cl", "mma_units.cl", "attention_mma.cl", "attention_reduce.cl"}},
      &tdacl__decode_mma_space, 1, tdacl__attention_decode_mma_supports, tdacl__attention_mma_problem,
-     tdacl__attention_decode_mma_call_options, tdacl__attention_decode_mma_launch},
+     tdacl__attention_decode_mma_call_options, tdacl__attention_decode_mma_launch, 0},
     {"attention_decode.simt", TDACL_OP_ATTENTION_DECODE, {"attention_decode", {ATTENTION_SOURCES, "attention_decode.cl", "attention_reduce.cl"}},
      &tdacl__decode_space, 0, tdacl__attention_simt_supports, tdacl__attention_problem, tdacl__attention_decode_call_options,
-     tdacl__attention_decode_launch},
+     tdacl__attention_decode_launch, 0},
     {"attention_decode.entmax", TDACL_OP_ATTENTION_DECODE, {"attention_entmax", {ATTENTION_SOURCES, "attention_rows.cl", "attention_entmax.cl"}},
      &tdacl__entmax_decode_space, 0, tdacl__attention_entmax_supports, tdacl__attention_problem,
-     tdacl__attention_rows_call_options, tdacl__attention_prefill_launch},
+     tdacl__attention_rows_call_options, tdacl__attention_prefill_launch, 0},
     {"attention_decode.topk_theta", TDACL_OP_ATTENTION_DECODE,
      {"attention_topk", {ATTENTION_SOURCES, "attention_rows.cl", "attention_topk.cl"}}, &tdacl__topk_decode_space, 0,
-     tdacl__attention_topk_supports, tdacl__attention_problem, tdacl__attention_rows_call_options, tdacl__attention_prefill_launch},
-    {"attention_prep", TDACL_OP_ATTENTION_PREP, {"attention_prep", {"common.cl", "attention_prep.cl"}}, NULL, 0, NULL, NULL, NULL, NULL},
+     tdacl__attention_topk_supports, tdacl__attention_problem, tdacl__attention_rows_call_options, tdacl__attention_prefill_launch, 0},
+    {"attention_prep", TDACL_OP_ATTENTION_PREP, {"attention_prep", {"common.cl", "attention_prep.cl"}}, NULL, 0, NULL, NULL, NULL, NULL, 0},
     /* matmuls: GEMV for the few rows of decode, the tiled GEMM otherwise (matrix units first) */
     {"gemv.simt", TDACL_OP_MATMUL, {"layers", {"common.cl", "epilogue.cl", "layers.cl"}}, NULL, 0, tdacl__gemv_supports, NULL,
-     tdacl__gemv_call_options, tdacl__gemv_launch},
+     tdacl__gemv_call_options, tdacl__gemv_launch, 0},
     {"gemm.mma", TDACL_OP_MATMUL, {"gemm_mma", {"common.cl", "mma.cl", "mma_units.cl", "epilogue.cl", "gemm_mma.cl"}},
      &tdacl__gemm_mma_space, 1, tdacl__gemm_mma_supports, tdacl__gemm_mma_problem, tdacl__gemm_mma_call_options,
-     tdacl__gemm_mma_launch},
+     tdacl__gemm_mma_launch, 0},
     {"gemm.simt", TDACL_OP_MATMUL, {"layers", {"common.cl", "epilogue.cl", "layers.cl"}}, &tdacl__gemm_space, 0, tdacl__gemm_simt_supports, tdacl__gemm_problem,
-     tdacl__gemm_call_options, tdacl__gemm_launch},
-    {"layers", TDACL_OP_LAYERS, {"layers", {"common.cl", "epilogue.cl", "layers.cl"}}, NULL, 0, NULL, NULL, NULL, NULL},
+     tdacl__gemm_call_options, tdacl__gemm_launch, 0},
+    {"layers", TDACL_OP_LAYERS, {"layers", {"common.cl", "epilogue.cl", "layers.cl"}}, NULL, 0, NULL, NULL, NULL, NULL, 0},
     /* a decode layer in one launch, where its work-groups can wait for each other */
     {"decode_layer.persistent", TDACL_OP_DECODE_LAYER, {"decode_layer", {"common.cl", "epilogue.cl", "decode_layer.cl"}},
-     NULL, 0, tdacl__decode_layer_supports, NULL, tdacl__decode_layer_call_options, tdacl__decode_layer_launch},
+     NULL, 0, tdacl__decode_layer_supports, NULL, tdacl__decode_layer_call_options, tdacl__decode_layer_launch, 0},
     /* ... and its steps in a launch each, on request: the portable body tests run */
     {"decode_layer.phased", TDACL_OP_DECODE_LAYER, {"decode_layer", {"common.cl", "epilogue.cl", "decode_layer.cl"}},
      NULL, 0, tdacl__decode_layer_phased_supports, NULL, tdacl__decode_layer_call_options,
-     tdacl__decode_layer_phased_launch},
+     tdacl__decode_layer_phased_launch, 0},
     /* device probes: the matrix-unit rate first, where there are matrix units */
     {"peak.mma", TDACL_OP_PEAK, {"peak_mma", {"common.cl", "mma.cl", "peak_mma.cl"}}, NULL, 1, tdacl__peak_mma_supports, NULL,
-     NULL, NULL},
-    {"peak", TDACL_OP_PEAK, {"peak", {"peak.cl"}}, NULL, 0, NULL, NULL, NULL, NULL},
+     NULL, NULL, 0},
+    {"peak", TDACL_OP_PEAK, {"peak", {"peak.cl"}}, NULL, 0, NULL, NULL, NULL, NULL, 0},
 };
 
 static const char *const op_names[TDACL_OP_COUNT] = {"attention prefill", "attention decode", "attention row norms",
@@ -85,7 +91,7 @@ const tdacl_variant_def *tdacl__variant(const char *name)
 const tdacl_variant_def *tdacl__variant_of_space(const char *kernel)
 {
     for (size_t i = 0; i < TDACL_ARRAY_LEN(rows); i++)
-        if (rows[i].space && !strcmp(rows[i].space->kernel, kernel)) return &rows[i];
+        if (rows[i].space && !rows[i].borrows_space && !strcmp(rows[i].space->kernel, kernel)) return &rows[i];
     return NULL;
 }
 
@@ -96,22 +102,36 @@ const tdacl_variant_def *tdacl__variant_of_op(tdacl_op op)
     return NULL;
 }
 
-/* 1 when $TDACL_VARIANT names no row of the row's operation, or names this row. */
-static int allowed(const tdacl_variant_def *row)
+/* 1 when $TDACL_VARIANT names `row`; *names_op: whether it names any row of row's operation */
+static int env_names(const tdacl_variant_def *row, int *names_op)
 {
     const char *env = getenv("TDACL_VARIANT");
-    if (!env || !*env) return 1;
-    int names_op = 0;
+    *names_op = 0;
+    if (!env || !*env) return 0;
     for (size_t i = 0; i < TDACL_ARRAY_LEN(rows); i++) {
         size_t len = strlen(rows[i].name);
         for (const char *p = env; (p = strstr(p, rows[i].name)) != NULL; p += len)
             if ((p == env || p[-1] == ',') && (p[len] == 0 || p[len] == ',')) {
-                if (&rows[i] == row) return 1;
-                if (rows[i].op == row->op) names_op = 1;
+                if (&rows[i] == row) return *names_op = 1;
+                if (rows[i].op == row->op) *names_op = 1;
                 break;
             }
     }
-    return !names_op;
+    return 0;
+}
+
+/* 1 when $TDACL_VARIANT names no row of the row's operation, or names this row. */
+static int allowed(const tdacl_variant_def *row)
+{
+    int names_op;
+    return env_names(row, &names_op) || !names_op;
+}
+
+int tdacl__variant_pinned(const char *name)
+{
+    const tdacl_variant_def *row = tdacl__variant(name);
+    int names_op;
+    return row && env_names(row, &names_op);
 }
 
 tdacl_status tdacl__precision_env(tdacl_context *ctx, const char *call, tdacl_precision *p)

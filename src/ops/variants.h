@@ -34,11 +34,17 @@ struct tdacl_variant_def {
     /* enqueues the call with parameters v */
     tdacl_status (*launch)(tdacl_context *ctx, const tdacl_variant_def *row, const void *call,
                            const tdacl_param_values *v);
+    /* 1: the space belongs to another row of the operation, whose tuning entries this row's
+     * problem looks up (the tuner tunes that row) */
+    int borrows_space;
 };
 
 const tdacl_variant_def *tdacl__variant_at(int i); /* NULL past the end */
 const tdacl_variant_def *tdacl__variant(const char *name);
-/* The row whose tuning space is named `kernel` (tuning-database name), or NULL. */
+/* 1 when $TDACL_VARIANT names the row `name` itself (a row may then run calls it would leave
+ * to another row for speed alone). */
+int tdacl__variant_pinned(const char *name);
+/* The row whose tuning space is named `kernel` (tuning-database name; not a row borrowing it), or NULL. */
 const tdacl_variant_def *tdacl__variant_of_space(const char *kernel);
 /* The operation's only row (operations with one variant, such as the layer kernels). */
 const tdacl_variant_def *tdacl__variant_of_op(tdacl_op op);
