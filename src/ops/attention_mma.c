@@ -155,6 +155,11 @@ int tdacl__attention_views_supports(const tdacl_context *ctx, const void *call, 
     if (p->desc.want_stats)
         return snprintf(why, n, "statistics asked (the combined weights are counted by the one-pass kernel)"), 1;
     if (p->kv_rows) return snprintf(why, n, "per-sequence key ranges"), 1;
+    /* its two f32 buffers of B x H x Tq x dv (the context keeps them) */
+    const uint64_t bytes = (uint64_t)(p->B * p->H * p->Tq) * (uint64_t)p->dv * 4u;
+    if (bytes > ctx->info.max_alloc_bytes || 4 * bytes > ctx->info.global_mem_bytes)
+        return snprintf(why, n, "its two f32 buffers of %.0f MB each would take too much of the device's memory",
+                        (double)bytes / 1e6), 1;
     /* where it pays (H200, bf16, B4 H8, bench/results/views-h200/): diff_softmax from 4096 rows
      * (0.88-0.91x the one-pass time at T >= 8192, 0.91x at d=128 T=4096, 1.01x at d=64
      * T=4096, 1.05-1.13x at 2048); tda at beta >= 1 and d <= 64 from 8192 rows (0.84-0.90x;
