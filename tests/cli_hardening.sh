@@ -203,7 +203,7 @@ TDACL_LOG=debug TDACL_MMA_EMULATE=1 TDACL_VARIANT=attention.simt expect variant-
 TDACL_LOG=debug TDACL_MMA_EMULATE=1 expect variant-mma-emulated 0 'took attention.mma \(portable fragment body\)' -- \
     "$TDACL" "${A[@]}" --dtype bf16
 TDACL_MMA_EMULATE=1 TDACL_VARIANT=attention.mma expect variant-mma-refused 1 \
-    'no variant runs this call \(attention.mma: f32 storage runs exact on the FP32 lanes \(precision tf32 or bf16 takes the matrix units\); attention.simt: excluded by TDACL_VARIANT; attention.entmax: entmax only; attention.topk_theta: topk_theta only\)' -- \
+    'no variant runs this call \(attention.mma_views: two-view kinds only; attention.mma: f32 storage runs exact on the FP32 lanes \(precision tf32 or bf16 takes the matrix units\); attention.simt: excluded by TDACL_VARIANT; attention.entmax: entmax only; attention.topk_theta: topk_theta only\)' -- \
     "$TDACL" "${A[@]}"
 # the Intel/AMD bodies: an emulated one is named; an unknown TDACL_MMA_EMULATE value is refused
 # by the mma row with the reason; `tdacl devices` names what the matrix-unit rows run

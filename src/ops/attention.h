@@ -17,7 +17,7 @@ typedef struct tdacl_attention_plan {
     int pmode;      /* 1, 2 or 0 (general power) */
     tdacl_problem problem;
     const tdacl_variant_def *row; /* the variant that runs the call */
-    char variant_why[320];
+    char variant_why[640];
     const struct tdacl_kv_rows *kv_rows; /* per-sequence key ranges, or NULL */
     cl_mem given_norms[4]; /* inverse norms of q, k, q2, k2 the caller computed (or NULL) */
 } tdacl_attention_plan;
