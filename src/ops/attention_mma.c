@@ -185,13 +185,18 @@ void tdacl__attention_one_view_plan(const tdacl_attention_plan *p, tdacl_attenti
     one->problem.kind = (int)one->desc.kind;
 }
 
+/* the call as its one-view kind, over *one */
+static tdacl_attention_call one_view_call(const tdacl_attention_call *call, tdacl_attention_plan *one)
+{
+    tdacl__attention_one_view_plan(call->plan, one);
+    return (tdacl_attention_call){one, call->t, call->stats, call->ms};
+}
+
 /* the one-view kind's tuning entries */
 void tdacl__attention_views_problem(const tdacl_context *ctx, const void *callp, tdacl_problem *prob)
 {
-    const tdacl_attention_call *call = callp;
     tdacl_attention_plan one;
-    tdacl__attention_one_view_plan(call->plan, &one);
-    const tdacl_attention_call c1 = {&one, call->t, call->stats, call->ms};
+    const tdacl_attention_call c1 = one_view_call(callp, &one);
     tdacl__attention_mma_problem(ctx, &c1, prob);
 }
 
@@ -201,8 +206,7 @@ void tdacl__attention_views_call_options(const void *callp, tdacl_strbuf *sb)
 {
     const tdacl_attention_call *call = callp;
     tdacl_attention_plan one;
-    tdacl__attention_one_view_plan(call->plan, &one);
-    const tdacl_attention_call c1 = {&one, call->t, call->stats, call->ms};
+    const tdacl_attention_call c1 = one_view_call(call, &one);
     tdacl__attention_mma_call_options(&c1, sb);
     tdacl__sb_printf(sb, " -DVIEWS_ODT=%d -DVIEWS_CLAMP=%d -DVIEWS_VEC=%d", (int)call->plan->odtype,
                      tdacl__kind(call->plan->desc.kind)->lambda_clamped, tdacl__attention_views_vec(call->plan));
