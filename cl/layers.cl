@@ -100,9 +100,9 @@ __kernel __attribute__((reqd_work_group_size(NORM_WG, 1, 1))) void norm_rows(
  * (q1, k1[, q2, k2]) starts at column view_cols[v]; head h at + h*d.  Element m < d/2 pairs
  * with m + d/2 and turns by angle pos * theta^(-2m/d), read from the host's cos/sin table
  * [pos][d/2] (computed in double so long positions keep their precision).  A work-item turns
- * `vec` consecutive pairs: 4 where d/2, ld and the view columns are multiples of 4 (one 4-wide
- * load of each half, of cos and of sin: element by element the kernel ran at a third of the
- * bandwidth on the H200), else 1.  With inv_norms (a prefill from position 0 of a normalised
+ * `vec` consecutive pairs: 8 where d/2, ld and the view columns are multiples of 8 (one 16-byte
+ * load of each half in 16-bit types), else 4 where they are multiples of 4, else 1 (element by
+ * element the kernel ran at a third of the bandwidth on the H200).  With inv_norms (a prefill from position 0 of a normalised
  * kind) it also writes each turned row's 1 / max(||x||, 1e-12) over the values as stored, view
  * v's (q1, k1, q2, k2) at inv_v[(seq * H + h) * T + t], the attention's own layout, so the
  * attention skips its norm pass; a work-group then holds whole heads (the host's local size is
@@ -122,7 +122,33 @@ inline void st4_1(__global void *p, long i, float4 v)
         (uint2)((uint)f32_to_bf16(v.x) | (uint)f32_to_bf16(v.y) << 16, (uint)f32_to_bf16(v.z) | (uint)f32_to_bf16(v.w) << 16);
 }
 inline void st4_2(__global void *p, long i, float4 v) { vstore_half4_rte(v, 0, (__global half *)p + i); }
-#define ROPE_WG 128 /* the largest local size the host uses */
+/* the 8 elements from index i (a multiple of 8) of w; 16-bit types in one 16-byte store */
+inline void st8_0(__global void *p, long i, const float *w)
+{
+    vstore4((float4)(w[0], w[1], w[2], w[3]), 0, (__global float *)p + i);
+    vstore4((float4)(w[4], w[5], w[6], w[7]), 1, (__global float *)p + i);
+}
+inline void st8_1(__global void *p, long i, const float *w)
+{
+    uint u[4];
+    for (int e = 0; e < 4; e++) u[e] = (uint)f32_to_bf16(w[2 * e]) | (uint)f32_to_bf16(w[2 * e + 1]) << 16;
+    *(__global uint4 *)((__global ushort *)p + i) = (uint4)(u[0], u[1], u[2], u[3]);
+}
+inline void st8_2(__global void *p, long i, const float *w)
+{
+    vstore_half8_rte((float8)(w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]), 0, (__global half *)p + i);
+}
+/* v as a store of that dtype keeps it (the inverse norms are of the values as stored) */
+inline float as_stored_0(float v) { return v; }
+inline float as_stored_1(float v) { return as_float((uint)f32_to_bf16(v) << 16); }
+inline float as_stored_2(float v)
+{
+    ushort u;
+    vstore_half_rte(v, 0, (__private half *)&u);
+    return vload_half(0, (__private const half *)&u);
+}
+#define AS_STORED(dt, v) TDACL_CAT(as_stored_, dt)(v)
+#define ROPE_WG 256 /* the largest local size the host uses */
 /* where column c of this row's key goes in a cache [slots, ctx, H d] (kv_append's addressing) */
 #define ROPE_CACHE_AT(c) ((rowmap ? (long)rowmap[row].x : (long)(slot0 + row / T)) * cache_ld + pos * (H * d) + (c))
 __kernel void rope(__global void *qkv, int ld, int T, int pos0, int rows, int H, int d, int4 view_cols,
@@ -142,36 +168,50 @@ __kernel void rope(__global void *qkv, int ld, int T, int pos0, int rows, int H,
         const int col = (v == 0 ? view_cols.s0 : v == 1 ? view_cols.s1 : v == 2 ? view_cols.s2 : view_cols.s3) + h * d;
         const long pos = row_pos(rowmap, row, T, pos0);
         const long at = (long)row * ld + col;
-        if (vec == 4) { /* the host checked the alignment (see above) */
+        __global void *cache = kc && (v & 1) ? (v == 1 ? kc : k2c) : NULL;
+        const long to = cache ? ROPE_CACHE_AT(h * d) : 0;
+        if (vec == 8) { /* the host checked the alignment (see above) */
+            float c[8], s[8], x1[8], x2[8], r1[8], r2[8];
+            ld8_0(cos_t, pos * hd + m, c);
+            ld8_0(sin_t, pos * hd + m, s);
+            LOAD8(ADT, qkv, at + m, x1);
+            LOAD8(ADT, qkv, at + m + hd, x2);
+            for (int e = 0; e < 8; e++) r1[e] = x1[e] * c[e] - x2[e] * s[e], r2[e] = x2[e] * c[e] + x1[e] * s[e];
+            TDACL_CAT(st8_, ADT)(qkv, at + m, r1);
+            TDACL_CAT(st8_, ADT)(qkv, at + m + hd, r2);
+            if (cache) { /* the same values into the cache (the same rounding: the same bits) */
+                TDACL_CAT(st8_, ADT)(cache, to + m, r1);
+                TDACL_CAT(st8_, ADT)(cache, to + m + hd, r2);
+            }
+            for (int e = 0; e < 8; e++) {
+                const float y1 = AS_STORED(ADT, r1[e]), y2 = AS_STORED(ADT, r2[e]);
+                ss += y1 * y1 + y2 * y2;
+            }
+        } else if (vec == 4) {
             const float4 c = *(__global const float4 *)(cos_t + pos * hd + m), s = *(__global const float4 *)(sin_t + pos * hd + m);
             const float4 x1 = TDACL_CAT(ld4_, ADT)(qkv, at + m), x2 = TDACL_CAT(ld4_, ADT)(qkv, at + m + hd);
             const float4 r1 = x1 * c - x2 * s, r2 = x2 * c + x1 * s;
             TDACL_CAT(st4_, ADT)(qkv, at + m, r1);
             TDACL_CAT(st4_, ADT)(qkv, at + m + hd, r2);
-            if (kc && (v & 1)) { /* the same values into the cache (the same rounding: the same bits) */
-                const long to = ROPE_CACHE_AT(h * d);
-                TDACL_CAT(st4_, ADT)(v == 1 ? kc : k2c, to + m, r1);
-                TDACL_CAT(st4_, ADT)(v == 1 ? kc : k2c, to + m + hd, r2);
+            if (cache) {
+                TDACL_CAT(st4_, ADT)(cache, to + m, r1);
+                TDACL_CAT(st4_, ADT)(cache, to + m + hd, r2);
             }
-            if (inv_norms) { /* as stored: this work-item's own writes, read back */
-                const float4 y1 = TDACL_CAT(ld4_, ADT)(qkv, at + m), y2 = TDACL_CAT(ld4_, ADT)(qkv, at + m + hd);
-                ss = dot(y1, y1) + dot(y2, y2);
-            }
+            const float y[8] = {AS_STORED(ADT, r1.x), AS_STORED(ADT, r1.y), AS_STORED(ADT, r1.z), AS_STORED(ADT, r1.w),
+                                AS_STORED(ADT, r2.x), AS_STORED(ADT, r2.y), AS_STORED(ADT, r2.z), AS_STORED(ADT, r2.w)};
+            for (int e = 0; e < 8; e++) ss += y[e] * y[e];
         } else {
             const float c = cos_t[pos * hd + m], s = sin_t[pos * hd + m];
             const float x1 = LOAD(ADT, qkv, at + m), x2 = LOAD(ADT, qkv, at + m + hd);
             const float r1 = x1 * c - x2 * s, r2 = x2 * c + x1 * s;
             STORE(ADT, qkv, at + m, r1);
             STORE(ADT, qkv, at + m + hd, r2);
-            if (kc && (v & 1)) {
-                const long to = ROPE_CACHE_AT(h * d);
-                STORE(ADT, v == 1 ? kc : k2c, to + m, r1);
-                STORE(ADT, v == 1 ? kc : k2c, to + m + hd, r2);
+            if (cache) {
+                STORE(ADT, cache, to + m, r1);
+                STORE(ADT, cache, to + m + hd, r2);
             }
-            if (inv_norms) {
-                const float y1 = LOAD(ADT, qkv, at + m), y2 = LOAD(ADT, qkv, at + m + hd);
-                ss = y1 * y1 + y2 * y2;
-            }
+            const float y1 = AS_STORED(ADT, r1), y2 = AS_STORED(ADT, r2);
+            ss = y1 * y1 + y2 * y2;
         }
     }
     if (inv_norms) { /* the same for the whole launch */

@@ -189,6 +189,17 @@ static const model_spec *spec_by_tag(const char *tag)
     return NULL;
 }
 
+/* A spec's number for seeds: its row in SPECS, found by tag (copies with changed shapes keep
+ * their row's tag, or take one of their own: a number past the table from its characters). */
+static uint64_t spec_index(const model_spec *s)
+{
+    for (int i = 0; i < N_SPECS; i++)
+        if (!strcmp(SPECS[i].tag, s->tag)) return (uint64_t)i;
+    uint64_t h = 0;
+    for (const char *c = s->tag; *c; c++) h = h * 31 + (unsigned char)*c;
+    return (uint64_t)N_SPECS + h % 1000;
+}
+
 /* config.json of a spec, in the keys of docs/spec.md section 4. */
 static void config_json(const model_spec *s, char *buf, size_t n)
 {
@@ -377,7 +388,7 @@ static char *make_checkpoint(const model_spec *s, const char *tag, tdacl_dtype f
     sprintf(dir, "%s/%s", g_root, tag);
     char cfg[1024];
     config_json(s, cfg, sizeof cfg);
-    uint64_t seed = 0x5eed0000u + (uint64_t)(s - SPECS);
+    uint64_t seed = 0x5eed0000u + spec_index(s);
     assert_ok(NULL, tdacl__checkpoint_write_random(dir, cfg, seed, file_dtype));
 
     char path[1200];
@@ -726,7 +737,7 @@ static void run_model_case(const model_spec *s)
     gpt_ref_model ref;
     load_reference(dir, 0, &ref);
     const int V = s->vocab, T = T_SEQ;
-    rng r = {1000 + (uint64_t)(s - SPECS)};
+    rng r = {1000 + spec_index(s)};
     int32_t tok[2 * T_SEQ];
     random_tokens(&r, V, 2 * T, tok);
 
@@ -1056,7 +1067,7 @@ static void bf16_activations_case(const model_spec *s)
     assert_int_equal(info.weight_dtype, TDACL_BF16);
     assert_int_equal(info.activation_dtype, TDACL_BF16);
     const int V = s->vocab, T = T_SEQ;
-    rng r = {77 + (uint64_t)(s - SPECS)};
+    rng r = {77 + spec_index(s)};
     int32_t tok[2 * T_SEQ];
     random_tokens(&r, V, 2 * T, tok);
     double *want = xcalloc((size_t)2 * T * V, sizeof(double));
@@ -1136,6 +1147,12 @@ static void test_bf16_activations(void **state)
     bf16_activations_case(spec_by_tag("softmax_learned"));
     bf16_activations_case(spec_by_tag("tra_rope"));
     bf16_activations_case(spec_by_tag("tda_rope"));
+    /* head sizes whose RoPE turns 4 and 1 pairs a work-item (d = 32 above: 8) */
+    model_spec narrow = *spec_by_tag("tda_rope");
+    narrow.tag = "tda_rope_d40", narrow.n_head = 2, narrow.n_embd = 80;
+    bf16_activations_case(&narrow);
+    narrow.tag = "tda_rope_d30", narrow.n_embd = 60;
+    bf16_activations_case(&narrow);
 }
 
 /* ---- sampling --------------------------------------------------------------------------- */
@@ -1609,7 +1626,7 @@ static void test_prefill_few_rows_again(void **state)
 static void test_decode_head_sizes(void **state)
 {
     (void)state;
-    const int heads[4] = {2, 1, 2, 2}, embd[4] = {128, 128, 96, 60};
+    const int heads[4] = {2, 1, 2, 2}, embd[4] = {128, 128, 80, 60}; /* RoPE 8, 8, 4, 1 pairs a work-item */
     for (int c = 0; c < 4; c++) {
         model_spec sp = *spec_by_tag("tda_rope");
         sp.n_head = heads[c], sp.n_embd = embd[c];
@@ -1901,7 +1918,7 @@ static void slots_case(const model_spec *s)
     char *dir = make_checkpoint(s, tag, TDACL_F32, -1);
     tdacl_model *m = load_device(dir, TDACL_F32, SLOTS, 0);
     const int V = s->vocab, maxlen = 12 + SLOT_STEPS + 1;
-    rng r = {4242 + (uint64_t)(s - SPECS)};
+    rng r = {4242 + spec_index(s)};
     /* sequence q: prompt of plen[q] tokens, then the decoded ones; slot 3 restarts as
      * sequence SLOTS after the third step */
     int32_t tok[SLOTS + 1][32];

@@ -167,10 +167,11 @@ typedef struct attn_bufs {
 } attn_bufs;
 
 /* Tensors of one call of `kind` (q2 and k2 passed for two-view kinds). */
-static void make_bufs(tdacl_context *ctx, tdacl_attention_kind kind, tdacl_dtype dt, int d, int tq, int tk, attn_bufs *b)
+static void make_bufs_heads(tdacl_context *ctx, tdacl_attention_kind kind, tdacl_dtype dt, int heads, int d, int tq, int tk,
+                            attn_bufs *b)
 {
     memset(b, 0, sizeof *b);
-    int64_t qs[4] = {1, 1, tq, d}, ks[4] = {1, 1, tk, d};
+    int64_t qs[4] = {1, heads, tq, d}, ks[4] = {1, heads, tk, d};
     assert_ok(ctx, tdacl_tensor_create(ctx, dt, 4, qs, &b->q));
     assert_ok(ctx, tdacl_tensor_create(ctx, dt, 4, ks, &b->k));
     assert_ok(ctx, tdacl_tensor_create(ctx, dt, 4, ks, &b->v));
@@ -184,6 +185,11 @@ static void make_bufs(tdacl_context *ctx, tdacl_attention_kind kind, tdacl_dtype
         assert_ok(ctx, tdacl_tensor_create(ctx, TDACL_F32, 2, ths, &b->thresholds));
         b->t.thresholds = b->thresholds;
     }
+}
+
+static void make_bufs(tdacl_context *ctx, tdacl_attention_kind kind, tdacl_dtype dt, int d, int tq, int tk, attn_bufs *b)
+{
+    make_bufs_heads(ctx, kind, dt, 1, d, tq, tk, b);
 }
 
 static void free_bufs(attn_bufs *b)
@@ -358,17 +364,23 @@ static tdacl_status plan_of(tdacl_context *ctx, tdacl_attention_kind kind, tdacl
 }
 
 /* A causal prefill plan of T rows and keys (beta, want_stats as given). */
-static tdacl_status plan_prefill(tdacl_context *ctx, tdacl_attention_kind kind, int d, int T, float beta, int want_stats,
-                                 tdacl_attention_plan *plan)
+static tdacl_status plan_prefill_heads(tdacl_context *ctx, tdacl_attention_kind kind, int heads, int d, int T, float beta,
+                                       int want_stats, tdacl_attention_plan *plan)
 {
     attn_bufs b;
-    make_bufs(ctx, kind, TDACL_BF16, d, T, T, &b);
+    make_bufs_heads(ctx, kind, TDACL_BF16, heads, d, T, T, &b);
     tdacl_attention_desc desc;
     tdacl_attention_desc_init(&desc);
     desc.kind = kind, desc.beta = beta, desc.want_stats = want_stats;
     tdacl_status st = tdacl__attention_plan(ctx, &desc, &b.t, plan);
     free_bufs(&b);
     return st;
+}
+
+static tdacl_status plan_prefill(tdacl_context *ctx, tdacl_attention_kind kind, int d, int T, float beta, int want_stats,
+                                 tdacl_attention_plan *plan)
+{
+    return plan_prefill_heads(ctx, kind, 1, d, T, beta, want_stats, plan);
 }
 
 /* Device classes this machine does not have, through a retargeted context: the class
@@ -517,8 +529,8 @@ static void test_dispatch(void **state)
     assert_string_equal(plan.row->name, "attention.mma");
     assert_int_equal(plan.row->matrix_units, 1);
     /* the two-view kinds one view a launch where that measured faster: diff_softmax from 4096
-     * rows, tda from 8192 at beta >= 1 and d <= 64; a call asking for statistics, and any
-     * length with the row pinned by TDACL_VARIANT */
+     * rows, tda at beta >= 1 and d <= 64 from 8192 (from 4096 with 32 heads); a call asking
+     * for statistics, and any length with the row pinned by TDACL_VARIANT */
     assert_ok(ctx, plan_prefill(ctx, TDACL_ATTN_DIFF_SOFTMAX, 64, 4095, 1.0f, 0, &plan));
     assert_string_equal(plan.row->name, "attention.mma");
     assert_contains(plan.variant_why, "attention.mma_views: Tq=4095 below 4096");
@@ -530,7 +542,13 @@ static void test_dispatch(void **state)
     assert_ok(ctx, plan_prefill(ctx, TDACL_ATTN_TDA, 64, 8192, 1.0f, 0, &plan));
     assert_string_equal(plan.row->name, "attention.mma_views");
     assert_ok(ctx, plan_prefill(ctx, TDACL_ATTN_TDA, 64, 4096, 1.0f, 0, &plan));
-    assert_contains(plan.variant_why, "attention.mma_views: Tq=4096 below 8192");
+    assert_contains(plan.variant_why, "attention.mma_views: Tq=4096 below 8192 with fewer than 32 (batch, head) pairs");
+    assert_ok(ctx, plan_prefill_heads(ctx, TDACL_ATTN_TDA, 31, 64, 4096, 1.0f, 0, &plan));
+    assert_string_equal(plan.row->name, "attention.mma");
+    assert_ok(ctx, plan_prefill_heads(ctx, TDACL_ATTN_TDA, 32, 64, 4096, 1.0f, 0, &plan));
+    assert_string_equal(plan.row->name, "attention.mma_views");
+    assert_ok(ctx, plan_prefill_heads(ctx, TDACL_ATTN_TDA, 32, 64, 4095, 1.0f, 0, &plan));
+    assert_contains(plan.variant_why, "attention.mma_views: Tq=4095 below 4096 (");
     assert_ok(ctx, plan_prefill(ctx, TDACL_ATTN_TDA, 64, 8192, 0.5f, 0, &plan));
     assert_contains(plan.variant_why, "attention.mma_views: tda at beta < 1");
     assert_ok(ctx, plan_prefill(ctx, TDACL_ATTN_TDA, 128, 8192, 1.0f, 0, &plan));

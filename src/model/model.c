@@ -508,9 +508,9 @@ static tdacl_status rope(tdacl_model *m, const layer *L, int rows, int T, int po
     /* q1, k1 (, q2, k2) columns of [q|k|v] or [q1|k1|q2|k2|v] */
     cl_int4 cols = {{0, C, 2 * C, 3 * C}};
     cl_int nviews = m->kqkv == 5 ? 4 : 2, ld = m->kqkv * C, cT = T, p0 = pos0, r = rows, H = m->H, d = m->d;
-    /* four pairs a work-item where every 4-wide access is aligned: the view columns are
+    /* eight (four) pairs a work-item where every such access is aligned: the view columns are
      * multiples of C, head columns of d */
-    cl_int vec = (d / 2) % 4 == 0 && ld % 4 == 0 && C % 4 == 0 ? 4 : 1;
+    cl_int vec = (d / 2) % 8 == 0 && C % 8 == 0 ? 8 : (d / 2) % 4 == 0 && C % 4 == 0 ? 4 : 1;
     const size_t per_head = (size_t)(d / 2 / vec), per_row = (size_t)(m->H * nviews) * per_head;
     const int norms = !kv && pos0 == 0 && per_head <= 128 &&
                       (m->kind == TDACL_ATTN_TRA || m->kind == TDACL_ATTN_TDA);
@@ -527,9 +527,9 @@ static tdacl_status rope(tdacl_model *m, const layer *L, int rows, int T, int po
                          sizeof vec, &vec, sizeof inv[0], &inv[0], sizeof inv[1], &inv[1], sizeof inv[2], &inv[2],
                          sizeof inv[3], &inv[3], sizeof kc, &kc, sizeof k2c, &k2c, sizeof cache_ld, &cache_ld,
                          sizeof s0, &s0, (size_t)0);
-    /* d/2/vec work-items a head and view, a row's in work-groups of whole heads, at most 128
+    /* d/2/vec work-items a head and view, a row's in work-groups of whole heads, at most 256
      * work-items (cl/layers.cl ROPE_WG; the kernel skips work-items past the row's) */
-    const size_t wg = per_head <= 128 ? per_head * (128 / per_head) : 128;
+    const size_t wg = per_head <= 256 ? per_head * (256 / per_head) : 256;
     size_t l[2] = {per_row < wg ? per_row : wg, 1}, g[2] = {(per_row + l[0] - 1) / l[0] * l[0], (size_t)rows};
     if (!st) st = tdacl__launch(m->ctx, k, 2, g, l, NULL, "rope");
     if (!st) *normed = norms;

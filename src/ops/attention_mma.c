@@ -163,13 +163,16 @@ int tdacl__attention_views_supports(const tdacl_context *ctx, const void *call, 
     /* where it pays (H200, bf16, B4 H8, bench/results/views-h200/): diff_softmax from 4096 rows
      * (0.88-0.91x the one-pass time at T >= 8192, 0.91x at d=128 T=4096, 1.01x at d=64
      * T=4096, 1.05-1.13x at 2048); tda at beta >= 1 and d <= 64 from 8192 rows (0.84-0.90x;
-     * 0.99x at 4096; 1.07x at d=128, where tda's one-pass tile keeps two m-tiles, and 1.02x
-     * below beta 1, where its W V products are dense and the one pass shares them) */
+     * 1.07x at d=128, where tda's one-pass tile keeps two m-tiles, and 1.02x below beta 1,
+     * where its W V products are dense and the one pass shares them), and from 4096 rows with
+     * at least 32 (batch, head) pairs (B8 H12 0.975x, B4 H8 0.99x; B1 H12 about 1.05x, B8 H12
+     * T=1024 1.24x: bench/results/rope-h200/) */
     if (!tdacl__variant_pinned("attention.mma_views")) {
-        const int64_t min_rows = p->desc.kind == TDACL_ATTN_TDA ? 8192 : 4096;
+        const int many_heads = p->B * p->H >= 32;
+        const int64_t min_rows = p->desc.kind == TDACL_ATTN_TDA && !many_heads ? 8192 : 4096;
         if (p->Tq < min_rows)
-            return snprintf(why, n, "Tq=%lld below %lld (the one-pass kernel is as fast there)", (long long)p->Tq,
-                            (long long)min_rows), 1;
+            return snprintf(why, n, "Tq=%lld below %lld%s (the one-pass kernel is as fast there)", (long long)p->Tq,
+                            (long long)min_rows, min_rows == 8192 ? " with fewer than 32 (batch, head) pairs" : ""), 1;
         if (p->desc.kind == TDACL_ATTN_TDA && (!tdacl__attention_mma_lazy(p) || p->dpad > 64))
             return snprintf(why, n, "tda at %s (the one-pass kernel is faster there)",
                             p->dpad > 64 ? "d > 64" : "beta < 1 or f16"), 1;
