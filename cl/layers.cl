@@ -24,9 +24,8 @@
 #ifndef TRANS_B
 #define TRANS_B 0 /* 1: B[k][n] is stored at b[n * ldb + k] (the tied LM head reads wte) */
 #endif
-#ifndef NORM_WG
-#define NORM_WG 128 /* work-items per row in the norm kernel */
-#endif
+#define NORM_WG 128 /* work-items a row (a work-group) in the norm kernel */
+#define NORM_HELD 8  /* a work-item's elements held in registers: rows up to 1024 wide are read once */
 #ifndef GV_WG
 #define GV_WG 128 /* work-items per work-group of the GEMV kernels */
 #endif
@@ -55,7 +54,36 @@ __kernel void embed(__global float *x, __global const int *tokens, __global cons
     x[(long)row * C + c] = v;
 }
 
-/* ---- LayerNorm (rms = 0: (x - mean) / sqrt(var + eps) * w + b) or RMSNorm (rms = 1) ---- */
+/* ---- LayerNorm (rms = 0: (x - mean) / sqrt(var + eps) * w + b) or RMSNorm (rms = 1) ----
+ * A work-group a row.  The row is read once (a work-item's first NORM_HELD elements stay in
+ * registers; rows wider than NORM_WG x NORM_HELD read the rest again), and the mean and the
+ * variance are two passes over those values, so the variance keeps its precision. */
+
+/* the sum of v over the work-group, to every work-item: within each warp by shuffles on
+ * NVIDIA, then the warps' partials; elsewhere through local memory (red: NORM_WG floats) */
+inline float norm_sum(__local float *red, float v)
+{
+    const int tid = get_local_id(0);
+    float s = 0.0f;
+#if TDACL_NVIDIA
+    for (int o = 16; o > 0; o >>= 1) {
+        float u;
+        asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(u) : "f"(v), "r"(o));
+        v += u;
+    }
+    if ((tid & 31) == 0) red[tid >> 5] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int w = 0; w < NORM_WG / 32; w++) s += red[w];
+#else
+    red[tid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float4 s4 = (float4)(0.0f);
+    for (int j = 0; j < NORM_WG / 4; j++) s4 += vload4(j, red);
+    s = (s4.x + s4.y) + (s4.z + s4.w);
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE); /* red is reused */
+    return s;
+}
 
 __kernel __attribute__((reqd_work_group_size(NORM_WG, 1, 1))) void norm_rows(
     __global void *out, __global const float *x, __global const float *w, __global const float *b, int C,
@@ -65,30 +93,33 @@ __kernel __attribute__((reqd_work_group_size(NORM_WG, 1, 1))) void norm_rows(
     const int tid = get_local_id(0);
     const long row = get_group_id(1);
     __global const float *xr = x + row * C;
-    float sum = 0.0f;
-    if (!rms)
-        for (int c = tid; c < C; c += NORM_WG) sum += xr[c];
-    red[tid] = sum;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = NORM_WG / 2; s > 0; s >>= 1) {
-        if (tid < s) red[tid] += red[tid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
+    float held[NORM_HELD], sum = 0.0f;
+    UNROLL for (int j = 0; j < NORM_HELD; j++) {
+        const int c = tid + NORM_WG * j;
+        held[j] = c < C ? xr[c] : 0.0f;
+        sum += held[j];
     }
-    const float mean = rms ? 0.0f : red[0] / (float)C;
-    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int c = tid + NORM_WG * NORM_HELD; c < C; c += NORM_WG) sum += xr[c];
+    const float mean = rms ? 0.0f : norm_sum(red, sum) / (float)C;
     float sq = 0.0f;
-    for (int c = tid; c < C; c += NORM_WG) {
-        float v = xr[c] - mean;
+    UNROLL for (int j = 0; j < NORM_HELD; j++) {
+        const float v = tid + NORM_WG * j < C ? held[j] - mean : 0.0f;
         sq = fma(v, v, sq);
     }
-    red[tid] = sq;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = NORM_WG / 2; s > 0; s >>= 1) {
-        if (tid < s) red[tid] += red[tid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
+    for (int c = tid + NORM_WG * NORM_HELD; c < C; c += NORM_WG) {
+        const float v = xr[c] - mean;
+        sq = fma(v, v, sq);
     }
-    const float inv = rsqrt(red[0] / (float)C + eps);
-    for (int c = tid; c < C; c += NORM_WG) {
+    const float inv = rsqrt(norm_sum(red, sq) / (float)C + eps);
+    UNROLL for (int j = 0; j < NORM_HELD; j++) {
+        const int c = tid + NORM_WG * j;
+        if (c < C) {
+            float v = (held[j] - mean) * inv * w[c];
+            if (b) v += b[c];
+            STORE(ADT, out, row * C + c, v);
+        }
+    }
+    for (int c = tid + NORM_WG * NORM_HELD; c < C; c += NORM_WG) {
         float v = (xr[c] - mean) * inv * w[c];
         if (b) v += b[c];
         STORE(ADT, out, row * C + c, v);
