@@ -133,12 +133,13 @@ __kernel __attribute__((reqd_work_group_size(NORM_WG, 1, 1))) void norm_rows(
  * [pos][d/2] (computed in double so long positions keep their precision).  A work-item turns
  * `vec` consecutive pairs: 8 where d/2, ld and the view columns are multiples of 8 (one 16-byte
  * load of each half in 16-bit types), else 4 where they are multiples of 4, else 1 (element by
- * element the kernel ran at a third of the bandwidth on the H200).  With inv_norms (a prefill from position 0 of a normalised
- * kind) it also writes each turned row's 1 / max(||x||, 1e-12) over the values as stored, view
- * v's (q1, k1, q2, k2) at inv_v[(seq * H + h) * T + t], the attention's own layout, so the
- * attention skips its norm pass; a work-group then holds whole heads (the host's local size is
- * a multiple of d/2/vec).  With kc (k2c), the turned k (k2) rows also go straight into the
- * caches, as kv_append would copy them, which then copies v only. */
+ * element the kernel ran at a third of the bandwidth on the H200).  With inv_norms (a prefill
+ * from position 0 of a normalised kind) it also writes each turned row's 1 / max(||x||, 1e-12)
+ * over the values as stored (rounded here as the stores round them), view v's (q1, k1, q2, k2)
+ * at inv_v[(seq * H + h) * T + t], the attention's own layout, so the attention skips its norm
+ * pass; a work-group then holds whole heads (the host's local size is a multiple of d/2/vec).
+ * With kc (k2c), the turned k (k2) rows also go straight into the caches, as kv_append would
+ * copy them, which then copies v only. */
 inline float4 ld4_0(__global const void *p, long i) { return *(__global const float4 *)((__global const float *)p + i); }
 inline float4 ld4_1(__global const void *p, long i)
 {
@@ -202,20 +203,27 @@ __kernel void rope(__global void *qkv, int ld, int T, int pos0, int rows, int H,
         __global void *cache = kc && (v & 1) ? (v == 1 ? kc : k2c) : NULL;
         const long to = cache ? ROPE_CACHE_AT(h * d) : 0;
         if (vec == 8) { /* the host checked the alignment (see above) */
-            float c[8], s[8], x1[8], x2[8], r1[8], r2[8];
-            ld8_0(cos_t, pos * hd + m, c);
-            ld8_0(sin_t, pos * hd + m, s);
+            /* turned in place, four angles at a time (few registers: Intel's SIMD32 spilled
+             * with every operand an array of 8) */
+            float x1[8], x2[8];
             LOAD8(ADT, qkv, at + m, x1);
             LOAD8(ADT, qkv, at + m + hd, x2);
-            for (int e = 0; e < 8; e++) r1[e] = x1[e] * c[e] - x2[e] * s[e], r2[e] = x2[e] * c[e] + x1[e] * s[e];
-            TDACL_CAT(st8_, ADT)(qkv, at + m, r1);
-            TDACL_CAT(st8_, ADT)(qkv, at + m + hd, r2);
+            for (int e0 = 0; e0 < 8; e0 += 4) {
+                const float4 c4 = vload4(0, cos_t + pos * hd + m + e0), s4 = vload4(0, sin_t + pos * hd + m + e0);
+                const float c[4] = {c4.x, c4.y, c4.z, c4.w}, s[4] = {s4.x, s4.y, s4.z, s4.w};
+                for (int e = 0; e < 4; e++) {
+                    const float a = x1[e0 + e], b = x2[e0 + e];
+                    x1[e0 + e] = a * c[e] - b * s[e], x2[e0 + e] = b * c[e] + a * s[e];
+                }
+            }
+            TDACL_CAT(st8_, ADT)(qkv, at + m, x1);
+            TDACL_CAT(st8_, ADT)(qkv, at + m + hd, x2);
             if (cache) { /* the same values into the cache (the same rounding: the same bits) */
-                TDACL_CAT(st8_, ADT)(cache, to + m, r1);
-                TDACL_CAT(st8_, ADT)(cache, to + m + hd, r2);
+                TDACL_CAT(st8_, ADT)(cache, to + m, x1);
+                TDACL_CAT(st8_, ADT)(cache, to + m + hd, x2);
             }
             for (int e = 0; e < 8; e++) {
-                const float y1 = AS_STORED(ADT, r1[e]), y2 = AS_STORED(ADT, r2[e]);
+                const float y1 = AS_STORED(ADT, x1[e]), y2 = AS_STORED(ADT, x2[e]);
                 ss += y1 * y1 + y2 * y2;
             }
         } else if (vec == 4) {

@@ -1623,6 +1623,36 @@ static void test_prefill_few_rows_again(void **state)
     free(dir);
 }
 
+/* A model wider than the rows the norm kernel holds in registers (1024: cl/layers.cl
+ * NORM_HELD x NORM_WG), so its LayerNorm reads the rest of each row again: prefill logits
+ * against the reference. */
+static void test_wide_rows(void **state)
+{
+    (void)state;
+    model_spec sp = *spec_by_tag("softmax_learned");
+    sp.tag = "wide_rows", sp.n_head = 33, sp.n_embd = 1056; /* heads of 32, as the other f32 models */
+    char *dir = make_checkpoint(&sp, sp.tag, TDACL_F32, -1);
+    tdacl_model *m = load_device(dir, TDACL_F32, 2, 0);
+    enum { T = 6 };
+    const int V = sp.vocab;
+    int32_t tok[2 * T];
+    rng r = {8080};
+    random_tokens(&r, V, 2 * T, tok);
+    float *got = xcalloc((size_t)2 * T * V, sizeof(float));
+    device_prefill(m, 2, T, tok, got, V);
+    gpt_ref_model ref;
+    load_reference(dir, 0, &ref);
+    double *want = xcalloc((size_t)2 * T * V, sizeof(double));
+    for (int b = 0; b < 2; b++) assert_int_equal(gpt_ref_forward(&ref, T, tok + b * T, want + (size_t)b * T * V, NULL), 0);
+    errs e = {0};
+    errs_add(&e, got, want, NULL, (size_t)2 * T * V);
+    errs_check(&e, NMSE_F32, MAXABS_F32, "prefill vs ref", sp.tag);
+    gpt_ref_free(&ref);
+    free(want), free(got);
+    assert_ok(g_ctx, tdacl_model_destroy(m));
+    free(dir);
+}
+
 static void test_decode_head_sizes(void **state)
 {
     (void)state;
@@ -2299,6 +2329,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_device_sample_model),
         cmocka_unit_test(test_head_greedy_pick),
         cmocka_unit_test(test_decode_launches),
+        cmocka_unit_test(test_wide_rows),
         cmocka_unit_test(test_decode_head_sizes),
         cmocka_unit_test(test_prefill_few_rows_again),
         cmocka_unit_test(test_decode_slots),
