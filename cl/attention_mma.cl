@@ -1146,7 +1146,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
                     mma_staged_a(&pa2[mt][kk], Pw + (MT + mt) * 16 * MMA_SCRATCH_LD(BN), kk);
 #endif
                 }
-            const int warp_has_w = warp_live && !ROW_STATS;
+            const int warp_has_w = ROW_STATS ? 0 : warp_live; /* (a constant operand of && draws a compiler warning) */
 #if KSTAGES == 1 && !SM_FUSED
             MMA_COPY_WAIT(0); /* V tile kt landed */
             barrier(CLK_LOCAL_MEM_FENCE); /* ... everyone's part, and K tile kt is read out */

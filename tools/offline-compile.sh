@@ -11,7 +11,8 @@
 # and target: VGPRs, AGPRs, SGPRs, scratch bytes per lane, spills, LDS bytes, occupancy in
 # waves per SIMD; Intel: SIMD width IGC chose, GRFs per thread, spill bytes per thread,
 # threads per EU) and OUTDIR/logs/.
-# Fails when a program does not compile, and when OFFLINE_NO_SPILLS=1 and a program spills.
+# Fails when a program does not compile, when OFFLINE_NO_SPILLS=1 and a program spills, and when
+# OFFLINE_NO_WARNINGS=1 and a compiler warns about a program's source.
 # OFFLINE_DTYPES (default "f32 bf16 f16") limits the attention programs compiled to those
 # storage types (ctest: f32 bf16; f16 differs from bf16 only in its loads); OFFLINE_PROGRAMS, a
 # bash regular expression, keeps only the programs whose label matches (e.g. '^attention\.simt tda').
@@ -159,8 +160,17 @@ if [ "$intel" = 1 ]; then
     { echo; echo "Intel (ocloc):"; echo; cat "$OUT/intel.md"; } >>"$OUT/table.md"
 fi
 rows=$(grep -c '^| .*: ' "$OUT/table.md")
-echo "offline-compile: $rows program x target builds in $OUT/table.md, $failed failed, $spilled spill"
+# compiler warnings about the kernel source (IGC's "ShaderDumpEnable Warning!" is its dump's, not ours)
+warned=$(grep -l "warning:" "$OUT"/logs/*.txt 2>/dev/null | wc -l)
+echo "offline-compile: $rows program x target builds in $OUT/table.md, $failed failed, $spilled spill, $warned with warnings"
+if [ "$warned" -gt 0 ]; then
+    grep -h -A2 "warning:" "$OUT"/logs/*.txt | sort | uniq -c | sort -rn | head -12
+fi
 [ "$failed" -eq 0 ] || exit 1
+if [ "${OFFLINE_NO_WARNINGS:-0}" = 1 ] && [ "$warned" -gt 0 ]; then
+    echo "offline-compile: $warned builds warn (OFFLINE_NO_WARNINGS=1; logs in $OUT/logs)"
+    exit 1
+fi
 if [ "${OFFLINE_NO_SPILLS:-0}" = 1 ] && [ "$spilled" -gt 0 ]; then
     echo "offline-compile: $spilled kernel builds spill (OFFLINE_NO_SPILLS=1)"
     exit 1
