@@ -663,7 +663,7 @@ __kernel __attribute__((reqd_work_group_size(DL_WG, 1, 1))) void decode_layer(
     __global void *kc = carena + lay.sd + (long)layer * lay.sf, *vc = carena + lay.se + (long)layer * lay.sf;
 #else
     { /* (the body is not indented for the loop) */
-    const int layer = 0;
+    int layer = 0; /* not const: as a constant, `layer == 0` in && and || draws compiler warnings */
     (void)layer;
 #endif
 #if DL_RUN(1)
