@@ -51,6 +51,13 @@
 #ifndef SPLIT
 #define SPLIT 0 /* 1: the decode form (see above); the kernel is attention_mma_split */
 #endif
+#ifndef VIEWS_TAIL
+/* 1: view 2 of a two-view kind run one view a launch (attention.mma_views,
+ * src/ops/attention_mma.c): the one-view kind whose epilogue combines its output with view 1's
+ * (argument `first`) and applies the Norm, gain and output scale (VIEWS_ODT, VIEWS_CLAMP,
+ * VIEWS_VEC from the host) */
+#define VIEWS_TAIL 0
+#endif
 
 #define TWO_VIEWS (KIND == 3 || KIND == 4)
 #define TOPK (KIND == 6)
@@ -514,10 +521,41 @@ inline void load_tile(__local mma_t *dst, int ld, __global const void *src, long
 #elif TOPK /* thresholds [H][nthr], the offline SDC table (or NULL), the SDC mode and gamma */
 #define SPLIT_PARAMS , __global const float *thresholds, long nthr, __global const float *log_mass, int sdc, \
     float sdc_gamma, __global float2 *rowstat
+#elif VIEWS_TAIL /* view 1's normalised output, f32 [B * H][Tq][dv] */
+#define SPLIT_PARAMS , __global const float *first
 #else
 #define SPLIT_PARAMS
 #endif
 #endif
+/* The epilogue's last steps for lane row ri (m-tile mt, elements e0, e0 + 1 of o): the Norm
+ * (rms over dv: the row's squares are spread over the quad, the padded columns hold zeros), its
+ * gain and the output scale, stored as dtype odt_.  Reached by every work-item, as the quad's
+ * reductions require. */
+#define NORM_STORE(ri_, odt_)                                                                          \
+    do {                                                                                               \
+        float ss_ = 0.0f;                                                                              \
+        UNROLL for (int n_ = 0; n_ < NBV; n_++) ss_ += o[mt][n_][e0] * o[mt][n_][e0] + o[mt][n_][e0 + 1] * o[mt][n_][e0 + 1]; \
+        ss_ = mma_quad_sum(ss_);                                                                       \
+        const float rn_ = norm ? rsqrt(ss_ / (float)dv + norm_eps) : 1.0f;                             \
+        if (row[ri_] < Tq) {                                                                           \
+            UNROLL for (int n_ = 0; n_ < NBV; n_++)                                                    \
+                UNROLL for (int e_ = e0; e_ < e0 + 2; e_++) {                                          \
+                    const int c_ = 8 * n_ + 2 * t + (e_ & 1);                                          \
+                    if (c_ >= dv) continue;                                                            \
+                    float y_ = o[mt][n_][e_] * rn_ * out_scale;                                        \
+                    if (norm && gain) y_ *= LOAD(GDT, gain, c_);                                       \
+                    STORE(odt_, out, ob_off + row[ri_] * os.s2 + c_ * os.s3, y_);                      \
+                }                                                                                      \
+        }                                                                                              \
+    } while (0)
+#if VIEWS_TAIL
+/* view 1's rows a round of the combine: as many as the V region holds at DV + 4 floats a row, a
+ * multiple of 8 (sizeof: a constant expression the preprocessor cannot evaluate); at least 8, as
+ * the region holds BN >= 16 rows of DV + 8 16-bit values */
+#define VT_ROWS_FIT ((int)(sizeof(Vs) / ((DV + 4) * sizeof(float))) / 8 * 8)
+#define VT_ROWS (VT_ROWS_FIT < BM ? VT_ROWS_FIT : BM)
+#endif
+
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR void MMA_KERNEL(
     PREFILL_KERNEL_ARGS SPLIT_PARAMS)
 {
@@ -1322,23 +1360,54 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) TDACL_SUBGROUP_ATTR voi
 #else
         UNROLL for (int n = 0; n < NBV; n++) o[mt][n][e0] *= f, o[mt][n][e0 + 1] *= f;
 #endif
-        /* Norm rms over dv: the row's squares are spread over the quad (the padded columns
-         * hold zeros).  Reached by every work-item, as the reductions require. */
-        float ss = 0.0f;
-        UNROLL for (int n = 0; n < NBV; n++) ss += o[mt][n][e0] * o[mt][n][e0] + o[mt][n][e0 + 1] * o[mt][n][e0 + 1];
-        ss = mma_quad_sum(ss);
-        const float rn = norm ? rsqrt(ss / (float)dv + norm_eps) : 1.0f;
-        if (row[ri] < Tq) {
-            UNROLL for (int n = 0; n < NBV; n++)
-                UNROLL for (int e = e0; e < e0 + 2; e++) {
-                    const int c = 8 * n + 2 * t + (e & 1);
-                    if (c >= dv) continue;
-                    float y = o[mt][n][e] * rn * out_scale;
-                    if (norm && gain) y *= LOAD(GDT, gain, c);
-                    STORE(ODT, out, ob_off + row[ri] * os.s2 + c * os.s3, y);
-                }
+#if !VIEWS_TAIL /* (there the Norm follows the combine, below) */
+        NORM_STORE(ri, ODT);
+#endif
+    }
+#if VIEWS_TAIL
+    /* o = first - lambda o, then the Norm, its gain and the output scale.  first's rows for
+     * this block (contiguous in its [B * H][Tq][dv]) come by asynchronous copies into the V
+     * region, free after the loop, vt_rows a round at a row stride of DV + 4 floats (a quad's
+     * reads of rows g, g + 8 in distinct banks); each lane then combines its own fragment
+     * elements.  (Combining with first read from global memory into registers made NVIDIA's
+     * compiler allocate the whole kernel's registers worse, and a separate launch cost
+     * 0.05-0.1 ms at T=8192: bench/results/views-h200/.) */
+    {
+        __local float *ys = (__local float *)Vs;
+        const int vt_rows = VT_ROWS, vt_chunks = dv / VIEWS_VEC; /* a row's copies */
+        const float lc = VIEWS_CLAMP ? clamp(lambda, 0.0f, 1.0f) : lambda;
+        __global const float *fb = first + ((long)bh * Tq + m0) * dv;
+        barrier(CLK_LOCAL_MEM_FENCE); /* every warp is past its last V fragment reads */
+        for (int r0 = 0; r0 < BM; r0 += vt_rows) {
+            const int nrows = (int)min((long)vt_rows, min((long)BM - r0, Tq - m0 - r0)); /* rows < Tq */
+            for (int i = tid; i < nrows * vt_chunks; i += NT) {
+                const int r = i / vt_chunks, c = (i - r * vt_chunks) * VIEWS_VEC;
+#if VIEWS_VEC == 4
+                mma_copy16(ys + r * (DV + 4) + c, fb + (long)(r0 + r) * dv + c, 16);
+#else
+                mma_copy4(ys + r * (DV + 4) + c, fb + (long)(r0 + r) * dv + c, 4);
+#endif
+            }
+            mma_copy_commit();
+            MMA_COPY_WAIT(0);
+            barrier(CLK_LOCAL_MEM_FENCE);
+            UNROLL for (int ri = 0; ri < NR; ri++) {
+                const int mt = ri >> 1, e0 = 2 * (ri & 1), lr = 8 * (2 * MT * warp + ri) + g - r0;
+                if (lr >= 0 && lr < nrows)
+                    UNROLL for (int n = 0; n < NBV; n++)
+                        UNROLL for (int e = e0; e < e0 + 2; e++) {
+                            const int c = 8 * n + 2 * t + (e & 1);
+                            if (c < dv) o[mt][n][e] = fma(-lc, o[mt][n][e], ys[lr * (DV + 4) + c]);
+                        }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE); /* before the next round's copies overwrite ys */
         }
     }
+    UNROLL for (int ri = 0; ri < NR; ri++) {
+        const int mt = ri >> 1, e0 = 2 * (ri & 1);
+        NORM_STORE(ri, VIEWS_ODT);
+    }
+#endif
 #endif /* SPLIT */
     /* STATS 0 programs run only for calls with want_stats 0, so this is skipped there; it
      * stays compiled in because removing it made NVIDIA's compiler schedule tra and tda 20 %

@@ -557,9 +557,12 @@ static void test_dispatch(void **state)
     assert_ok(ctx, plan_prefill(ctx, TDACL_ATTN_TRA, 64, 8192, 1.0f, 0, &plan));
     assert_contains(plan.variant_why, "attention.mma_views: two-view kinds only");
     const uint64_t mem = ctx->info.global_mem_bytes; /* its buffers must leave most of the memory */
-    ctx->info.global_mem_bytes = 4 * (uint64_t)4096 * 64 * 4 - 1;
+    ctx->info.global_mem_bytes = 2 * (uint64_t)4096 * 64 * 4 - 1;
     assert_ok(ctx, plan_prefill(ctx, TDACL_ATTN_DIFF_SOFTMAX, 64, 4096, 1.0f, 0, &plan));
-    assert_contains(plan.variant_why, "attention.mma_views: its two f32 buffers of 1 MB each");
+    assert_contains(plan.variant_why, "attention.mma_views: its f32 buffer of 1 MB would take");
+    ctx->info.global_mem_bytes = 4 * (uint64_t)8192 * 64 * 4 - 1; /* tda's views keep a buffer each */
+    assert_ok(ctx, plan_prefill(ctx, TDACL_ATTN_TDA, 64, 8192, 1.0f, 0, &plan));
+    assert_contains(plan.variant_why, "attention.mma_views: its two f32 buffers of 2 MB would take");
     ctx->info.global_mem_bytes = mem;
     setenv("TDACL_VARIANT", "attention.mma_views", 1);
     assert_ok(ctx, plan_prefill(ctx, TDACL_ATTN_TDA, 128, 100, 0.5f, 0, &plan));

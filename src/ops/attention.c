@@ -1027,9 +1027,12 @@ tdacl_status tdacl__attention_prefill_launch(tdacl_context *ctx, const tdacl_var
     return st;
 }
 
-/* attention.mma_views (attention_mma.c): each view as its one-view kind into an f32 buffer
- * [B, H, Tq, dv], then attention_views_combine.  A call that wants statistics (the bench's
- * counting run, on a plan made without them) runs on the one-pass kernel. */
+/* attention.mma_views (attention_mma.c): view 1 as its one-view kind into an f32 buffer
+ * [B, H, Tq, dv]; then, where the view kind is softmax, view 2 as the same kind built with
+ * VIEWS_TAIL, whose epilogue combines its output with view 1's and applies the Norm
+ * (cl/attention_mma.cl); otherwise view 2 into a second buffer and attention_views_combine
+ * (tdacl__attention_views_tail says why).  A call that wants statistics (the bench's counting
+ * run, on a plan made without them) runs on the one-pass kernel. */
 tdacl_status tdacl__attention_views_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
                                            const tdacl_param_values *v)
 {
@@ -1049,19 +1052,32 @@ tdacl_status tdacl__attention_views_launch(tdacl_context *ctx, const tdacl_varia
     const int bn = tdacl__param(space, v, "BN"), nt = 32 * tdacl__param(space, v, "NWARPS");
     const int bm = 16 * tdacl__param(space, v, "MT") * tdacl__param(space, v, "NWARPS");
     const int64_t bh = p->B * p->H, nqb = (p->Tq + bm - 1) / bm;
+    const int tail = tdacl__attention_views_tail(p);
 
-    tdacl_attention_plan one;
+    /* view 1 (and view 2 without the tail) writes f32 without the epilogue; with the tail,
+     * view 2 takes the call's */
+    tdacl_attention_plan one, two;
     tdacl__attention_one_view_plan(p, &one);
+    two = one;
+    if (tail) two.desc.norm = d->norm, two.desc.out_scale = d->out_scale;
     cl_mem view_out[2] = {NULL, NULL};
     const size_t bytes = (size_t)(bh * p->Tq) * (size_t)p->dv * sizeof(cl_float);
     tdacl_status st = TDACL_SUCCESS;
-    for (int i = 0; i < 2 && !st; i++) st = tdacl__scratch(ctx, TDACL_SCRATCH_VIEWS + i, bytes, &view_out[i]);
-    cl_kernel k, kc;
+    for (int i = 0; i < 2 - tail && !st; i++) st = tdacl__scratch(ctx, TDACL_SCRATCH_VIEWS + i, bytes, &view_out[i]);
+    cl_kernel k[2], kc = NULL;
     tdacl_strbuf opts = {0};
     tdacl__variant_options(row, call, v, &opts);
-    if (!st) st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
-                           : tdacl__variant_kernel(ctx, row, opts.data, "attention_mma_fwd", &k);
-    if (!st) st = tdacl__variant_kernel(ctx, row, opts.data, "attention_views_combine", &kc);
+    for (int i = 0; i < 2 && !st; i++) {
+        if (i && !tail) {
+            st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
+                          : tdacl__variant_kernel(ctx, row, opts.data, "attention_views_combine", &kc);
+            k[1] = k[0];
+            break;
+        }
+        if (i) tdacl__sb_printf(&opts, " -DVIEWS_TAIL=1");
+        st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
+                      : tdacl__variant_kernel(ctx, row, opts.data, "attention_mma_fwd", &k[i]);
+    }
     tdacl__sb_free(&opts);
     if (st) return st;
 
@@ -1069,18 +1085,24 @@ tdacl_status tdacl__attention_views_launch(tdacl_context *ctx, const tdacl_varia
     cl_mem subs[4] = {0};
     st = prepare_norms(ctx, p, t, 1, subs, evs);
     const size_t global[3] = {(size_t)nt, (size_t)bh, (size_t)nqb}, local[3] = {(size_t)nt, 1, 1};
-    for (int i = 0; i < 2 && !st; i++) { /* view i + 1 in the one-view kind's place */
+    static const char *names[2][2] = {{"attention_mma_fwd (view 1)", "attention_mma_fwd (view 2)"},
+                                      {"attention_mma_fwd (view 1)", "attention_mma_fwd (view 2 and the combine)"}};
+    for (int i = 0; i < 2 && !st; i++) {
         tdacl_storage s = {view_out[i], bytes, 1};
         tdacl_tensor o = {ctx, &s, TDACL_F32, 4, {p->B, p->H, p->Tq, p->dv}, {p->H * p->Tq * p->dv, p->Tq * p->dv, p->dv, 1},
                           0, NULL, NULL};
         tdacl_attention_tensors tv = *t;
-        tv.out = &o, tv.gain = NULL;
         if (i) tv.q = t->q2, tv.k = t->k2;
+        if (!(i && tail)) tv.out = &o, tv.gain = NULL;
         cl_mem norms[4] = {subs[2 * i], subs[2 * i + 1], NULL, NULL};
-        st = set_prefill_args(ctx, k, "attention_mma_fwd", &one, &tv, norms, NULL, 0);
-        if (!st) st = tdacl__launch(ctx, k, 3, global, local, &kevs[i], i ? "attention_mma_fwd (view 2)" : "attention_mma_fwd (view 1)");
+        st = set_prefill_args(ctx, k[i], "attention_mma_fwd", i ? &two : &one, &tv, norms, NULL, 0);
+        if (!st && i && tail) {
+            cl_int err = clSetKernelArg(k[i], PREFILL_NARGS, sizeof view_out[0], &view_out[0]);
+            if (err) st = tdacl__fail_cl(ctx, err, "clSetKernelArg(attention_mma_fwd, argument %u)", PREFILL_NARGS);
+        }
+        if (!st) st = tdacl__launch(ctx, k[i], 3, global, local, &kevs[i], names[tail][i]);
     }
-    if (!st) {
+    if (!st && !tail) {
         launch_args a;
         launch_args_of(p, t, &a);
         cl_int H = (cl_int)p->H, dv = p->dv, norm = d->norm == TDACL_NORM_RMS;

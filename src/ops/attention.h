@@ -99,6 +99,7 @@ void tdacl__attention_views_call_options(const void *call, tdacl_strbuf *sb);
 /* The call as one of its views: the view's one-view kind, f32 output, no Norm, scale 1. */
 void tdacl__attention_one_view_plan(const tdacl_attention_plan *p, tdacl_attention_plan *one);
 int tdacl__attention_views_vec(const tdacl_attention_plan *p);
+int tdacl__attention_views_tail(const tdacl_attention_plan *p);
 tdacl_status tdacl__attention_views_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *call,
                                            const tdacl_param_values *v);
 int tdacl__attention_decode_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n);

@@ -142,8 +142,9 @@ void tdacl__attention_mma_call_options(const void *callp, tdacl_strbuf *sb)
 /* ---- attention.mma_views: a two-view kind one view a launch ----
  * tda's weight is w1 - lambda w2 and diff_softmax's output O1 - lambda O2 (each view's softmax
  * normalised on its own): both are linear in the views, so each view can run as its one-view
- * kind (tra, softmax) on that kind's own tile, into an f32 buffer, and a third launch combines
- * the two and applies the epilogue (cl/attention_views.cl).  The one-pass kernel (attention.mma)
+ * kind (tra, softmax) on that kind's own tile, view 1 into an f32 buffer; view 2 then combines
+ * its output with that one in its epilogue (tdacl__attention_views_tail) or writes a second
+ * buffer that a third launch combines (cl/attention_views.cl).  The one-pass kernel (attention.mma)
  * reads each V tile once for both views but holds both views' scores and Q fragments in
  * registers, which leaves it one m-tile a warp. */
 int tdacl__attention_views_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
@@ -155,11 +156,12 @@ int tdacl__attention_views_supports(const tdacl_context *ctx, const void *call, 
     if (p->desc.want_stats)
         return snprintf(why, n, "statistics asked (the combined weights are counted by the one-pass kernel)"), 1;
     if (p->kv_rows) return snprintf(why, n, "per-sequence key ranges"), 1;
-    /* its two f32 buffers of B x H x Tq x dv (the context keeps them) */
+    /* its f32 buffers of B x H x Tq x dv, one or two (the context keeps them) */
     const uint64_t bytes = (uint64_t)(p->B * p->H * p->Tq) * (uint64_t)p->dv * 4u;
-    if (bytes > ctx->info.max_alloc_bytes || 4 * bytes > ctx->info.global_mem_bytes)
-        return snprintf(why, n, "its two f32 buffers of %.0f MB each would take too much of the device's memory",
-                        (double)bytes / 1e6), 1;
+    const int nbuf = 2 - tdacl__attention_views_tail(p);
+    if (bytes > ctx->info.max_alloc_bytes || 2 * nbuf * bytes > ctx->info.global_mem_bytes)
+        return snprintf(why, n, "its %s of %.0f MB would take too much of the device's memory",
+                        nbuf == 1 ? "f32 buffer" : "two f32 buffers", (double)bytes / 1e6), 1;
     /* where it pays (H200, bf16, B4 H8, bench/results/views-h200/): diff_softmax from 4096 rows
      * (0.88-0.91x the one-pass time at T >= 8192, 0.91x at d=128 T=4096, 1.01x at d=64
      * T=4096, 1.05-1.13x at 2048); tda at beta >= 1 and d <= 64 from 8192 rows (0.84-0.90x;
@@ -203,8 +205,8 @@ void tdacl__attention_views_problem(const tdacl_context *ctx, const void *callp,
     tdacl__attention_mma_problem(ctx, &c1, prob);
 }
 
-/* One program for the three launches: the one-view kind writing f32 (ODT), and the combine's
- * output dtype and lambda rule */
+/* The one-view kind writing f32 (ODT) and, for view 2's program (VIEWS_TAIL, added at the
+ * launch), the combine's output dtype, lambda rule and column grouping */
 void tdacl__attention_views_call_options(const void *callp, tdacl_strbuf *sb)
 {
     const tdacl_attention_call *call = callp;
@@ -215,6 +217,16 @@ void tdacl__attention_views_call_options(const void *callp, tdacl_strbuf *sb)
                      tdacl__kind(call->plan->desc.kind)->lambda_clamped, tdacl__attention_views_vec(call->plan));
 }
 
-/* columns a work-item of attention_views_combine takes: 4 (one vload4 from each view) where the
- * views' rows hold whole groups of 4 */
+/* Whether view 2 combines in its own epilogue (VIEWS_TAIL, cl/attention_mma.cl) rather than a
+ * third launch: where the view kind is softmax.  H200, bf16, B4 H8 (bench/results/views-tail-h200/):
+ * diff_softmax 0.96-0.98x the time with the combine launch at d=128 and d=64 T=4096, level at d=64
+ * from 8192; tda's views (tra) 1.05-1.07x slower with it, their kernel scheduled worse. */
+int tdacl__attention_views_tail(const tdacl_attention_plan *p)
+{
+    const tdacl_kind_info *k = tdacl__kind(p->desc.kind);
+    return k && k->view_kind == TDACL_ATTN_SOFTMAX;
+}
+
+/* the columns the combine reads at once: 4 (a vload4 or a 16-byte copy) where the views' rows
+ * hold whole groups of 4 */
 int tdacl__attention_views_vec(const tdacl_attention_plan *p) { return p->dv % 4 == 0 ? 4 : 1; }

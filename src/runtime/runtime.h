@@ -92,7 +92,7 @@ typedef struct tdacl_program_entry tdacl_program_entry;
  * of one, made and released every call, made NVIDIA's OpenCL wait (bench/results/prefill-h200/) */
 enum { TDACL_SCRATCH_STATS, TDACL_SCRATCH_NORMS, TDACL_SCRATCH_NORMS_LAST = TDACL_SCRATCH_NORMS + 3,
        TDACL_SCRATCH_PARTIAL, TDACL_SCRATCH_ML,
-       TDACL_SCRATCH_VIEWS, TDACL_SCRATCH_VIEWS_LAST = TDACL_SCRATCH_VIEWS + 1, /* attention.mma_views' two outputs */
+       TDACL_SCRATCH_VIEWS, TDACL_SCRATCH_VIEWS_LAST = TDACL_SCRATCH_VIEWS + 1, /* attention.mma_views' f32 views */
        TDACL_SCRATCH_MODEL, TDACL_SCRATCH_GEMV, TDACL_SCRATCH_ARRIVALS, TDACL_SCRATCH_SLOTS };
 struct tdacl_tuning_db;
 
