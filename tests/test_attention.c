@@ -1648,7 +1648,8 @@ static void test_mma_f32_tf32(void **state)
 }
 
 /* tda and diff_softmax one view a launch (attention.mma_views): the 16-bit shapes of the mma
- * parts (d 32 to 128, dv 40, offsets, three layouts), forced tiles included */
+ * parts (d 32 to 128, dv 40, offsets, three layouts), forced tiles included, dv 30 and f32
+ * storage as tf32 */
 static void test_mma_views(void **state)
 {
     g_views = 1;
@@ -1663,6 +1664,12 @@ static void test_mma_views(void **state)
         attn_case c = make_case(KINDS[ki], VAR_TINY_BF16, 37, 37, -1);
         c.d = 48, c.dv = 30, c.B = 2, c.H = 3, c.lay = LAYOUT_BTHD;
         apply_pset(&c, &PSETS[ki]);
+        check_case(state, &c, TDACL_PATH_PREFILL);
+        /* f32 storage at precision tf32: 4-byte tiles, so the V region holds more rows a round */
+        c = make_case(KINDS[ki], VAR_TINY_BF16, 45, 45, -1);
+        c.d = c.dv = 64, c.B = 1, c.H = 2, c.lay = LAYOUT_BHTD;
+        c.dtype = c.odtype = TDACL_F32, c.precision = TDACL_PRECISION_TF32;
+        apply_pset(&c, &PSETS[(ki + 3) % 6]);
         check_case(state, &c, TDACL_PATH_PREFILL);
     }
     g_expect_mma = 0;
