@@ -1064,19 +1064,18 @@ tdacl_status tdacl__attention_views_launch(tdacl_context *ctx, const tdacl_varia
     const size_t bytes = (size_t)(bh * p->Tq) * (size_t)p->dv * sizeof(cl_float);
     tdacl_status st = TDACL_SUCCESS;
     for (int i = 0; i < 2 - tail && !st; i++) st = tdacl__scratch(ctx, TDACL_SCRATCH_VIEWS + i, bytes, &view_out[i]);
-    cl_kernel k[2], kc = NULL;
+    cl_kernel k[2] = {NULL, NULL}, kc = NULL;
     tdacl_strbuf opts = {0};
     tdacl__variant_options(row, call, v, &opts);
-    for (int i = 0; i < 2 && !st; i++) {
-        if (i && !tail) {
-            st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
-                          : tdacl__variant_kernel(ctx, row, opts.data, "attention_views_combine", &kc);
-            k[1] = k[0];
-            break;
-        }
-        if (i) tdacl__sb_printf(&opts, " -DVIEWS_TAIL=1");
+    if (!st) st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
+                           : tdacl__variant_kernel(ctx, row, opts.data, "attention_mma_fwd", &k[0]);
+    k[1] = k[0];
+    if (!st && tail) { /* view 2's program */
+        tdacl__sb_printf(&opts, " -DVIEWS_TAIL=1");
         st = opts.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "out of memory")
-                      : tdacl__variant_kernel(ctx, row, opts.data, "attention_mma_fwd", &k[i]);
+                      : tdacl__variant_kernel(ctx, row, opts.data, "attention_mma_fwd", &k[1]);
+    } else if (!st) {
+        st = tdacl__variant_kernel(ctx, row, opts.data, "attention_views_combine", &kc);
     }
     tdacl__sb_free(&opts);
     if (st) return st;

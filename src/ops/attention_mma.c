@@ -219,8 +219,8 @@ void tdacl__attention_views_call_options(const void *callp, tdacl_strbuf *sb)
 
 /* Whether view 2 combines in its own epilogue (VIEWS_TAIL, cl/attention_mma.cl) rather than a
  * third launch: where the view kind is softmax.  H200, bf16, B4 H8 (bench/results/views-tail-h200/):
- * diff_softmax 0.96-0.98x the time with the combine launch at d=128 and d=64 T=4096, level at d=64
- * from 8192; tda's views (tra) 1.05-1.07x slower with it, their kernel scheduled worse. */
+ * diff_softmax 0.94-0.99x the time with the combine launch; tda 1.06-1.07x slower with it, its
+ * views' (tra's) loop scheduled worse with the epilogue in the program. */
 int tdacl__attention_views_tail(const tdacl_attention_plan *p)
 {
     const tdacl_kind_info *k = tdacl__kind(p->desc.kind);
