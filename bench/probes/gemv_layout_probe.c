@@ -8,13 +8,12 @@
  * in turn with a grid barrier after each, as the decode layer's steps are, so that every GEMV
  * reads from HBM and the launch's own cost is shared), rounds of 4 and 8 loads a work-item.  Each kernel's
  * result is checked against a double-precision sum on the host.
- *   gcc -O2 -o /tmp/gemv_layout_probe bench/probes/gemv_layout_probe.c -lOpenCL -lm && /tmp/gemv_layout_probe */
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
+ *   gcc -O2 -o /tmp/gemv_layout_probe bench/probes/gemv_layout_probe.c -lOpenCL -lm && /tmp/gemv_layout_probe
+ * (PROBE_ANY=1 PROBE_GROUPS=132 checks its results on a CPU, without grid barriers) */
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+
+#include "probe_cl.h"
 
 #define COPIES 12
 #define LAUNCHES 100
@@ -152,8 +151,6 @@ static const char *src =
     "  if (s == 0x12345u) y[get_global_id(0)] = (float)s;\n"
     "}\n";
 
-#define CK(e) do { cl_int e_ = (e); if (e_) { printf("error %d at line %d\n", e_, __LINE__); exit(1); } } while (0)
-
 static float bf16_to_f32(unsigned short h)
 {
     unsigned u = (unsigned)h << 16;
@@ -162,33 +159,9 @@ static float bf16_to_f32(unsigned short h)
     return f;
 }
 
-static double event_us(cl_event *ev, int n)
-{
-    double ns = 0;
-    for (int i = 0; i < n; i++) {
-        cl_ulong a, b;
-        CK(clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_START, sizeof a, &a, NULL));
-        CK(clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_END, sizeof b, &b, NULL));
-        ns += (double)(b - a);
-        clReleaseEvent(ev[i]);
-    }
-    return ns / n * 1e-3;
-}
-
 int main(void)
 {
-    cl_platform_id plats[8];
-    cl_uint np = 0;
-    CK(clGetPlatformIDs(8, plats, &np));
-    cl_device_id dev = NULL;
-    for (cl_uint i = 0; i < np && !dev; i++)
-        if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_GPU, 1, &dev, NULL)) dev = NULL;
-    for (cl_uint i = 0; i < np && !dev; i++) /* no GPU: any device (a check of the probe itself) */
-        if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 1, &dev, NULL)) dev = NULL;
-    if (!dev) {
-        printf("no OpenCL device\n");
-        return 1;
-    }
+    cl_device_id dev = probe_device();
     char name[256];
     cl_uint cus = 0;
     CK(clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL));
@@ -206,14 +179,7 @@ int main(void)
         /* PROBE_GROUPS more than the device holds at once: no grid barrier (a check of the results only) */
         snprintf(opt, sizeof opt, "-DLOADS=%d -DNV=%d -DNOBAR=%d", loads_list[li], strstr(name, "NVIDIA") != NULL,
                  getenv("PROBE_GROUPS") != NULL);
-        prog[li] = clCreateProgramWithSource(cx, 1, &src, NULL, &err);
-        CK(err);
-        if (clBuildProgram(prog[li], 1, &dev, opt, NULL, NULL)) {
-            char log[8192];
-            clGetProgramBuildInfo(prog[li], dev, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
-            printf("build failed:\n%s\n", log);
-            return 1;
-        }
+        prog[li] = probe_build(cx, dev, src, opt);
     }
     printf("%s, %u compute units, one work-group of 256 each; a launch runs the GEMV on %d copies of its weight in turn, a grid barrier after each; %d launches a row, us a GEMV\n", name, cus,
            COPIES, LAUNCHES);
@@ -295,7 +261,7 @@ int main(void)
                     CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, i < 0 ? NULL : &ev[i]));
                 }
                 CK(clFinish(q));
-                const double us = event_us(ev, LAUNCHES) / COPIES;
+                const double us = probe_event_us(ev, LAUNCHES) / COPIES;
                 double maxerr = 0;
                 if (pat != 3) {
                     CK(clEnqueueReadBuffer(q, by, CL_TRUE, 0, (size_t)N * 4, y, 0, NULL, NULL));

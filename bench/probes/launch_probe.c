@@ -2,12 +2,9 @@
  * per-launch wall time of back-to-back kernels in one in-order queue, with and without
  * CL_QUEUE_PROFILING_ENABLE, and each kernel's own event time.  Build on the GPU host:
  *   gcc -O2 -o /tmp/launch_probe bench/probes/launch_probe.c -lOpenCL && /tmp/launch_probe */
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "probe_cl.h"
 
 static const char *src =
     "__kernel void empty(__global float *o) { if (get_global_id(0) == 0x7fffffff) o[0] = 1.0f; }\n"
@@ -51,53 +48,26 @@ static const char *src =
     "    barrier(CLK_LOCAL_MEM_FENCE); }\n"
     "  if (t < COLS) y[get_group_id(0) * COLS + t] = red[t]; }\n";
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-#define CK(e) do { cl_int e_ = (e); if (e_) { printf("error %d at line %d\n", e_, __LINE__); exit(1); } } while (0)
-
 static cl_context cx;
 static cl_device_id dev;
 
-static cl_program build(const char *opts)
-{
-    cl_int err;
-    cl_program p = clCreateProgramWithSource(cx, 1, &src, NULL, &err);
-    CK(err);
-    if (clBuildProgram(p, 1, &dev, opts, NULL, NULL)) {
-        char log[8192];
-        clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
-        printf("build: %s\n", log);
-        exit(1);
-    }
-    return p;
-}
+static cl_program build(const char *opts) { return probe_build(cx, dev, src, opts); }
 
 /* wall us per launch over n back-to-back launches; event us (median-ish: mean of END-START) */
 static void time_kernel(const char *name, cl_command_queue q, int prof, cl_kernel k, size_t g, size_t l, int n)
 {
     for (int i = 0; i < 50; i++) CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, &l, 0, NULL, NULL));
     CK(clFinish(q));
-    double t0 = now();
+    double t0 = probe_now();
     for (int i = 0; i < n; i++) CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, &l, 0, NULL, NULL));
-    double enq = (now() - t0) / n * 1e6; /* the host's own time a launch */
+    double enq = (probe_now() - t0) / n * 1e6; /* the host's own time a launch */
     CK(clFinish(q));
-    double wall = (now() - t0) / n * 1e6, ev = 0;
+    double wall = (probe_now() - t0) / n * 1e6, ev = 0;
     if (prof) {
         cl_event e[64];
         for (int i = 0; i < 64; i++) CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, &l, 0, NULL, &e[i]));
         CK(clFinish(q));
-        for (int i = 0; i < 64; i++) {
-            cl_ulong a, b;
-            clGetEventProfilingInfo(e[i], CL_PROFILING_COMMAND_START, 8, &a, NULL);
-            clGetEventProfilingInfo(e[i], CL_PROFILING_COMMAND_END, 8, &b, NULL);
-            ev += (b - a) * 1e-3 / 64;
-            clReleaseEvent(e[i]);
-        }
+        ev = probe_event_us(e, 64);
     }
     printf("%-40s %s  wall %7.2f us/launch  enqueue %7.2f us  event %7.2f us\n", name, prof ? "prof  " : "noprof", wall,
            enq, ev);
@@ -105,13 +75,7 @@ static void time_kernel(const char *name, cl_command_queue q, int prof, cl_kerne
 
 int main(void)
 {
-    cl_platform_id plats[8];
-    cl_uint np;
-    CK(clGetPlatformIDs(8, plats, &np));
-    int found = 0;
-    for (cl_uint i = 0; i < np && !found; i++)
-        found = !clGetDeviceIDs(plats[i], getenv("PROBE_ANY") ? CL_DEVICE_TYPE_ALL : CL_DEVICE_TYPE_GPU, 1, &dev, NULL);
-    if (!found) { printf("no GPU\n"); return 1; }
+    dev = probe_device();
     char name[256];
     clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
     printf("device %s\n", name);
@@ -150,16 +114,16 @@ int main(void)
         size_t g = 528 * 128, l = 128;
         const int n = 2000;
         CK(clFinish(qp));
-        double t0 = now();
+        double t0 = probe_now();
         for (int r = 0; r < n; r++) {
             for (int i = 0; i < 14; i++) CK(clSetKernelArg(km, i, sizeof y, &y));
             for (int i = 14; i < 33; i++) CK(clSetKernelArg(km, i, sizeof(cl_int), &(cl_int){r}));
             CK(clEnqueueNDRangeKernel(qp, km, 1, NULL, &g, &l, 0, NULL, NULL));
         }
-        double enq = (now() - t0) / n * 1e6;
+        double enq = (probe_now() - t0) / n * 1e6;
         CK(clFinish(qp));
         printf("%-40s prof    wall %7.2f us/launch  enqueue %7.2f us\n", "many_args, 33 args set every launch",
-               (now() - t0) / n * 1e6, enq);
+               (probe_now() - t0) / n * 1e6, enq);
     }
     {
         cl_kernel ks = clCreateKernel(p, "struct_args", &err), kf = clCreateKernel(p, "few_args", &err);
@@ -178,28 +142,28 @@ int main(void)
         size_t g = 528 * 128, l = 128;
         const int n = 2000;
         CK(clFinish(qp));
-        double t0 = now();
+        double t0 = probe_now();
         for (int r = 0; r < n; r++) {
             for (int i = 0; i < 14; i++) CK(clSetKernelArg(ks, i, sizeof y, &y));
             sc.v[0] = r & 1;
             CK(clSetKernelArg(ks, 14, sizeof sc, &sc));
             CK(clEnqueueNDRangeKernel(qp, ks, 1, NULL, &g, &l, 0, NULL, NULL));
         }
-        double enq = (now() - t0) / n * 1e6;
+        double enq = (probe_now() - t0) / n * 1e6;
         CK(clFinish(qp));
         printf("%-40s prof    wall %7.2f us/launch  enqueue %7.2f us\n", "struct_args, 15 args set every launch",
-               (now() - t0) / n * 1e6, enq);
+               (probe_now() - t0) / n * 1e6, enq);
     }
     {
         /* two kernel objects in turn (a decode step alternates programs), args set once */
         size_t g = 528 * 128, l = 128;
         const int n = 2000;
         CK(clFinish(qp));
-        double t0 = now();
+        double t0 = probe_now();
         for (int r = 0; r < n; r++) CK(clEnqueueNDRangeKernel(qp, r & 1 ? km : ke, 1, NULL, &g, &l, 0, NULL, NULL));
-        double enq = (now() - t0) / n * 1e6;
+        double enq = (probe_now() - t0) / n * 1e6;
         CK(clFinish(qp));
-        printf("%-40s prof    wall %7.2f us/launch  enqueue %7.2f us\n", "empty and many_args in turn", (now() - t0) / n * 1e6,
+        printf("%-40s prof    wall %7.2f us/launch  enqueue %7.2f us\n", "empty and many_args in turn", (probe_now() - t0) / n * 1e6,
                enq);
     }
     const int shapes[5][2] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}, {768, 50304}};

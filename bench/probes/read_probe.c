@@ -5,12 +5,9 @@
  * launch, for S from 19 MB to 1 GB and grids of 8..64 work-groups of 256 a compute unit.
  * Build and run on the GPU host:
  *   gcc -O2 -o /tmp/read_probe bench/probes/read_probe.c -lOpenCL && /tmp/read_probe */
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "probe_cl.h"
 
 #define LAUNCHES 200
 #define LOCAL 256
@@ -25,27 +22,9 @@ static const char *src =
     "  if (t == 12345.0f) out[get_global_id(0)] = t; /* never true for zeros; keeps the loads */\n"
     "}\n";
 
-#define CK(e) do { cl_int e_ = (e); if (e_) { printf("error %d at line %d\n", e_, __LINE__); exit(1); } } while (0)
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int main(void)
 {
-    cl_platform_id plats[8];
-    cl_uint np = 0;
-    CK(clGetPlatformIDs(8, plats, &np));
-    cl_device_id dev = NULL;
-    for (cl_uint i = 0; i < np && !dev; i++)
-        if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_GPU, 1, &dev, NULL)) dev = NULL;
-    if (!dev) {
-        printf("no GPU\n");
-        return 1;
-    }
+    cl_device_id dev = probe_device();
     char name[256];
     cl_uint cus = 0;
     CK(clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL));
@@ -55,9 +34,7 @@ int main(void)
     CK(err);
     cl_command_queue q = clCreateCommandQueue(cx, dev, CL_QUEUE_PROFILING_ENABLE, &err);
     CK(err);
-    cl_program p = clCreateProgramWithSource(cx, 1, &src, NULL, &err);
-    CK(err);
-    CK(clBuildProgram(p, 1, &dev, "", NULL, NULL));
+    cl_program p = probe_build(cx, dev, src, "");
     cl_kernel k = clCreateKernel(p, "read_sum", &err);
     CK(err);
 
@@ -86,20 +63,12 @@ int main(void)
             for (int w = 0; w < 5; w++) CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL));
             CK(clFinish(q));
             cl_event *ev = malloc(LAUNCHES * sizeof *ev);
-            const double t0 = now();
+            const double t0 = probe_now();
             for (int i = 0; i < LAUNCHES; i++) CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, &ev[i]));
             CK(clFinish(q));
-            const double wall_us = (now() - t0) / LAUNCHES * 1e6;
-            double sum_ns = 0;
-            for (int i = 0; i < LAUNCHES; i++) {
-                cl_ulong a, b;
-                CK(clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_START, sizeof a, &a, NULL));
-                CK(clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_END, sizeof b, &b, NULL));
-                sum_ns += (double)(b - a);
-                clReleaseEvent(ev[i]);
-            }
+            const double wall_us = (probe_now() - t0) / LAUNCHES * 1e6;
+            const double event_us = probe_event_us(ev, LAUNCHES);
             free(ev);
-            const double event_us = sum_ns / LAUNCHES * 1e-3;
             printf("%10.1f %6d %10.2f %10.2f %10.0f %10.0f\n", sizes[si] / 1e6, waves[wi], wall_us, event_us,
                    sizes[si] / (wall_us * 1e-6) * 1e-9, sizes[si] / (event_us * 1e-6) * 1e-9);
         }

@@ -1,0 +1,75 @@
+/* What the raw-OpenCL probes of bench/probes share: an error check that ends the probe, a
+ * clock, the device (the first GPU; any device with PROBE_ANY set, to check a probe on a CPU),
+ * a program build that prints its log, and the mean device time of a list of events. */
+#ifndef TDACL_PROBE_CL_H
+#define TDACL_PROBE_CL_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define CK(e)                                                  \
+    do {                                                       \
+        cl_int e_ = (e);                                       \
+        if (e_) {                                              \
+            printf("error %d at line %d\n", e_, __LINE__);     \
+            exit(1);                                           \
+        }                                                      \
+    } while (0)
+
+static inline double probe_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The first GPU of any platform (with PROBE_ANY: the first device of any type); exits if none. */
+static inline cl_device_id probe_device(void)
+{
+    cl_platform_id plats[8];
+    cl_uint np = 0;
+    CK(clGetPlatformIDs(8, plats, &np));
+    const cl_device_type type = getenv("PROBE_ANY") ? CL_DEVICE_TYPE_ALL : CL_DEVICE_TYPE_GPU;
+    cl_device_id dev = NULL;
+    for (cl_uint i = 0; i < np && !dev; i++)
+        if (clGetDeviceIDs(plats[i], type, 1, &dev, NULL)) dev = NULL;
+    if (!dev) {
+        printf("no %s\n", getenv("PROBE_ANY") ? "OpenCL device" : "GPU (PROBE_ANY=1 takes any device)");
+        exit(1);
+    }
+    return dev;
+}
+
+/* src built for dev with opts; exits printing the build log if that fails */
+static inline cl_program probe_build(cl_context cx, cl_device_id dev, const char *src, const char *opts)
+{
+    cl_int err;
+    cl_program p = clCreateProgramWithSource(cx, 1, &src, NULL, &err);
+    CK(err);
+    if (clBuildProgram(p, 1, &dev, opts, NULL, NULL)) {
+        char log[8192] = "";
+        clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
+        printf("build failed (%s):\n%s\n", opts, log);
+        exit(1);
+    }
+    return p;
+}
+
+/* The mean END - START of n profiled events in us; releases them. */
+static inline double probe_event_us(cl_event *ev, int n)
+{
+    double ns = 0;
+    for (int i = 0; i < n; i++) {
+        cl_ulong a, b;
+        CK(clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_START, sizeof a, &a, NULL));
+        CK(clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_END, sizeof b, &b, NULL));
+        ns += (double)(b - a);
+        clReleaseEvent(ev[i]);
+    }
+    return ns / n * 1e-3;
+}
+
+#endif
