@@ -46,7 +46,10 @@
 #define DL_PREFETCH 0
 #endif
 #ifndef DL_BAR
-#define DL_BAR 1 /* NVIDIA grid barrier: 0 membar.gl fences; 1 release add, acquire polls (0.8 us a launch faster) */
+/* NVIDIA grid barrier: 0 membar.gl fences; 1 release add, acquire polls (0.8 us a launch faster);
+ * 2 the same, each poll reading the error word with the counter (one 8-byte acquire load: the
+ * error word's own read after the wait was one more round trip at every barrier) */
+#define DL_BAR 2
 #endif
 #ifndef DL_LOADS
 /* weight loads (16 or 32 bytes) a work-item issues together, in whole rounds (H200, decode_layer
@@ -178,22 +181,35 @@ inline void dl_raw_cvt(dl_raw u, float *w) { dl_u16x8_cvt(u, WDT, w); }
 /* ---- the grid barrier ----
  * bar[0] counts arrivals over the model's life (wrapping); barrier number `target` is passed
  * when it reaches target.  bar[1] is the error word. */
-#if TDACL_NVIDIA && DL_BAR == 1
+/* dl_poll: the counter (low half) and, with DL_BAR 2 or off NVIDIA, the error word (high half) */
+#if TDACL_NVIDIA && DL_BAR >= 1
 /* the release makes the work-group's stores (ordered before it by the work-group barrier)
  * visible with the arrival; the acquire that sees the last arrival makes every other
  * group's visible to the loads after it (the pattern of CUDA's cooperative grid sync) */
 inline void dl_arrive(__global volatile uint *p) { asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p) : "memory"); }
-inline uint dl_poll(__global volatile uint *p)
+inline ulong dl_poll(__global volatile uint *p)
 {
+#if DL_BAR == 2
+    ulong v; /* p is the sync buffer's start: 8-byte aligned */
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+#else
     uint v;
     asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
+#endif
 }
 #define DL_ARRIVE_FENCE()
+#define DL_POLL_ERR (DL_BAR == 2)
 #else
 inline void dl_arrive(__global volatile uint *p) { atomic_inc(p); }
-inline uint dl_poll(__global volatile uint *p) { return *p; }
+inline ulong dl_poll(__global volatile uint *p)
+{
+    const uint count = p[0];
+    return (ulong)p[1] << 32 | count;
+}
 #define DL_ARRIVE_FENCE() DL_FENCE()
+#define DL_POLL_ERR 1
 #endif
 
 /* A grid barrier in two halves: grid_arrive (after the step's last write), then work that
@@ -214,14 +230,20 @@ inline void grid_wait(__global volatile uint *bar, uint target, __local int *fai
 {
     if (DL_SKIP & 64) return;
     if (get_local_id(0) == 0) {
-        int spins = 0;
-        while ((int)(dl_poll(bar) - target) < 0)
-            if ((++spins & 255) == 0 && (bar[1] || spins > DL_SPIN_LIMIT)) { /* the error word, now and then */
+        int spins = 0, gave_up = 0;
+        ulong v;
+        /* the error word with every poll where it comes in the same read, else now and then */
+        while (v = dl_poll(bar), (int)((uint)v - target) < 0) {
+            ++spins;
+            const int err = DL_POLL_ERR ? (uint)(v >> 32) != 0 : (spins & 255) == 0 && bar[1] != 0;
+            if (err || spins > DL_SPIN_LIMIT) {
                 atomic_or(bar + 1, 1u);
+                gave_up = 1;
                 break;
             }
+        }
         DL_ARRIVE_FENCE();
-        *failed = bar[1] != 0;
+        *failed = gave_up || (DL_POLL_ERR ? (uint)(v >> 32) != 0 : bar[1] != 0);
     }
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 }
