@@ -1,7 +1,10 @@
 #!/bin/bash
 # The layers' weights as the checkpoint has them ([K, N], TDACL_WEIGHT_LAYOUT=kn) against
 # transposed ([N, K], the default where the one-launch decode layer runs), one build, one run on
-# the GPU host of ../shared/gpu-host:   bash bench/gpu-weight-layout.sh
+# the GPU host of ../shared/gpu-host.  Kept with the experiment: it needs weight-layout.patch
+# (TDACL_WEIGHT_LAYOUT) applied to 9df81ab and runs from the repository root:
+#   git apply bench/results/experiments/decode-wt-h200/weight-layout.patch
+#   bash bench/results/experiments/decode-wt-h200/gpu-weight-layout.sh
 #   test-native.txt  test_model's tests named by $TESTS (';'-separated cmocka filters; default the
 #                    one-launch and phased decode tests), natively
 #   decode.txt       tdacl-bench forward decode rows (softmax, bf16act), kn and nk interleaved
