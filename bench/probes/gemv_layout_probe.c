@@ -168,10 +168,8 @@ int main(void)
     CK(clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL));
     if (getenv("PROBE_GROUPS")) cus = (cl_uint)atoi(getenv("PROBE_GROUPS")); /* a check on a CPU */
     cl_int err;
-    cl_context cx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    CK(err);
-    cl_command_queue q = clCreateCommandQueue(cx, dev, CL_QUEUE_PROFILING_ENABLE, &err);
-    CK(err);
+    cl_command_queue q;
+    cl_context cx = probe_context(dev, CL_QUEUE_PROFILING_ENABLE, &q);
     const int loads_list[] = {4, 8};
     cl_program prog[2];
     for (int li = 0; li < 2; li++) {

@@ -80,10 +80,8 @@ int main(void)
     clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
     printf("device %s\n", name);
     cl_int err;
-    cx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    CK(err);
-    cl_command_queue qp = clCreateCommandQueue(cx, dev, CL_QUEUE_PROFILING_ENABLE, &err);
-    CK(err);
+    cl_command_queue qp;
+    cx = probe_context(dev, CL_QUEUE_PROFILING_ENABLE, &qp);
     cl_command_queue qn = clCreateCommandQueue(cx, dev, 0, &err);
     CK(err);
     size_t wbytes = (size_t)3072 * 3072 * 2;

@@ -1,6 +1,6 @@
 /* What the raw-OpenCL probes of bench/probes share: an error check that ends the probe, a
  * clock, the device (the first GPU; any device with PROBE_ANY set, to check a probe on a CPU),
- * a program build that prints its log, and the mean device time of a list of events. */
+ * a context and its queue, a program build that prints its log, and the mean device time of a list of events. */
 #ifndef TDACL_PROBE_CL_H
 #define TDACL_PROBE_CL_H
 
@@ -41,6 +41,17 @@ static inline cl_device_id probe_device(void)
         exit(1);
     }
     return dev;
+}
+
+/* A context on dev and a queue on it (profiling: CL_QUEUE_PROFILING_ENABLE or 0). */
+static inline cl_context probe_context(cl_device_id dev, cl_command_queue_properties profiling, cl_command_queue *q)
+{
+    cl_int err;
+    cl_context cx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    CK(err);
+    *q = clCreateCommandQueue(cx, dev, profiling, &err);
+    CK(err);
+    return cx;
 }
 
 /* src built for dev with opts; exits printing the build log if that fails */

@@ -30,10 +30,8 @@ int main(void)
     CK(clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL));
     CK(clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL));
     cl_int err;
-    cl_context cx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    CK(err);
-    cl_command_queue q = clCreateCommandQueue(cx, dev, CL_QUEUE_PROFILING_ENABLE, &err);
-    CK(err);
+    cl_command_queue q;
+    cl_context cx = probe_context(dev, CL_QUEUE_PROFILING_ENABLE, &q);
     cl_program p = probe_build(cx, dev, src, "");
     cl_kernel k = clCreateKernel(p, "read_sum", &err);
     CK(err);
