@@ -9,8 +9,30 @@
  * to GMM_STAGES - 1 steps ahead; an a that needs rounding is read into registers one step
  * ahead and stored rounded (two stages); so the loads overlap the products.  The same argument list as gemm
  * (cl/layers.cl), so the host launches either; work-group dim 2 splits K into chunks of
- * kchunk (a multiple of GMM_BK) when nsplit > 1 (gemm_splitk_reduce, epilogue.cl). */
+ * kchunk (a multiple of GMM_BK) when nsplit > 1 (gemm_splitk_reduce, epilogue.cl).
+ * With GMM_WG (the gemm.wgmma row, NVIDIA sm_90): the same copies and epilogue, the tiles in
+ * wgmma's 64-byte swizzle and each step's products by warpgroup (cl/wgmma.cl), bf16 a and b. */
 
+#ifndef GMM_WG
+#define GMM_WG 0 /* 1: Hopper's warpgroup products (cl/wgmma.cl): the gemm.wgmma row */
+#endif
+#ifndef GWG_BM
+#define GWG_BM 128 /* gemm.wgmma: rows of c per work-group, 64 a warpgroup */
+#endif
+#ifndef GWG_BN
+#define GWG_BN 128 /* gemm.wgmma: columns of c per work-group (each warpgroup's width) */
+#endif
+#ifndef GWG_STAGES
+#define GWG_STAGES 3 /* gemm.wgmma: local stages */
+#endif
+#if GMM_WG /* warps stacked along M, 16 rows each (the warpgroup's accumulator rows); 32-k steps (a 64-byte line a row) */
+#define GMM_BM GWG_BM
+#define GMM_BN GWG_BN
+#define GMM_WM (GWG_BM / 16)
+#define GMM_WN 1
+#define GMM_BK 32
+#define GMM_STAGES GWG_STAGES
+#endif
 #ifndef GMM_BM
 #define GMM_BM 128 /* rows of c per work-group */
 #endif
@@ -66,6 +88,23 @@
                              one-value B reads (rows t, t + 4) in distinct banks */
 #define B_STAGE (GMM_BK * LDBS)
 #endif
+#if GMM_WG /* tiles in wgmma's swizzle (cl/wgmma.cl): 32-element rows, no padding; LDAS / LDBS are
+             * the offsets a tile row (K-major) or a k-row (MN-major) advances by, every 8 rows */
+#undef LDAS
+#undef LDBS
+#undef B_STAGE
+#define LDAS GMM_BK
+#define LDBS (TRANS_B ? GMM_BK : GMM_BN)
+#define B_STAGE (GMM_BN * GMM_BK)
+#define A_OFF(r, c) WG_K_OFF(r, c)
+#define B_OFF(r, c) (TRANS_B ? WG_K_OFF(r, c) : WG_MN_OFF(r, c))
+#if !A_DIRECT || MMA_IN != 1 || !MMA_PTX && MMA_NATIVE != 0
+#error "gemm.wgmma: bf16 a and b, on the PTX or the portable body"
+#endif
+#else
+#define A_OFF(r, c) ((r) * LDAS + (c))
+#define B_OFF(r, c) ((r) * LDBS + (c))
+#endif
 #define GVEC (MMA_TF32 ? 4 : 8) /* elements per 16-byte chunk (f32 or 16-bit); the preprocessor reads it */
 #define A_STAGE (GMM_BM * LDAS)
 #define A_CHUNKS (GMM_BM * GMM_BK / 4 / GMM_NT) /* float4 chunks of a step per thread */
@@ -88,6 +127,9 @@
 #define B_CPR (B_COLS / GVEC)
 #define B_RPP (GMM_NT / B_CPR)
 #define B_WHOLE (ALIGNED_B_ && GMM_NT % B_CPR == 0 && B_RPP > 0 && B_ROWS % B_RPP == 0)
+#if GMM_WG && ((A_WHOLE && A_RPP % 8) || (B_WHOLE && B_RPP % 8))
+#error "gemm.wgmma: a whole-tile pass must cover whole 8-row groups of the swizzle"
+#endif
 /* the epilogue's paired stores; not on Intel's DPAS body, where the second unrolled epilogue
  * makes IGC spill 4.8 KB a thread for pvc (tools/offline-compile.sh) */
 #define GMM_PAIRS (MMA_NATIVE != 2)
@@ -137,15 +179,15 @@ inline void gmm_store_a(__local mma_t *As, const float4 ar[A_CHUNKS], int tid)
 }
 
 /* Rows r0.. (nrows exist) and columns c0.. (ncols exist) of the row-major src (row stride
- * ld) into a local stage of `rows` x `cols` with row stride lds: 16-byte copies (cp.async on
+ * ld) into a local stage of `rows` x `cols` laid out as A's or B's (is_b): 16-byte copies (cp.async on
  * NVIDIA) when rows are 16-byte aligned, zero-filled outside; element copies otherwise. */
-inline void gmm_stage(__local mma_t *S, int lds, int rows, int cols, __global const mma_t *src, int ld, int r0,
+inline void gmm_stage(__local mma_t *S, int is_b, int rows, int cols, __global const mma_t *src, int ld, int r0,
                       int c0, int nrows, int ncols, int aligned, int tid)
 {
     const int chunks = cols / GVEC;
     for (int idx = tid; idx < rows * chunks; idx += GMM_NT) {
         const int r = idx / chunks, c = (idx % chunks) * GVEC, row = r0 + r, col = c0 + c;
-        __local mma_t *to = S + r * lds + c;
+        __local mma_t *to = S + (is_b ? B_OFF(r, c) : A_OFF(r, c));
         __global const mma_t *from = src + (long)row * ld + col;
         if (aligned) {
             const int bytes = row < nrows ? (int)sizeof(mma_t) * clamp(ncols - col, 0, GVEC) : 0;
@@ -175,9 +217,9 @@ inline void gmm_load_b(__local mma_t *Bs, __global const mma_t *b, int N, int K,
     }
 #endif
 #if TRANS_B
-    gmm_stage(Bs, LDBS, GMM_BN, GMM_BK, b, ldb, n0, k0, N, K, ALIGNED_B_, tid);
+    gmm_stage(Bs, 1, GMM_BN, GMM_BK, b, ldb, n0, k0, N, K, ALIGNED_B_, tid);
 #else
-    gmm_stage(Bs, LDBS, GMM_BK, GMM_BN, b, ldb, k0, n0, K, N, ALIGNED_B_, tid);
+    gmm_stage(Bs, 1, GMM_BK, GMM_BN, b, ldb, k0, n0, K, N, ALIGNED_B_, tid);
 #endif
 }
 
@@ -193,7 +235,7 @@ inline void gmm_fetch_a(__local mma_t *As, float4 ar[A_CHUNKS], __global const v
     }
 #endif
 #if A_DIRECT
-    gmm_stage(As, LDAS, GMM_BM, GMM_BK, (__global const mma_t *)a, lda, m0, k0, M, K, ALIGNED_A_, tid);
+    gmm_stage(As, 0, GMM_BM, GMM_BK, (__global const mma_t *)a, lda, m0, k0, M, K, ALIGNED_A_, tid);
 #else
     gmm_load_a(ar, a, M, K, lda, m0, k0, tid);
 #endif
@@ -216,8 +258,13 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
     __global const void *res, int M, int N, int K, int lda, int ldb, int ldc, int flags, __global float *part,
     int kchunk)
 {
+#if GMM_WG /* one array: tiles on 512-byte boundaries, and a size the space counts exactly */
+    __local mma_t tiles[NSTAGE * (A_STAGE + B_STAGE)] __attribute__((aligned(1024)));
+    __local mma_t *As = tiles, *Bs = tiles + NSTAGE * A_STAGE;
+#else
     __local mma_t As[NSTAGE * A_STAGE] __attribute__((aligned(16)));
     __local mma_t Bs[NSTAGE * B_STAGE] __attribute__((aligned(16)));
+#endif
     __global const mma_t *b = (__global const mma_t *)bv;
     const int tid = get_local_id(0), warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int wm = warp / GMM_WN, wn = warp % GMM_WN;
@@ -243,7 +290,7 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
     __global const mma_t *bsrc = b + (long)(klo + br0) * ldb + n0 + bc0;
     const long bstep = (long)GMM_BK * ldb;
 #endif
-    const int adst = ar0 * LDAS + ac0, bdst = br0 * LDBS + bc0;
+    const int adst = A_OFF(ar0, ac0), bdst = B_OFF(br0, bc0);
     const int a_rows_in = m0 + GMM_BM <= M, b_cols_in = n0 + GMM_BN <= N;
     /* steps 0 .. NSTAGE - 2 into their stages, one copy group each (empty past the last step,
      * so that the count of groups in flight stays NSTAGE - 1 at every wait) */
@@ -260,6 +307,9 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
     for (int kt = 0; kt < nk; kt++) {
         const int cur = kt % NSTAGE, next = kt + NSTAGE - 1;
         MMA_COPY_WAIT(NSTAGE - 2);
+#if GMM_WG
+        wg_tiles_ready();
+#endif
         barrier(CLK_LOCAL_MEM_FENCE); /* step kt staged; stage next % NSTAGE was last read in kt-1 */
         if (next < nk) {
             const int k0 = klo + next * GMM_BK, k_in = k0 + GMM_BK <= khi;
@@ -269,6 +319,13 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
                        bsrc + next * bstep, bdst);
         }
         mma_copy_commit();
+#if GMM_WG
+        /* this warpgroup's 64 rows of A, all of B: the products waited for within the step */
+        __local const mma_t *Aw = As + cur * A_STAGE + (warp >> 2) * 64 * GMM_BK, *Bw = Bs + cur * B_STAGE;
+        wg_begin();
+        UNROLL for (int kk = 0; kk < GMM_BK / 16; kk++) wg_mma_k16(acc, Aw, Bw, kk);
+        wg_end(acc);
+#else
         __local const mma_t *At = As + cur * A_STAGE + wm * WTM * LDAS;
 #if TRANS_B
         __local const mma_t *Bt = Bs + cur * B_STAGE + wn * WTN * LDBS;
@@ -293,6 +350,7 @@ __kernel __attribute__((reqd_work_group_size(GMM_NT, 1, 1))) TDACL_SUBGROUP_ATTR
         }
         /* the other stage is free: every warp passed this step's barrier after reading it */
         if (!A_DIRECT && kt + 1 < nk) gmm_store_a(As + ((kt + 1) % NSTAGE) * A_STAGE, ar, tid);
+#endif
     }
     MMA_COPY_WAIT(0);
 

@@ -210,7 +210,7 @@ TDACL_MMA_EMULATE=1 TDACL_VARIANT=attention.mma expect variant-mma-refused 1 \
 TDACL_LOG=debug TDACL_MMA_EMULATE=wmma expect variant-mma-wmma 0 'took attention.mma \(AMD WMMA 16x16x16, emulated\)' -- \
     "$TDACL" "${A[@]}" --dtype bf16
 TDACL_LOG=debug TDACL_MMA_EMULATE=dpas4 expect variant-mma-bad-emulate 0 \
-    "attention.mma: TDACL_MMA_EMULATE='dpas4' is not 1, portable, dpas8, dpas16, mfma or wmma; took attention.simt" -- \
+    "attention.mma: TDACL_MMA_EMULATE='dpas4' is not 1, portable, dpas8, dpas16, mfma, wmma or wgmma; took attention.simt" -- \
     "$TDACL" "${A[@]}" --dtype bf16
 TDACL_MMA_EMULATE=dpas16 expect devices-emulated 0 'matrix units: none; the mma kernels run through the Intel DPAS sub-group 16, emulated' -- \
     "$TDACL" devices

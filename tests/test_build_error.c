@@ -139,7 +139,7 @@ static void test_unknown_program_and_kernel(void **state)
 {
     fixture *f = *state;
     cl_program prog = NULL;
-    const tdacl_program_def missing = {"no_such_program", {"common.cl", "no_such_file.cl"}};
+    const tdacl_program_def missing = {"no_such_program", {"common.cl", "no_such_file.cl"}, 0};
     assert_status(f->ctx, tdacl__program_get(f->ctx, &missing, "", &prog), TDACL_ERR_INTERNAL);
     assert_contains(tdacl_last_error(f->ctx), "no_such_file.cl");
     cl_kernel k = NULL;

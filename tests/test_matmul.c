@@ -9,6 +9,7 @@
 #include "common/testutil.h"
 
 static tdacl_context *g_ctx;
+static const char *g_mma_row = "gemm.mma"; /* the row check_case pins for its tensor-core cases */
 
 static int setup(void **state)
 {
@@ -117,7 +118,7 @@ static void check_case(const mm_case *c)
     tdacl_matmul_tensors t = {ta, tb, tbias, tres, tc};
     /* the tensor-core cases pin that row: a call it cannot run fails instead of passing on
      * the FP32 lanes */
-    if (mma) setenv("TDACL_VARIANT", "gemm.mma", 1);
+    if (mma && *g_mma_row) setenv("TDACL_VARIANT", g_mma_row, 1);
     tdacl_status st = tdacl_matmul(g_ctx, &desc, &t);
     unsetenv("TDACL_VARIANT");
     assert_ok(g_ctx, st);
@@ -364,6 +365,96 @@ static void test_matmul_mma_units(void **state)
     unsetenv("TDACL_MMA_EMULATE");
 }
 
+/* gemm.wgmma: the GEMM on Hopper's warpgroup products (natively on sm_90, elsewhere through
+ * the portable body's emulation of them, TDACL_MMA_EMULATE=wgmma), tiles in wgmma's swizzle:
+ * bf16 a and b, both layouts of b, 16-byte and element copies, edge tiles, K split, each tile
+ * shape of its space through a user tuning file; a call it cannot take is refused by name, and
+ * a bf16 call takes it unpinned. */
+static void test_matmul_wgmma(void **state)
+{
+    (void)state;
+    tdacl_device_info info;
+    assert_ok(g_ctx, tdacl_context_get_info(g_ctx, &info));
+    const int native = info.nv_cc_major == 9 && info.nv_cc_minor == 0;
+    if (!native) setenv("TDACL_MMA_EMULATE", "wgmma", 1);
+    const unsigned ALL = TDACL_EPILOGUE_BIAS | TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL;
+    static const mm_case cases[] = {
+        {77, 67, 129, 0, TDACL_BF16, 7, 0, 5, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_F32},  /* element copies of a */
+        {130, 136, 72, 0, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_BF16},
+        {40, 50, 70, 1, TDACL_BF16, TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 1, 0, TDACL_PRECISION_EXACT, 0, TDACL_BF16,
+         TDACL_BF16},
+        {65, 64, 64, 1, TDACL_BF16, 7, 0, 8, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_F32},
+        {129, 200, 96, 1, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 0, TDACL_PRECISION_EXACT, 4, TDACL_BF16, TDACL_F32},
+        {64, 128, 32, 0, TDACL_BF16, 0, 0, 0, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_F32}, /* one whole tile, one step */
+    };
+    g_mma_row = "gemm.wgmma";
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        mm_case c = cases[i];
+        if (c.epi == 7) c.epi = ALL;
+        check_case(&c);
+    }
+    setenv("TDACL_GEMM_SPLIT_K", "3", 1);
+    const mm_case split = {12, 136, 230, 0, TDACL_BF16, ALL, 1, 0, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_BF16};
+    check_case(&split);
+    unsetenv("TDACL_GEMM_SPLIT_K");
+    /* every tile shape and stage count (a refused entry would warn: the check fails on any) */
+    static const char *const sets[] = {"GWG_BM=128 GWG_BN=128 GWG_STAGES=3", "GWG_BM=64 GWG_BN=128 GWG_STAGES=4",
+                                       "GWG_BM=128 GWG_BN=64 GWG_STAGES=2"};
+    char *dir = tu_mkdtemp("wgmma-tiles");
+    char path[512];
+    snprintf(path, sizeof path, "%s/tuning.tdb", dir);
+    tdacl_context *saved = g_ctx;
+    for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fprintf(f, "gemm_wgmma class=%s : %s\n", info.arch, sets[i]);
+        fclose(f);
+        tu_log log = {0};
+        tdacl_context_desc desc;
+        tdacl_context_desc_init(&desc);
+        desc.tuning_file = path;
+        desc.log_fn = tu_log_fn, desc.log_user = &log, desc.log_level = TDACL_LOG_DEBUG;
+        assert_int_equal(tdacl_context_create(&desc, &g_ctx), TDACL_SUCCESS);
+        for (int trans = 0; trans < 2; trans++) {
+            const mm_case c = {150, 136, 100, trans, TDACL_BF16, ALL, 0, 8, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_BF16};
+            check_case(&c);
+        }
+        if (tu_log_find(&log, TDACL_LOG_WARN, "tuning database", NULL) >= 0) fail_msg("%s: %s", sets[i], log.msg[0]);
+        /* unpinned, a bf16 call takes this row, and the log says so */
+        g_mma_row = "gemm.wgmma";
+        if (i == 0) {
+            const mm_case c = {70, 64, 64, 0, TDACL_BF16, 0, 0, 0, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_BF16};
+            g_mma_row = "";
+            check_case(&c);
+            g_mma_row = "gemm.wgmma";
+            if (tu_log_find(&log, TDACL_LOG_DEBUG, "took gemm.wgmma", NULL) < 0) fail_msg("no log line 'took gemm.wgmma'");
+        }
+        tdacl_context_destroy(g_ctx);
+        tu_log_clear(&log);
+    }
+    g_ctx = saved;
+    remove(path);
+    tu_rm_rf(dir);
+    free(dir);
+    /* f32 a: refused by name when pinned */
+    {
+        const int M = 20, N = 16, K = 32;
+        tdacl_tensor *a = upload_2d(TDACL_F32, M, K, K, NULL), *b = upload_2d(TDACL_BF16, K, N, N, NULL);
+        tdacl_tensor *c = upload_2d(TDACL_BF16, M, N, N, NULL);
+        tdacl_matmul_desc d;
+        tdacl_matmul_desc_init(&d);
+        d.precision = TDACL_PRECISION_BF16;
+        tdacl_matmul_tensors t = {a, b, NULL, NULL, c};
+        setenv("TDACL_VARIANT", "gemm.wgmma", 1);
+        assert_true(tdacl_matmul(g_ctx, &d, &t) != TDACL_SUCCESS);
+        unsetenv("TDACL_VARIANT");
+        assert_non_null(strstr(tdacl_last_error(g_ctx), "takes both in bf16"));
+        tdacl_tensor_destroy(a), tdacl_tensor_destroy(b), tdacl_tensor_destroy(c);
+    }
+    g_mma_row = "gemm.mma";
+    unsetenv("TDACL_MMA_EMULATE");
+}
+
 static void test_matmul_errors(void **state)
 {
     (void)state;
@@ -432,6 +523,7 @@ int main(void)
         cmocka_unit_test(test_matmul_values),
         cmocka_unit_test(test_matmul_mma_layouts),
         cmocka_unit_test(test_matmul_mma_units),
+        cmocka_unit_test(test_matmul_wgmma),
         cmocka_unit_test(test_matmul_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

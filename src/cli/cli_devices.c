@@ -30,12 +30,15 @@ static void print_record(const tdacl_device_info *i, int verbose)
     /* the matrix units the attention prefill uses (the variant registry decides per call) */
     tdacl_mma_choice m;
     tdacl__mma_choose(i, &m);
-    if (m.body == TDACL_MMA_PTX)
+    if (m.body == TDACL_MMA_PTX) {
         printf("    matrix units: mma.sync bf16/f16/tf32 (sm_%d%d), used by attention prefill and decode steps of 2..16\n"
                "                  rows with bf16/f16 inputs and f32 at precision tf32 or bf16, and by the GEMM with\n"
                "                  bf16 weights (f32 weights at precision tf32)\n",
                i->nv_cc_major, i->nv_cc_minor);
-    else if (m.hardware)
+        if (m.wgmma)
+            printf("                  wgmma.mma_async bf16 (sm_90a), used by the GEMM with bf16 a and weights\n"
+                   "                  (gemm.wgmma; TDACL_WGMMA=0 turns it off)\n");
+    } else if (m.hardware)
         printf("    matrix units: %s bf16/f16, EXPERIMENTAL (TDACL_EXPERIMENTAL_MATRIX=1): compiled, not yet run on\n"
                "                  hardware; used as mma.sync is elsewhere\n", m.name);
     else if (m.offered)

@@ -361,6 +361,39 @@ tdacl_status tdacl__gemm_mma_launch(tdacl_context *ctx, const tdacl_variant_def 
     return launch_gemm_kernel(ctx, row, c, v, "gemm_mma", bm, bn, nt, tdacl__param(row->space, v, "GMM_BK"));
 }
 
+/* ---- Hopper's warpgroup products (the same kernel with GMM_WG, cl/wgmma.cl) ---- */
+
+int tdacl__gemm_wgmma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
+{
+    const tdacl_matmul_call *c = call;
+    if (refuse_fusion(c, why, n)) return 1;
+    tdacl_mma_choice m;
+    tdacl__mma_choose(&ctx->info, &m);
+    if (m.body < 0) return snprintf(why, n, "%s", m.why), 1;
+    if (!m.wgmma)
+        return snprintf(why, n, "wgmma runs on NVIDIA sm_90 alone (TDACL_MMA_EMULATE=wgmma emulates it)"), 1;
+    const char *off = getenv("TDACL_WGMMA");
+    if (off && !strcmp(off, "0")) return snprintf(why, n, "TDACL_WGMMA=0 turns it off"), 1;
+    if (c->w->dtype != TDACL_BF16 || c->a->dtype != TDACL_BF16)
+        return snprintf(why, n, "a and weights are %s and %s: the wgmma GEMM takes both in bf16", tdacl_dtype_name(c->a->dtype),
+                        tdacl_dtype_name(c->w->dtype)), 1;
+    return 0;
+}
+
+void tdacl__gemm_wgmma_call_options(const void *call, tdacl_strbuf *sb)
+{
+    tdacl__gemm_mma_call_options(call, sb);
+    tdacl__sb_printf(sb, " -DGMM_WG=1");
+}
+
+tdacl_status tdacl__gemm_wgmma_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *callp,
+                                      const tdacl_param_values *v)
+{
+    const tdacl_matmul_call *c = callp;
+    const int bm = tdacl__param(row->space, v, "GWG_BM"), bn = tdacl__param(row->space, v, "GWG_BN");
+    return launch_gemm_kernel(ctx, row, c, v, "gemm_mma", bm, bn, 2 * (size_t)bm, 32); /* a warp a 16 rows; 32-k steps */
+}
+
 /* Chooses the row (force_row with force pins it), logs the choice, looks its parameters up
  * and launches: every matmul call, fused or not, goes through here. */
 static tdacl_status run_call(tdacl_context *ctx, const tdacl_matmul_call *call, const tdacl_variant_def *force_row,
@@ -373,6 +406,8 @@ static tdacl_status run_call(tdacl_context *ctx, const tdacl_matmul_call *call, 
         /* the matrix-unit row also names its body */
         tdacl_mma_choice m = {.name = NULL};
         if (row->matrix_units) tdacl__mma_choose(&ctx->info, &m);
+        if (row->matrix_units && m.wgmma && m.body == TDACL_MMA_PTX && !strcmp(row->name, "gemm.wgmma"))
+            m.name = "wgmma.mma_async, sm_90a";
         tdacl__log(ctx, TDACL_LOG_DEBUG, "matmul M=%d N=%d K=%d %s weights%s: %s%s%s%s", call->M, call->N, call->K,
                    tdacl_dtype_name(call->w->dtype), call->fuse ? " (fused decode GEMV)" : "", why, m.name ? " (" : "",
                    m.name ? m.name : "", m.name ? ")" : "");

@@ -68,6 +68,11 @@ void tdacl__gemm_call_options(const void *call, tdacl_strbuf *sb);
 tdacl_status tdacl__gemm_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *call,
                                 const tdacl_param_values *v);
 int tdacl__gemm_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n);
+/* the same kernel on Hopper's warpgroup products (gemm.wgmma: NVIDIA sm_90, bf16 a and weights) */
+int tdacl__gemm_wgmma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n);
+void tdacl__gemm_wgmma_call_options(const void *call, tdacl_strbuf *sb);
+tdacl_status tdacl__gemm_wgmma_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *call,
+                                      const tdacl_param_values *v);
 void tdacl__gemm_mma_problem(const tdacl_context *ctx, const void *call, tdacl_problem *p);
 void tdacl__gemm_mma_call_options(const void *call, tdacl_strbuf *sb);
 tdacl_status tdacl__gemm_mma_launch(tdacl_context *ctx, const tdacl_variant_def *row, const void *call,

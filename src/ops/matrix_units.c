@@ -44,18 +44,22 @@ void tdacl__mma_choose(const tdacl_device_info *info, tdacl_mma_choice *c)
             {"dpas16", TDACL_MMA_DPAS, 16, "Intel DPAS sub-group 16, emulated"},
             {"mfma", TDACL_MMA_MFMA, 0, "AMD MFMA 4x4x4, emulated"},
             {"wmma", TDACL_MMA_WMMA, 0, "AMD WMMA 16x16x16, emulated"},
+            {"wgmma", TDACL_MMA_PORTABLE, 0, "portable fragment body, with Hopper's warpgroup products"},
         };
         for (size_t i = 0; i < TDACL_ARRAY_LEN(emulated); i++)
             if (!strcmp(emu, emulated[i].value)) {
                 c->body = emulated[i].body, c->sg = emulated[i].sg, c->name = emulated[i].name;
                 c->emulate = emulated[i].body != TDACL_MMA_PORTABLE;
+                c->wgmma = !strcmp(emu, "wgmma");
                 return;
             }
-        snprintf(c->why, sizeof c->why, "TDACL_MMA_EMULATE='%.24s' is not 1, portable, dpas8, dpas16, mfma or wmma", emu);
+        snprintf(c->why, sizeof c->why, "TDACL_MMA_EMULATE='%.24s' is not 1, portable, dpas8, dpas16, mfma, wmma or wgmma", emu);
         return;
     }
     if (info->nv_cc_major >= 8) {
         c->body = TDACL_MMA_PTX, c->hardware = 1, c->name = "mma.sync";
+        /* wgmma is sm_90 alone (sm_90a PTX: neither earlier nor later architectures run it) */
+        c->wgmma = info->nv_cc_major == 9 && info->nv_cc_minor == 0;
         return;
     }
     const char *name = NULL;

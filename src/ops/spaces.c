@@ -101,7 +101,7 @@ static const char *const attention_ladder[] = {
 
 const tdacl_kernel_space tdacl__attention_space = {
     "attention", attention_params, (int)TDACL_ARRAY_LEN(attention_params), attention_check, attention_local,
-    attention_classes, attention_ladder, (int)TDACL_ARRAY_LEN(attention_ladder)};
+    attention_classes, attention_ladder, (int)TDACL_ARRAY_LEN(attention_ladder), 0};
 
 /* ---- attention prefill on the matrix units, cl/attention_mma.cl ---- */
 
@@ -223,7 +223,7 @@ static const char *const mma_ladder[] = {"BN=32 NWARPS=4 MT=1", "BN=16 NWARPS=4 
 
 const tdacl_kernel_space tdacl__attention_mma_space = {
     "attention_mma", mma_params, (int)TDACL_ARRAY_LEN(mma_params), mma_check, mma_local,
-    mma_classes, mma_ladder, (int)TDACL_ARRAY_LEN(mma_ladder)};
+    mma_classes, mma_ladder, (int)TDACL_ARRAY_LEN(mma_ladder), 0};
 
 /* ---- attention decode on the matrix units: the split form of cl/attention_mma.cl ---- */
 
@@ -256,7 +256,7 @@ static const char *const decode_mma_ladder[] = {"BN=64 KSTAGES=2", "BN=32 KSTAGE
 
 const tdacl_kernel_space tdacl__decode_mma_space = {
     "attention_decode_mma", decode_mma_params, (int)TDACL_ARRAY_LEN(decode_mma_params), decode_mma_check,
-    decode_mma_local, decode_mma_classes, decode_mma_ladder, (int)TDACL_ARRAY_LEN(decode_mma_ladder)};
+    decode_mma_local, decode_mma_classes, decode_mma_ladder, (int)TDACL_ARRAY_LEN(decode_mma_ladder), 0};
 
 /* ---- attention decode, cl/attention_decode.cl ---- */
 
@@ -311,7 +311,7 @@ static const char *const decode_ladder[] = {"NTD=128", "NTD=64", "NTD=256", "NTD
 
 const tdacl_kernel_space tdacl__decode_space = {
     "attention_decode", decode_params, (int)TDACL_ARRAY_LEN(decode_params), decode_check, decode_local,
-    decode_classes, decode_ladder, (int)TDACL_ARRAY_LEN(decode_ladder)};
+    decode_classes, decode_ladder, (int)TDACL_ARRAY_LEN(decode_ladder), 0};
 
 /* ---- GEMM, cl/layers.cl (the model's matmuls) ---- */
 
@@ -351,7 +351,7 @@ static const char *const gemm_ladder[] = {
 
 const tdacl_kernel_space tdacl__gemm_space = {
     "gemm", gemm_params, (int)TDACL_ARRAY_LEN(gemm_params), gemm_check, gemm_local,
-    gemm_classes, gemm_ladder, (int)TDACL_ARRAY_LEN(gemm_ladder)};
+    gemm_classes, gemm_ladder, (int)TDACL_ARRAY_LEN(gemm_ladder), 0};
 
 /* ---- GEMM on the matrix units, cl/gemm_mma.cl ---- */
 
@@ -413,7 +413,49 @@ static const char *const gemm_mma_ladder[] = {"GMM_BM=128 GMM_BN=128 GMM_WM=2 GM
 
 const tdacl_kernel_space tdacl__gemm_mma_space = {
     "gemm_mma", gemm_mma_params, (int)TDACL_ARRAY_LEN(gemm_mma_params), gemm_mma_check, gemm_mma_local,
-    gemm_mma_classes, gemm_mma_ladder, (int)TDACL_ARRAY_LEN(gemm_mma_ladder)};
+    gemm_mma_classes, gemm_mma_ladder, (int)TDACL_ARRAY_LEN(gemm_mma_ladder), 0};
+
+/* ---- GEMM on Hopper's warpgroup products, cl/gemm_mma.cl with GMM_WG (cl/wgmma.cl) ---- */
+
+static const tdacl_tunable gemm_wgmma_params[] = {
+    {"GWG_BM", 1, 128, {64, 128, TDACL_END}, "rows of c per work-group (a warpgroup of four warps a 64)"},
+    {"GWG_BN", 1, 128, {64, 128, TDACL_END}, "columns of c per work-group (each warpgroup's product width)"},
+    {"GWG_STAGES", 1, 3, {2, 3, 4, TDACL_END}, "local stages of the copy pipeline (32 k each)"},
+};
+
+/* one array: GWG_STAGES stages of A (GWG_BM rows) and B (GWG_BN rows or columns) of 32
+ * bf16 k, 64 bytes a row, unpadded (the swizzle spreads the banks) */
+static size_t gemm_wgmma_local(const tdacl_kernel_space *ks, const tdacl_problem *p, const tdacl_param_values *v)
+{
+    (void)p;
+    return (size_t)P("GWG_STAGES") * (size_t)(P("GWG_BM") + P("GWG_BN")) * 64;
+}
+
+static int gemm_wgmma_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev, const tdacl_problem *p,
+                            const tdacl_param_values *v, char *why, size_t n)
+{
+    (void)p;
+    const int bm = P("GWG_BM"), bn = P("GWG_BN"), st = P("GWG_STAGES");
+    if (bm != 64 && bm != 128) return snprintf(why, n, "GWG_BM=%d is not 64 or 128", bm), 1;
+    if (bn != 64 && bn != 128) return snprintf(why, n, "GWG_BN=%d is not 64 or 128", bn), 1;
+    if (st < 2) return snprintf(why, n, "GWG_STAGES=%d: the pipeline needs two stages", st), 1;
+    return work_group_fits(dev, 2 * bm, why, n) ? 0 : 1;
+}
+
+/* the probe's best on the H200 (bench/results/experiments/wgmma-h200/), and a small tile for
+ * the portable body, a quarter of the code to compile */
+static const tdacl_class_default gemm_wgmma_classes[] = {
+    {"pocl", -1, 0, "GWG_BM=64 GWG_BN=64 GWG_STAGES=2", 0},
+    {"", -1, 0, "GWG_BM=128 GWG_BN=128 GWG_STAGES=3", 0},
+    {NULL, -1, 0, NULL, 0},
+};
+
+static const char *const gemm_wgmma_ladder[] = {"GWG_BM=128 GWG_BN=128 GWG_STAGES=3", "GWG_BM=64 GWG_BN=128 GWG_STAGES=4",
+                                                 "GWG_BM=64 GWG_BN=64 GWG_STAGES=2"};
+
+const tdacl_kernel_space tdacl__gemm_wgmma_space = {
+    "gemm_wgmma", gemm_wgmma_params, (int)TDACL_ARRAY_LEN(gemm_wgmma_params), gemm_wgmma_check, gemm_wgmma_local,
+    gemm_wgmma_classes, gemm_wgmma_ladder, (int)TDACL_ARRAY_LEN(gemm_wgmma_ladder), 1};
 
 /* ---- alpha-entmax attention on the FP32 lanes, cl/attention_entmax.cl ---- */
 
@@ -461,7 +503,7 @@ static const char *const entmax_ladder[] = {"BM=16 BN=32 LPR=8", "BM=8 BN=32 LPR
 
 const tdacl_kernel_space tdacl__entmax_space = {
     "attention_entmax", entmax_params, (int)TDACL_ARRAY_LEN(entmax_params), entmax_check, entmax_local,
-    entmax_classes, entmax_ladder, (int)TDACL_ARRAY_LEN(entmax_ladder)};
+    entmax_classes, entmax_ladder, (int)TDACL_ARRAY_LEN(entmax_ladder), 0};
 
 /* Decode (at most 16 query rows, many keys): few rows per work-group, more work-items a row. */
 static const char *const entmax_decode_ladder[] = {"BM=2 BN=64 LPR=32", "BM=1 BN=32 LPR=32", "BM=1 BN=16 LPR=16",
@@ -469,7 +511,7 @@ static const char *const entmax_decode_ladder[] = {"BM=2 BN=64 LPR=32", "BM=1 BN
 
 const tdacl_kernel_space tdacl__entmax_decode_space = {
     "attention_entmax_decode", entmax_params, (int)TDACL_ARRAY_LEN(entmax_params), entmax_check, entmax_local,
-    entmax_classes, entmax_decode_ladder, (int)TDACL_ARRAY_LEN(entmax_decode_ladder)};
+    entmax_classes, entmax_decode_ladder, (int)TDACL_ARRAY_LEN(entmax_decode_ladder), 0};
 
 /* ---- Top-theta attention on the FP32 lanes, cl/attention_topk.cl ---- */
 
@@ -499,8 +541,8 @@ static int topk_check(const tdacl_kernel_space *ks, const tdacl_device_info *dev
 
 const tdacl_kernel_space tdacl__topk_space = {
     "attention_topk", topk_params, (int)TDACL_ARRAY_LEN(topk_params), topk_check, topk_local,
-    entmax_classes, entmax_ladder, (int)TDACL_ARRAY_LEN(entmax_ladder)};
+    entmax_classes, entmax_ladder, (int)TDACL_ARRAY_LEN(entmax_ladder), 0};
 
 const tdacl_kernel_space tdacl__topk_decode_space = {
     "attention_topk_decode", topk_params, (int)TDACL_ARRAY_LEN(topk_params), topk_check, topk_local,
-    entmax_classes, entmax_decode_ladder, (int)TDACL_ARRAY_LEN(entmax_decode_ladder)};
+    entmax_classes, entmax_decode_ladder, (int)TDACL_ARRAY_LEN(entmax_decode_ladder), 0};

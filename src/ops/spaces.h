@@ -23,6 +23,7 @@ extern const tdacl_kernel_space tdacl__topk_decode_space;   /* the same kernel, 
 #define TDACL_DECODE_MMA_ROWS 16
 extern const tdacl_kernel_space tdacl__gemm_space;          /* cl/layers.cl gemm */
 extern const tdacl_kernel_space tdacl__gemm_mma_space;      /* cl/gemm_mma.cl */
+extern const tdacl_kernel_space tdacl__gemm_wgmma_space;    /* cl/gemm_mma.cl with GMM_WG, cl/wgmma.cl */
 
 /* Query rows of a decode call rounded up to a power of two (TQP in cl/attention_decode.cl). */
 int tdacl__decode_tqp(int64_t tq);

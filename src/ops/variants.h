@@ -58,11 +58,12 @@ typedef struct tdacl_mma_choice {
     int emulate;      /* a vendor body with its instruction emulated in plain C ($TDACL_MMA_EMULATE) */
     int hardware;     /* the device's matrix units run */
     int experimental; /* a body not yet run on hardware, enabled by $TDACL_EXPERIMENTAL_MATRIX=1 */
+    int wgmma;        /* Hopper's warpgroup products (cl/wgmma.cl): NVIDIA sm_90, or TDACL_MMA_EMULATE=wgmma */
     const char *name; /* "mma.sync", "Intel DPAS (sub-group 16)", "portable fragment body", ... */
     const char *offered; /* body == -1: the experimental body the device would take, if any */
     char why[240];
 } tdacl_mma_choice;
-/* From $TDACL_MMA_EMULATE (1|portable|dpas8|dpas16|mfma|wmma: on any device), else the
+/* From $TDACL_MMA_EMULATE (1|portable|dpas8|dpas16|mfma|wmma|wgmma: on any device), else the
  * device: mma.sync on NVIDIA sm_80+, the vendor bodies with $TDACL_EXPERIMENTAL_MATRIX=1. */
 void tdacl__mma_choose(const tdacl_device_info *info, tdacl_mma_choice *c);
 /* -DMMA_NATIVE=.. -DMMA_EMULATE=.. [-DMMA_SG=..] [-DTDACL_SUBGROUP=..] */

@@ -108,8 +108,64 @@ static void announce_compile(tdacl_context *ctx)
     }
 }
 
+/* A program whose PTX holds lines marked SM90A_MARK (cl/wgmma.cl's sm_90a instructions,
+ * comments to NVIDIA's OpenCL compiler, which targets sm_90): the same PTX retargeted to
+ * sm_90a with the marks removed, loaded in its place.  A program without marked lines (the
+ * portable body) stays as it is. */
+#define SM90A_MARK "//@sm_90a@ "
+static tdacl_status retarget_sm90a(tdacl_context *ctx, const char *label, const char *opts, cl_program *prog)
+{
+    size_t size = 0;
+    cl_int err = clGetProgramInfo(*prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL);
+    if (err != CL_SUCCESS || !size) return tdacl__fail_cl(ctx, err, "program '%s': reading its PTX", label);
+    unsigned char *ptx = calloc(size + 1, 1), *fixed = malloc(size + 2);
+    unsigned char *bins[1] = {ptx};
+    if (!ptx || !fixed) {
+        free(ptx), free(fixed);
+        return tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "program '%s': out of memory", label);
+    }
+    err = clGetProgramInfo(*prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL);
+    const char *text = (const char *)ptx, *target = err == CL_SUCCESS ? strstr(text, ".target sm_90") : NULL;
+    tdacl_status st = TDACL_SUCCESS;
+    if (err != CL_SUCCESS) {
+        st = tdacl__fail_cl(ctx, err, "program '%s': reading its PTX", label);
+    } else if (strstr(text, SM90A_MARK) && (!target || target[13] == 'a' || (target[13] >= '0' && target[13] <= '9'))) {
+        st = tdacl__fail(ctx, TDACL_ERR_BUILD, "program '%s' has sm_90a lines (wgmma) but its PTX does not target sm_90",
+                         label);
+    } else if (strstr(text, SM90A_MARK)) {
+        size_t n = 0;
+        for (const char *c = text; *c;) {
+            if (c == target + 13) fixed[n++] = 'a';
+            if (!strncmp(c, SM90A_MARK, sizeof SM90A_MARK - 1)) {
+                c += sizeof SM90A_MARK - 1;
+                continue;
+            }
+            fixed[n++] = (unsigned char)*c++;
+        }
+        fixed[n++] = 0;
+        const unsigned char *bin = fixed;
+        cl_int bin_status = CL_SUCCESS;
+        cl_program p = clCreateProgramWithBinary(ctx->cl, 1, &ctx->device, &n, &bin, &bin_status, &err);
+        if (p && err == CL_SUCCESS && bin_status == CL_SUCCESS) err = clBuildProgram(p, 1, &ctx->device, opts, NULL, NULL);
+        if (!p || err != CL_SUCCESS || bin_status != CL_SUCCESS) {
+            if (p) set_build_log(ctx, p), clReleaseProgram(p);
+            st = tdacl__fail(ctx, TDACL_ERR_BUILD, "program '%s' retargeted to sm_90a did not build: %s (%d); see tdacl_build_log",
+                             label, tdacl__cl_error_name(err ? err : bin_status), (int)(err ? err : bin_status));
+        } else {
+            clReleaseProgram(*prog);
+            *prog = p;
+            tdacl__log(ctx, TDACL_LOG_DEBUG, "program '%s': its PTX loaded as sm_90a (wgmma)", label);
+            set_build_log(ctx, p);
+            if (ctx->build_log && ctx->build_log[0] && tdacl__log_enabled(ctx, TDACL_LOG_DEBUG))
+                tdacl__log(ctx, TDACL_LOG_DEBUG, "build log of '%s' as sm_90a:\n%s", label, ctx->build_log);
+        }
+    }
+    free(ptx), free(fixed);
+    return st;
+}
+
 static tdacl_status build(tdacl_context *ctx, const char *label, const char *source,
-                          const char *options, cl_program *out)
+                          const char *options, int sm90a, cl_program *out)
 {
     tdacl_strbuf opts = {0}, key = {0};
     tdacl__sb_printf(&opts, "%s%s%s", ctx->base_options, options && *options ? " " : "",
@@ -167,6 +223,14 @@ static tdacl_status build(tdacl_context *ctx, const char *label, const char *sou
         }
         if (ctx->build_log && ctx->build_log[0] && tdacl__log_enabled(ctx, TDACL_LOG_DEBUG))
             tdacl__log(ctx, TDACL_LOG_DEBUG, "build log of '%s':\n%s", label, ctx->build_log);
+        if (sm90a) {
+            tdacl_status st = retarget_sm90a(ctx, label, opts.data, &prog);
+            if (st) {
+                clReleaseProgram(prog);
+                tdacl__sb_free(&opts), tdacl__sb_free(&key);
+                return st;
+            }
+        }
         tdacl__log(ctx, TDACL_LOG_INFO, "program '%s' compiled in %.1f ms (options: %s)", label,
                    1e3 * (tdacl__now() - t0), opts.data);
         if (ctx->cache.enabled) {
@@ -216,7 +280,7 @@ static tdacl_status build_registered(tdacl_context *ctx, const char *label, cons
                                      cl_program *program)
 {
     cl_program prog;
-    tdacl_status st = build(ctx, label, source, options, &prog);
+    tdacl_status st = build(ctx, label, source, options, 0, &prog);
     if (!st) st = add_entry(ctx, label, options, prog);
     if (!st) *program = prog;
     return st;
@@ -287,7 +351,7 @@ tdacl_status tdacl__program_get(tdacl_context *ctx, const tdacl_program_def *def
     tdacl__sb_printf(&all, "%s%s%s", options, *options && *cls ? " " : "", cls);
     cl_program prog = NULL;
     tdacl_status st = all.oom ? tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "program '%s': out of memory", name)
-                              : build(ctx, name, src.data, all.data, &prog);
+                              : build(ctx, name, src.data, all.data, def->sm90a, &prog);
     if (!st) st = add_entry(ctx, name, options, prog);
     if (!st) *program = prog;
     tdacl__sb_free(&src), tdacl__sb_free(&all);

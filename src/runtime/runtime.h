@@ -58,6 +58,10 @@ const tdacl_embedded_source *tdacl__find_source(const char *name);
 typedef struct tdacl_program_def {
     const char *name;
     const char *files[8];
+    /* 1: lines of the PTX body marked "//@sm_90a@ " (cl/wgmma.cl) are sm_90a instructions, which
+     * NVIDIA's OpenCL compiler (it targets sm_90) passes as comments: its PTX is then loaded
+     * retargeted to sm_90a with the marks removed */
+    int sm90a;
 } tdacl_program_def;
 
 /* Build (or fetch from the context registry / the disk cache) program `def` with the

@@ -8,7 +8,7 @@
 #include "runtime/runtime.h"
 
 /* The copy and fill kernels: runtime infrastructure, not an operation with variants. */
-static const tdacl_program_def tdacl__tensor_program = {"tensor", {"common.cl", "tensor.cl"}};
+static const tdacl_program_def tdacl__tensor_program = {"tensor", {"common.cl", "tensor.cl"}, 0};
 
 static int valid_dtype(int dt) { return dt >= TDACL_F32 && dt <= TDACL_F16; }
 

@@ -83,9 +83,10 @@ int tdacl__params_check(const tdacl_kernel_space *ks, const tdacl_device_info *d
 {
     if (ks->check(ks, dev, p, v, why, n)) return 1;
     size_t lb = ks->local_bytes(ks, p, v);
-    if (lb + TDACL_LOCAL_HEADROOM > dev->local_mem_bytes) {
-        snprintf(why, n, "needs %zu bytes of local memory (+%d for the driver's alignment), the device has %llu", lb,
-                 TDACL_LOCAL_HEADROOM, (unsigned long long)dev->local_mem_bytes);
+    const int room = ks->local_exact ? 0 : TDACL_LOCAL_HEADROOM;
+    if (lb + (size_t)room > dev->local_mem_bytes) {
+        snprintf(why, n, "needs %zu bytes of local memory (+%d for the driver's alignment), the device has %llu", lb, room,
+                 (unsigned long long)dev->local_mem_bytes);
         return 1;
     }
     return 0;

@@ -66,6 +66,9 @@ struct tdacl_kernel_space {
     const tdacl_class_default *class_defaults; /* terminated by arch_prefix == NULL */
     const char *const *ladder;                 /* generic fallbacks, best first, as "NAME=value ..." */
     int nladder;
+    /* 1: the kernel declares one __local array of exactly local_bytes (no alignment padding
+     * between arrays), so the check keeps no TDACL_LOCAL_HEADROOM for it */
+    int local_exact;
 };
 
 typedef enum tdacl_tuned_source {
