@@ -74,6 +74,11 @@ inline ulong wg_desc(__local const mma_t *p, int lead, int stride)
 #define WG_STR_(x) #x
 #define WG_STR(x) WG_STR_(x)
 #define WG_SHAPE "m64n" WG_STR(WG_N) "k16"
+#if TRANS_B
+#define WG_TRANS_B "0" /* b [N, K]: K-major, as A */
+#else
+#define WG_TRANS_B "1" /* b [K, N]: MN-major, the instruction's transposed B */
+#endif
 
 /* k16 step kk of the 32-k tiles a (this warpgroup's 64 rows) and b */
 inline void wg_mma_k16(float acc[1][WG_N / 8][4], __local const mma_t *a, __local const mma_t *b, int kk)
@@ -84,20 +89,11 @@ inline void wg_mma_k16(float acc[1][WG_N / 8][4], __local const mma_t *a, __loca
 #else
     const ulong db = wg_desc(b + 16 * WG_N * kk, 512, 16 * WG_N);
 #endif
-    /* the last operand: B transposed (MN-major) unless TRANS_B */
-#if TRANS_B
     __asm__ volatile(WG_SM90A "{ .reg .pred p; setp.ne.b32 p, " WG_SD ", 0; wgmma.mma_async.sync.aligned." WG_SHAPE
-                              ".f32.bf16.bf16 " WG_REGS WG_OPS "0; }"
+                              ".f32.bf16.bf16 " WG_REGS WG_OPS WG_TRANS_B "; }"
                      : WG_ACC
                      : "l"(da), "l"(db), "r"(1)
                      : "memory");
-#else
-    __asm__ volatile(WG_SM90A "{ .reg .pred p; setp.ne.b32 p, " WG_SD ", 0; wgmma.mma_async.sync.aligned." WG_SHAPE
-                              ".f32.bf16.bf16 " WG_REGS WG_OPS "1; }"
-                     : WG_ACC
-                     : "l"(da), "l"(db), "r"(1)
-                     : "memory");
-#endif
 }
 /* before a step's products: the tiles' copies (generic proxy) made visible to wgmma (async
  * proxy); the caller then meets the work-group barrier */

@@ -276,6 +276,22 @@ static void test_matmul_values(void **state)
     unsetenv("TDACL_GEMM_SPLIT_K");
 }
 
+/* A context whose user tuning file (at path) holds the one entry, logging from `level` into log. */
+static tdacl_context *context_with_entry(const char *path, const char *entry, tu_log *log, tdacl_log_level level)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\n", entry);
+    fclose(f);
+    tdacl_context_desc desc;
+    tdacl_context_desc_init(&desc);
+    desc.tuning_file = path;
+    desc.log_fn = tu_log_fn, desc.log_user = log, desc.log_level = level;
+    tdacl_context *ctx = NULL;
+    assert_int_equal(tdacl_context_create(&desc, &ctx), TDACL_SUCCESS);
+    return ctx;
+}
+
 /* The tensor-core GEMM's warp layouts and K steps other than the device's own, through a
  * user tuning file (every entry must be taken: a refused one warns and falls back, and the
  * check fails on any warning; the last, invalid entry shows that such a warning is seen). */
@@ -301,16 +317,10 @@ static void test_matmul_mma_layouts(void **state)
     snprintf(path, sizeof path, "%s/tuning.tdb", dir);
     tdacl_context *saved = g_ctx;
     for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) {
-        FILE *f = fopen(path, "w");
-        assert_non_null(f);
-        fprintf(f, "gemm_mma class=%s : %s\n", info.arch, sets[i].params);
-        fclose(f);
+        char entry[256];
+        snprintf(entry, sizeof entry, "gemm_mma class=%s : %s", info.arch, sets[i].params);
         tu_log log = {0};
-        tdacl_context_desc desc;
-        tdacl_context_desc_init(&desc);
-        desc.tuning_file = path;
-        desc.log_fn = tu_log_fn, desc.log_user = &log, desc.log_level = TDACL_LOG_WARN;
-        assert_int_equal(tdacl_context_create(&desc, &g_ctx), TDACL_SUCCESS);
+        g_ctx = context_with_entry(path, entry, &log, TDACL_LOG_WARN);
         const mm_case c = {77, 136, 100, (int)i % 2, TDACL_BF16, TDACL_EPILOGUE_BIAS | TDACL_EPILOGUE_RESIDUAL, 0, 3,
                            TDACL_PRECISION_BF16, 0, TDACL_F32, TDACL_F32};
         if (!sets[i].a16) check_case(&c);
@@ -405,16 +415,10 @@ static void test_matmul_wgmma(void **state)
     snprintf(path, sizeof path, "%s/tuning.tdb", dir);
     tdacl_context *saved = g_ctx;
     for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) {
-        FILE *f = fopen(path, "w");
-        assert_non_null(f);
-        fprintf(f, "gemm_wgmma class=%s : %s\n", info.arch, sets[i]);
-        fclose(f);
+        char entry[256];
+        snprintf(entry, sizeof entry, "gemm_wgmma class=%s : %s", info.arch, sets[i]);
         tu_log log = {0};
-        tdacl_context_desc desc;
-        tdacl_context_desc_init(&desc);
-        desc.tuning_file = path;
-        desc.log_fn = tu_log_fn, desc.log_user = &log, desc.log_level = TDACL_LOG_DEBUG;
-        assert_int_equal(tdacl_context_create(&desc, &g_ctx), TDACL_SUCCESS);
+        g_ctx = context_with_entry(path, entry, &log, TDACL_LOG_DEBUG);
         for (int trans = 0; trans < 2; trans++) {
             const mm_case c = {150, 136, 100, trans, TDACL_BF16, ALL, 0, 8, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_BF16};
             check_case(&c);

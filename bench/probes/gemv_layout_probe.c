@@ -151,14 +151,6 @@ static const char *src =
     "  if (s == 0x12345u) y[get_global_id(0)] = (float)s;\n"
     "}\n";
 
-static float bf16_to_f32(unsigned short h)
-{
-    unsigned u = (unsigned)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 int main(void)
 {
     cl_device_id dev = probe_device();
@@ -201,7 +193,7 @@ int main(void)
         for (int k = 0; k < K; k++)
             for (int n = 0; n < N; n++) {
                 wt[(size_t)n * K + k] = w[(size_t)k * N + n];
-                ref[n] += (double)a[k] * bf16_to_f32(w[(size_t)k * N + n]);
+                ref[n] += (double)a[k] * probe_bf16_to_f32(w[(size_t)k * N + n]);
             }
         /* COPIES copies back to back, as a model's layers lie in its packed weights */
         cl_mem bw = clCreateBuffer(cx, CL_MEM_READ_ONLY, bytes * COPIES, NULL, &err);

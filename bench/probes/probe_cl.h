@@ -8,6 +8,7 @@
 #include <CL/cl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define CK(e)                                                  \
@@ -67,6 +68,26 @@ static inline cl_program probe_build(cl_context cx, cl_device_id dev, const char
         exit(1);
     }
     return p;
+}
+
+/* f rounded to bf16 (nearest even): its bits, and the rounded value in *rounded */
+static inline unsigned short probe_to_bf16(float f, float *rounded)
+{
+    unsigned u;
+    memcpy(&u, &f, 4);
+    u += 0x7FFF + ((u >> 16) & 1);
+    u &= 0xFFFF0000u;
+    memcpy(rounded, &u, 4);
+    return (unsigned short)(u >> 16);
+}
+
+/* a bf16 value's f32 */
+static inline float probe_bf16_to_f32(unsigned short h)
+{
+    unsigned u = (unsigned)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
 }
 
 /* The mean END - START of n profiled events in us; releases them. */

@@ -108,24 +108,6 @@ static const char *body =
     "  }\n"
     "}\n";
 
-static unsigned short to_bf16(float f, float *rounded)
-{
-    unsigned u;
-    memcpy(&u, &f, 4);
-    u += 0x7FFF + ((u >> 16) & 1);
-    u &= 0xFFFF0000u;
-    memcpy(rounded, &u, 4);
-    return (unsigned short)(u >> 16);
-}
-
-static float from_bf16(unsigned short h)
-{
-    unsigned u = (unsigned)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 typedef struct {
     int bn, stages, pad, wgs, wait1, kmajor_b; /* wgs: warpgroups a work-group (BM = 64 wgs); kmajor_b: b given as bt[N][K] */
     int bmap; /* MN-major B: which chunks a thread copies (the kernel's BMAP) */
@@ -144,7 +126,7 @@ static double check(const float *fa, const float *fb, const unsigned short *hc, 
         const int i = rand() % M, j = rand() % N;
         double s = 0;
         for (int k = 0; k < K; k++) s += (double)fa[(long)i * K + k] * fb[(long)k * N + j];
-        const double e = fabs(from_bf16(hc[(long)i * N + j]) - s) / (0.01 * fabs(s) + 0.02);
+        const double e = fabs(probe_bf16_to_f32(hc[(long)i * N + j]) - s) / (0.01 * fabs(s) + 0.02);
         if (e > worst) worst = e;
     }
     return worst;
@@ -193,8 +175,8 @@ int main(int argc, char **argv)
     unsigned short *ha = malloc(maxm * maxk * 2), *hb = malloc(maxk * maxn * 2), *hc = malloc(maxm * maxn * 2);
     float *fa = malloc(maxm * maxk * 4), *fb = malloc(maxk * maxn * 4);
     srand(5);
-    for (long i = 0; i < maxm * maxk; i++) ha[i] = to_bf16((float)rand() / RAND_MAX * 2 - 1, &fa[i]);
-    for (long i = 0; i < maxk * maxn; i++) hb[i] = to_bf16((float)rand() / RAND_MAX * 2 - 1, &fb[i]);
+    for (long i = 0; i < maxm * maxk; i++) ha[i] = probe_to_bf16((float)rand() / RAND_MAX * 2 - 1, &fa[i]);
+    for (long i = 0; i < maxk * maxn; i++) hb[i] = probe_to_bf16((float)rand() / RAND_MAX * 2 - 1, &fb[i]);
     cl_int err;
     cl_mem da = clCreateBuffer(cx, CL_MEM_READ_ONLY, maxm * maxk * 2, NULL, &err);
     CK(err);

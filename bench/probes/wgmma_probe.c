@@ -134,16 +134,6 @@ static cl_program build_direct(cl_context cx, cl_device_id dev, int n)
     return p;
 }
 
-static unsigned short to_bf16(float f, float *rounded)
-{
-    unsigned u;
-    memcpy(&u, &f, 4);
-    u += 0x7FFF + ((u >> 16) & 1);
-    u &= 0xFFFF0000u;
-    memcpy(rounded, &u, 4);
-    return (unsigned short)(u >> 16);
-}
-
 /* 1: one m64n16k16 product, both readings of the descriptor's offsets for A and B */
 static int check_one(cl_context cx, cl_command_queue q, cl_program p)
 {
@@ -152,8 +142,8 @@ static int check_one(cl_context cx, cl_command_queue q, cl_program p)
     float fa[M * K], fb[N * K], hout[128 * N / 2];
     double ref[M][N];
     srand(7);
-    for (int i = 0; i < M * K; i++) ha[i] = to_bf16((float)rand() / RAND_MAX * 2 - 1, &fa[i]);
-    for (int i = 0; i < N * K; i++) hb[i] = to_bf16((float)rand() / RAND_MAX * 2 - 1, &fb[i]);
+    for (int i = 0; i < M * K; i++) ha[i] = probe_to_bf16((float)rand() / RAND_MAX * 2 - 1, &fa[i]);
+    for (int i = 0; i < N * K; i++) hb[i] = probe_to_bf16((float)rand() / RAND_MAX * 2 - 1, &fb[i]);
     for (int r = 0; r < M; r++)
         for (int c = 0; c < N; c++) {
             double s = 0;

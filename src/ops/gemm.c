@@ -302,13 +302,19 @@ tdacl_status tdacl__gemm_launch(tdacl_context *ctx, const tdacl_variant_def *row
 
 /* ---- the tensor-core GEMM (cl/gemm_mma.cl) ---- */
 
+/* what both matrix-unit rows refuse first: a fused decode GEMV, a device without matrix units */
+static int mma_row_refuses(const tdacl_context *ctx, const tdacl_matmul_call *c, tdacl_mma_choice *m, char *why, size_t n)
+{
+    if (refuse_fusion(c, why, n)) return 1;
+    tdacl__mma_choose(&ctx->info, m);
+    return m->body < 0 ? (snprintf(why, n, "%s", m->why), 1) : 0;
+}
+
 int tdacl__gemm_mma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
 {
     const tdacl_matmul_call *c = call;
-    if (refuse_fusion(c, why, n)) return 1;
     tdacl_mma_choice m;
-    tdacl__mma_choose(&ctx->info, &m);
-    if (m.body < 0) return snprintf(why, n, "%s", m.why), 1;
+    if (mma_row_refuses(ctx, c, &m, why, n)) return 1;
     if (c->w->dtype == TDACL_F32) {
         if (c->precision != TDACL_PRECISION_TF32)
             return snprintf(why, n, "f32 weights reach the matrix units only at precision tf32 (desc.precision, "
@@ -366,10 +372,8 @@ tdacl_status tdacl__gemm_mma_launch(tdacl_context *ctx, const tdacl_variant_def 
 int tdacl__gemm_wgmma_supports(const tdacl_context *ctx, const void *call, char *why, size_t n)
 {
     const tdacl_matmul_call *c = call;
-    if (refuse_fusion(c, why, n)) return 1;
     tdacl_mma_choice m;
-    tdacl__mma_choose(&ctx->info, &m);
-    if (m.body < 0) return snprintf(why, n, "%s", m.why), 1;
+    if (mma_row_refuses(ctx, c, &m, why, n)) return 1;
     if (!m.wgmma)
         return snprintf(why, n, "wgmma runs on NVIDIA sm_90 alone (TDACL_MMA_EMULATE=wgmma emulates it)"), 1;
     const char *off = getenv("TDACL_WGMMA");
