@@ -214,6 +214,8 @@ TDACL_LOG=debug TDACL_MMA_EMULATE=dpas4 expect variant-mma-bad-emulate 0 \
     "$TDACL" "${A[@]}" --dtype bf16
 TDACL_MMA_EMULATE=dpas16 expect devices-emulated 0 'matrix units: none; the mma kernels run through the Intel DPAS sub-group 16, emulated' -- \
     "$TDACL" devices
+TDACL_MMA_EMULATE=wgmma expect devices-emulated-wgmma 0 "the mma kernels run through the portable fragment body, with Hopper's warpgroup products" -- \
+    "$TDACL" devices
 # conventions: --version, help COMMAND, --opt=value, one dtype spelling, no silent overwrite
 expect version-flag 0 '^libtdacl [0-9]' -- "$TDACL" --version
 expect help-command 0 'usage: tdacl attention' -- "$TDACL" help attention

@@ -451,10 +451,39 @@ static void test_matmul_wgmma(void **state)
         tdacl_matmul_tensors t = {a, b, NULL, NULL, c};
         setenv("TDACL_VARIANT", "gemm.wgmma", 1);
         assert_true(tdacl_matmul(g_ctx, &d, &t) != TDACL_SUCCESS);
-        unsetenv("TDACL_VARIANT");
         assert_non_null(strstr(tdacl_last_error(g_ctx), "takes both in bf16"));
+        /* and any call when TDACL_WGMMA=0 turns the row off */
+        tdacl_tensor *a16 = upload_2d(TDACL_BF16, M, K, K, NULL);
+        tdacl_matmul_tensors t16 = {a16, b, NULL, NULL, c};
+        setenv("TDACL_WGMMA", "0", 1);
+        assert_true(tdacl_matmul(g_ctx, &d, &t16) != TDACL_SUCCESS);
+        assert_non_null(strstr(tdacl_last_error(g_ctx), "TDACL_WGMMA=0 turns it off"));
+        unsetenv("TDACL_WGMMA");
+        assert_ok(g_ctx, tdacl_matmul(g_ctx, &d, &t16));
+        unsetenv("TDACL_VARIANT");
+        tdacl_tensor_destroy(a16);
         tdacl_tensor_destroy(a), tdacl_tensor_destroy(b), tdacl_tensor_destroy(c);
     }
+    g_mma_row = "gemm.mma";
+    unsetenv("TDACL_MMA_EMULATE");
+}
+
+/* The same at two tiny shapes (both layouts of b, edge tiles, two K steps): what
+ * matmul_wgmma_oclgrind runs under Oclgrind (races, uninitialised values, out-of-bounds local
+ * reads of the swizzled tiles) */
+static void test_matmul_wgmma_tiny(void **state)
+{
+    (void)state;
+    tdacl_device_info info;
+    assert_ok(g_ctx, tdacl_context_get_info(g_ctx, &info));
+    if (!(info.nv_cc_major == 9 && info.nv_cc_minor == 0)) setenv("TDACL_MMA_EMULATE", "wgmma", 1);
+    static const mm_case cases[] = {
+        {70, 64, 40, 0, TDACL_BF16, TDACL_EPILOGUE_BIAS | TDACL_EPILOGUE_GELU | TDACL_EPILOGUE_RESIDUAL, 0, 0,
+         TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_BF16},
+        {33, 72, 48, 1, TDACL_BF16, TDACL_EPILOGUE_BIAS, 0, 8, TDACL_PRECISION_EXACT, 0, TDACL_BF16, TDACL_F32},
+    };
+    g_mma_row = "gemm.wgmma";
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(&cases[i]);
     g_mma_row = "gemm.mma";
     unsetenv("TDACL_MMA_EMULATE");
 }
@@ -521,13 +550,16 @@ static void test_matmul_errors(void **state)
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) tdacl_tensor_destroy(all[i]);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--filter") && i + 1 < argc) cmocka_set_test_filter(argv[++i]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_values),
         cmocka_unit_test(test_matmul_mma_layouts),
         cmocka_unit_test(test_matmul_mma_units),
         cmocka_unit_test(test_matmul_wgmma),
+        cmocka_unit_test(test_matmul_wgmma_tiny),
         cmocka_unit_test(test_matmul_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
