@@ -242,16 +242,20 @@ static tdacl_precision gemm_precision(const target *t)
     return t->job->dtype == TDACL_F32 ? TDACL_PRECISION_TF32 : TDACL_PRECISION_BF16;
 }
 
+/* a's dtype: bf16 for the wgmma row, which takes nothing else; f32 otherwise */
+static tdacl_dtype gemm_a_dtype(const target *t) { return strcmp(t->row->name, "gemm.wgmma") ? TDACL_F32 : TDACL_BF16; }
+
 static tdacl_status gemm_setup(target *t, tdacl_context *ctx)
 {
     const tdacl_tune_job *job = t->job;
     gemm_state *s = t->state;
     const int M = CHECK_M, N = CHECK_N, K = CHECK_K;
+    const tdacl_dtype adt = gemm_a_dtype(t);
     uint64_t seed = job->seed * 131ULL + 3;
     float *a = malloc((size_t)M * K * 4), *w = malloc((size_t)K * N * 4), *b = malloc((size_t)N * 4),
           *r = malloc((size_t)M * N * 4);
     tdacl_status st = (a && w && b && r) ? TDACL_SUCCESS : tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "tuner: out of memory");
-    for (int i = 0; !st && i < M * K; i++) a[i] = normal(&seed);
+    for (int i = 0; !st && i < M * K; i++) a[i] = stored(normal(&seed), adt);
     for (int i = 0; !st && i < K * N; i++) w[i] = stored(normal(&seed), job->dtype);
     for (int i = 0; !st && i < N; i++) b[i] = normal(&seed);
     for (int i = 0; !st && i < M * N; i++) r[i] = normal(&seed);
@@ -261,14 +265,14 @@ static tdacl_status gemm_setup(target *t, tdacl_context *ctx)
         if (!t->want) st = tdacl__fail(ctx, TDACL_ERR_OUT_OF_MEMORY, "tuner: out of memory");
         else tdacl__reference_gemm(a, w, b, r, TDACL_EPI_BIAS | TDACL_EPI_GELU | TDACL_EPI_RESIDUAL, M, N, K, t->want);
     }
-    if (!st) st = gemm_tensor(ctx, TDACL_F32, M, K, a, &s->a);
+    if (!st) st = gemm_tensor(ctx, adt, M, K, a, &s->a);
     if (!st) st = gemm_tensor(ctx, job->dtype, K, N, w, &s->w);
     if (!st) st = gemm_tensor(ctx, TDACL_F32, 1, N, b, &s->bias);
     if (!st) st = gemm_tensor(ctx, TDACL_F32, M, N, r, &s->res);
     if (!st) st = gemm_tensor(ctx, TDACL_F32, M, N, NULL, &s->c);
     free(a), free(w), free(b), free(r);
     s->m = (int)job->T, s->n = (int)job->N, s->k = (int)job->K;
-    if (!st) st = gemm_tensor(ctx, TDACL_F32, s->m, s->k, NULL, &s->ba);
+    if (!st) st = gemm_tensor(ctx, adt, s->m, s->k, NULL, &s->ba);
     if (!st) st = gemm_tensor(ctx, job->dtype, s->k, s->n, NULL, &s->bw);
     if (!st) st = gemm_tensor(ctx, TDACL_F32, 1, s->n, NULL, &s->bbias);
     if (!st) st = gemm_tensor(ctx, TDACL_F32, s->m, s->n, NULL, &s->bc);
@@ -276,6 +280,9 @@ static tdacl_status gemm_setup(target *t, tdacl_context *ctx)
     if (!st) st = tdacl__tensor_fill_normal(s->bw, job->seed + 1, 0, 0.02f);
     if (!st) st = tdacl__tensor_fill_normal(s->bbias, job->seed + 2, 0, 0.02f);
     const tdacl_matmul_call call = {s->bc, s->ba, s->bw, NULL, NULL, 0, s->m, s->n, s->k, 0, NULL, gemm_precision(t), NULL};
+    char why[256];
+    if (!st && t->row->supports && t->row->supports(ctx, &call, why, sizeof why))
+        st = tdacl__fail(ctx, TDACL_ERR_UNSUPPORTED, "tune: %s cannot run here: %s", t->row->name, why);
     if (!st) t->row->problem(ctx, &call, &t->problem);
     return st;
 }
