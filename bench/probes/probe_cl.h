@@ -44,6 +44,13 @@ static inline cl_device_id probe_device(void)
     return dev;
 }
 
+/* dev's name (n bytes at most) and compute units */
+static inline void probe_describe(cl_device_id dev, char *name, size_t n, cl_uint *cus)
+{
+    CK(clGetDeviceInfo(dev, CL_DEVICE_NAME, n, name, NULL));
+    CK(clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof *cus, cus, NULL));
+}
+
 /* A context on dev and a queue on it (profiling: CL_QUEUE_PROFILING_ENABLE or 0). */
 static inline cl_context probe_context(cl_device_id dev, cl_command_queue_properties profiling, cl_command_queue *q)
 {

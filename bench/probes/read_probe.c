@@ -27,8 +27,7 @@ int main(void)
     cl_device_id dev = probe_device();
     char name[256];
     cl_uint cus = 0;
-    CK(clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL));
-    CK(clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL));
+    probe_describe(dev, name, sizeof name, &cus);
     cl_int err;
     cl_command_queue q;
     cl_context cx = probe_context(dev, CL_QUEUE_PROFILING_ENABLE, &q);

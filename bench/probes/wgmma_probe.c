@@ -232,9 +232,8 @@ int main(int argc, char **argv)
     cl_device_id dev = probe_device();
     char name[256], drv[64];
     cl_uint cus = 0;
-    CK(clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL));
+    probe_describe(dev, name, sizeof name, &cus);
     CK(clGetDeviceInfo(dev, CL_DRIVER_VERSION, sizeof drv, drv, NULL));
-    CK(clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL));
     printf("%s, driver %s, %u compute units\n", name, drv, cus);
     cl_command_queue q;
     cl_context cx = probe_context(dev, CL_QUEUE_PROFILING_ENABLE, &q);

@@ -410,8 +410,7 @@ static tdacl_status run_call(tdacl_context *ctx, const tdacl_matmul_call *call, 
         /* the matrix-unit row also names its body */
         tdacl_mma_choice m = {.name = NULL};
         if (row->matrix_units) tdacl__mma_choose(&ctx->info, &m);
-        if (row->matrix_units && m.wgmma && m.body == TDACL_MMA_PTX && !strcmp(row->name, "gemm.wgmma"))
-            m.name = "wgmma.mma_async, sm_90a";
+        if (row->matrix_units == 2 && m.body == TDACL_MMA_PTX) m.name = "wgmma.mma_async, sm_90a";
         tdacl__log(ctx, TDACL_LOG_DEBUG, "matmul M=%d N=%d K=%d %s weights%s: %s%s%s%s", call->M, call->N, call->K,
                    tdacl_dtype_name(call->w->dtype), call->fuse ? " (fused decode GEMV)" : "", why, m.name ? " (" : "",
                    m.name ? m.name : "", m.name ? ")" : "");

@@ -53,7 +53,7 @@ static const tdacl_variant_def rows[] = {
      tdacl__gemv_call_options, tdacl__gemv_launch, 0},
     {"gemm.wgmma", TDACL_OP_MATMUL,
      {"gemm_wgmma", {"common.cl", "mma.cl", "mma_units.cl", "wgmma.cl", "epilogue.cl", "gemm_mma.cl"}, 1},
-     &tdacl__gemm_wgmma_space, 1, tdacl__gemm_wgmma_supports, tdacl__gemm_mma_problem, tdacl__gemm_wgmma_call_options,
+     &tdacl__gemm_wgmma_space, 2, tdacl__gemm_wgmma_supports, tdacl__gemm_mma_problem, tdacl__gemm_wgmma_call_options,
      tdacl__gemm_wgmma_launch, 0},
     {"gemm.mma", TDACL_OP_MATMUL, {"gemm_mma", {"common.cl", "mma.cl", "mma_units.cl", "epilogue.cl", "gemm_mma.cl"}, 0},
      &tdacl__gemm_mma_space, 1, tdacl__gemm_mma_supports, tdacl__gemm_mma_problem, tdacl__gemm_mma_call_options,

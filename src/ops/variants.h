@@ -24,7 +24,8 @@ struct tdacl_variant_def {
     tdacl_op op;
     tdacl_program_def program;     /* program label and the cl/ files it concatenates */
     const tdacl_kernel_space *space; /* tuned parameters; NULL when nothing is tuned */
-    int matrix_units;              /* runs on matrix units (mma) rather than the FP32 lanes */
+    int matrix_units;              /* runs on matrix units rather than the FP32 lanes: 1 mma.sync (or
+                                      the vendor bodies), 2 Hopper's wgmma (cl/wgmma.cl) */
     /* 0 when the variant can run the call, otherwise writes why not; NULL: always */
     int (*supports)(const tdacl_context *ctx, const void *call, char *why, size_t n);
     /* the tuning-lookup key of the call (space != NULL) */

@@ -242,15 +242,35 @@ static tdacl_precision gemm_precision(const target *t)
     return t->job->dtype == TDACL_F32 ? TDACL_PRECISION_TF32 : TDACL_PRECISION_BF16;
 }
 
-/* a's dtype: bf16 for the wgmma row, which takes nothing else; f32 otherwise */
-static tdacl_dtype gemm_a_dtype(const target *t) { return strcmp(t->row->name, "gemm.wgmma") ? TDACL_F32 : TDACL_BF16; }
+/* a's dtype: f32, or bf16 where the row takes only that (the wgmma GEMM); -1 (why says so)
+ * when the row takes neither on this device */
+static int gemm_a_dtype(const target *t, tdacl_context *ctx, tdacl_tensor *w, tdacl_tensor *c, char *why, size_t n)
+{
+    static const tdacl_dtype tries[2] = {TDACL_F32, TDACL_BF16};
+    for (int i = 0; i < 2; i++) {
+        tdacl_tensor *a = NULL;
+        if (gemm_tensor(ctx, tries[i], 1, 16, NULL, &a)) return -1;
+        const tdacl_matmul_call call = {c, a, w, NULL, NULL, 0, 16, 16, 16, 0, NULL, gemm_precision(t), NULL};
+        const int refused = t->row->supports && t->row->supports(ctx, &call, why, n);
+        tdacl_tensor_destroy(a);
+        if (!refused) return (int)tries[i];
+    }
+    return -1;
+}
 
 static tdacl_status gemm_setup(target *t, tdacl_context *ctx)
 {
     const tdacl_tune_job *job = t->job;
     gemm_state *s = t->state;
     const int M = CHECK_M, N = CHECK_N, K = CHECK_K;
-    const tdacl_dtype adt = gemm_a_dtype(t);
+    char why[256];
+    tdacl_tensor *w16 = NULL, *c16 = NULL;
+    int adt_or = -1;
+    if (!gemm_tensor(ctx, job->dtype, 16, 16, NULL, &w16) && !gemm_tensor(ctx, TDACL_F32, 16, 16, NULL, &c16))
+        adt_or = gemm_a_dtype(t, ctx, w16, c16, why, sizeof why);
+    tdacl_tensor_destroy(w16), tdacl_tensor_destroy(c16);
+    if (adt_or < 0) return tdacl__fail(ctx, TDACL_ERR_UNSUPPORTED, "tune: %s cannot run here: %s", t->row->name, why);
+    const tdacl_dtype adt = (tdacl_dtype)adt_or;
     uint64_t seed = job->seed * 131ULL + 3;
     float *a = malloc((size_t)M * K * 4), *w = malloc((size_t)K * N * 4), *b = malloc((size_t)N * 4),
           *r = malloc((size_t)M * N * 4);
@@ -280,9 +300,6 @@ static tdacl_status gemm_setup(target *t, tdacl_context *ctx)
     if (!st) st = tdacl__tensor_fill_normal(s->bw, job->seed + 1, 0, 0.02f);
     if (!st) st = tdacl__tensor_fill_normal(s->bbias, job->seed + 2, 0, 0.02f);
     const tdacl_matmul_call call = {s->bc, s->ba, s->bw, NULL, NULL, 0, s->m, s->n, s->k, 0, NULL, gemm_precision(t), NULL};
-    char why[256];
-    if (!st && t->row->supports && t->row->supports(ctx, &call, why, sizeof why))
-        st = tdacl__fail(ctx, TDACL_ERR_UNSUPPORTED, "tune: %s cannot run here: %s", t->row->name, why);
     if (!st) t->row->problem(ctx, &call, &t->problem);
     return st;
 }
