@@ -91,3 +91,25 @@ tune_checked attention_entmax entmax --T 64 --B 1 --H 1 --budget 9
 # 6. the Top-theta decode row: thresholds keeping ~16 keys of N(0, 1) scores on the device and
 #    in the tuner's reference alike (tdacl__topk_normal_threshold), key splits included
 tune_checked attention_topk_decode topk_theta --T 300 --B 1 --H 2 --budget 10
+# 7. the GEMM on Hopper's wgmma, through its emulation: tuned with bf16 a (the only a it takes),
+#    candidates checked against the reference; without the emulation (no sm_90 here) the tuner
+#    refuses it by name
+TDACL_MMA_EMULATE=wgmma "$TDACL" tune --kernel gemm_wgmma --dtype bf16 --T 64 --N 64 --K 64 --budget 6 --strategy random \
+    --seed 7 --out "$WORK/wgmma.tdb" >"$WORK/tune-wgmma.log" 2>&1 || {
+    cat "$WORK/tune-wgmma.log"
+    echo "FAIL: tdacl tune --kernel gemm_wgmma exited non-zero"
+    exit 1
+}
+if ! grep -qE "^gemm_wgmma .* dtype=bf16 .*GWG_BM=" "$WORK/wgmma.tdb" || ! grep -q " 0 wrong against the reference" "$WORK/tune-wgmma.log"; then
+    echo "FAIL: no gemm_wgmma entry, or candidates wrong against the reference"
+    cat "$WORK/wgmma.tdb" "$WORK/tune-wgmma.log"
+    exit 1
+fi
+echo "PASS: gemm_wgmma wrote an entry, no candidate wrong"
+if TDACL_MMA_EMULATE= "$TDACL" tune --kernel gemm_wgmma --dtype bf16 --T 64 --N 64 --K 64 --budget 2 \
+    --out "$WORK/wgmma-no.tdb" >"$WORK/tune-wgmma-no.log" 2>&1 || ! grep -q "gemm.wgmma cannot run here" "$WORK/tune-wgmma-no.log"; then
+    cat "$WORK/tune-wgmma-no.log"
+    echo "FAIL: gemm_wgmma without its emulation was not refused by name"
+    exit 1
+fi
+echo "PASS: gemm_wgmma refused where it cannot run"
