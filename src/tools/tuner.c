@@ -249,7 +249,7 @@ static int gemm_a_dtype(const target *t, tdacl_context *ctx, tdacl_tensor *w, td
     static const tdacl_dtype tries[2] = {TDACL_F32, TDACL_BF16};
     for (int i = 0; i < 2; i++) {
         tdacl_tensor *a = NULL;
-        if (gemm_tensor(ctx, tries[i], 1, 16, NULL, &a)) return -1;
+        if (gemm_tensor(ctx, tries[i], 1, 16, NULL, &a)) return snprintf(why, n, "%s", tdacl_last_error(ctx)), -1;
         const tdacl_matmul_call call = {c, a, w, NULL, NULL, 0, 16, 16, 16, 0, NULL, gemm_precision(t), NULL};
         const int refused = t->row->supports && t->row->supports(ctx, &call, why, n);
         tdacl_tensor_destroy(a);
@@ -268,6 +268,8 @@ static tdacl_status gemm_setup(target *t, tdacl_context *ctx)
     int adt_or = -1;
     if (!gemm_tensor(ctx, job->dtype, 16, 16, NULL, &w16) && !gemm_tensor(ctx, TDACL_F32, 16, 16, NULL, &c16))
         adt_or = gemm_a_dtype(t, ctx, w16, c16, why, sizeof why);
+    else
+        snprintf(why, sizeof why, "%s", tdacl_last_error(ctx)); /* its probe tensors were not allocated */
     tdacl_tensor_destroy(w16), tdacl_tensor_destroy(c16);
     if (adt_or < 0) return tdacl__fail(ctx, TDACL_ERR_UNSUPPORTED, "tune: %s cannot run here: %s", t->row->name, why);
     const tdacl_dtype adt = (tdacl_dtype)adt_or;
